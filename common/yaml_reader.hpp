@@ -1,0 +1,75 @@
+// A thin layer over yaml-cpp that remembers where every value came from, so that each
+// description loader (devices, clusters, scenarios) reports bad input the same way:
+// "file:line: field 'a.b.c': what is wrong".
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/input_error.hpp"
+
+namespace tandem {
+
+class YamlNode {
+ public:
+  // Parses a whole file; a missing file or a syntax error becomes an InputError.
+  static YamlNode load_file(const std::string& path);
+  // Parses text held in memory (tests, embedded defaults); `origin` names it in errors.
+  static YamlNode load_string(const std::string& text, const std::string& origin);
+
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }  // dotted field path, "" at the root
+  int line() const;                                  // 1-based
+
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+  bool has(const std::string& key) const;
+
+  // A required key: missing -> "missing required field".
+  YamlNode operator[](const std::string& key) const;
+  // An optional key.
+  std::optional<YamlNode> get(const std::string& key) const;
+  // Elements of a sequence (error if this is not one).
+  std::vector<YamlNode> items() const;
+  // Key/value pairs of a map, in file order.
+  std::vector<std::pair<std::string, YamlNode>> entries() const;
+
+  // Scalars, with a type error naming the field when the text does not convert.
+  std::string as_string() const;
+  double as_double() const;
+  long long as_int() const;
+  bool as_bool() const;
+
+  // Checked scalars, the common constraints of descriptions.
+  double positive() const;      // > 0
+  double non_negative() const;  // >= 0
+  long long positive_int() const;
+
+  // Required/optional shorthands.
+  std::string str(const std::string& key) const { return (*this)[key].as_string(); }
+  std::string str_or(const std::string& key, const std::string& fallback) const;
+  double positive_or(const std::string& key, double fallback) const;
+  long long positive_int_or(const std::string& key, long long fallback) const;
+  bool bool_or(const std::string& key, bool fallback) const;
+
+  // Refuses keys not in `allowed`: a typo in a knob name must not be silently ignored.
+  void only_keys(std::initializer_list<const char*> allowed) const;
+
+  // An InputError located at this node.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  YamlNode(YAML::Node node, std::string file, std::string path, int fallback_line);
+  YamlNode child(const YAML::Node& node, const std::string& key) const;
+
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  int fallback_line_;  // the parent's line, for nodes yaml-cpp gives no mark (missing keys)
+};
+
+}  // namespace tandem

@@ -1,0 +1,49 @@
+// A device profile: what one accelerator (or CPU socket/core) can do, from its datasheet, plus
+// the efficiencies that turn peaks into achievable speeds (fitted by calibration later).
+// Profiles live as YAML in platforms/devices/, one per device, each number with its source.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "common/units.hpp"
+#include "strategies/op.hpp"
+#include "strategies/tensor.hpp"
+
+namespace tandem {
+
+struct DeviceProfile {
+  std::string name;  // e.g. "H100-SXM"
+  std::string kind;  // "gpu" or "cpu"
+  std::string file;  // where it was loaded from
+
+  // Dense peak throughput per dtype (no sparsity).
+  FlopsPerSecond peak_fp32_flops_per_s = 0;
+  FlopsPerSecond peak_bf16_flops_per_s = 0;
+  FlopsPerSecond peak_fp16_flops_per_s = 0;
+
+  BytesPerSecond memory_bandwidth_bytes_per_s = 0;
+  Bytes memory_capacity_bytes = 0;
+
+  Watts idle_power_w = 0;
+  Watts busy_power_w = 0;
+  double price_per_hour_usd = 0;  // for cost objectives; 0 = unknown
+
+  Seconds launch_overhead_s = 0;  // per kernel
+
+  // Fraction of peak FLOP/s and of memory bandwidth an op of each compute kind reaches
+  // (indexed by OpKind, compute kinds only). Defaults are set by the loader per kind.
+  std::array<double, kOpKindCount> flop_efficiency{};
+  std::array<double, kOpKindCount> memory_efficiency{};
+
+  FlopsPerSecond peak_flops_per_s(DType dtype) const;
+};
+
+// Loads one profile from YAML (errors name file, line, field).
+DeviceProfile load_device_profile(const std::string& path);
+
+// Finds platforms/devices/<name>.yaml (case-insensitive name, file stem) and loads it.
+// `search_dir` defaults to the bundled platforms/devices.
+DeviceProfile find_device_profile(const std::string& name, const std::string& search_dir = "");
+
+}  // namespace tandem

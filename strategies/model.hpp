@@ -1,0 +1,84 @@
+// A model, as strategies see it: a stack of layers, each written against the per-rank
+// interface. A layer allocates its (possibly sharded) parameters and gradients, runs its
+// forward on an input tensor (keeping what its backward needs, per micro-batch), and its
+// backward on the output gradient (accumulating its parameter gradients, freeing the saved
+// activations). Strategies decide which layers a rank holds, how batches flow and how
+// gradients are reduced; layers decide the kernels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "strategies/runtime.hpp"
+
+namespace tandem {
+
+enum class Recompute { none, selective, full };
+const char* to_string(Recompute recompute);
+
+// How a layer is split inside a tensor-parallel group (Megatron-LM conventions).
+struct ParallelContext {
+  int tp_size = 1;
+  int tp_rank = 0;
+  Group tp_group;                  // used only when tp_size > 1
+  bool sequence_parallel = false;  // all-reduces become reduce-scatter + all-gather
+  Recompute recompute = Recompute::none;
+};
+
+// Shapes of one micro-batch.
+struct BatchShape {
+  std::int64_t micro_batch = 1;  // sequences per micro-batch (b)
+  std::int64_t seq_len = 1;      // tokens per sequence (s)
+  DType dtype = DType::bf16;     // activation/compute dtype
+  DType param_dtype = DType::bf16;
+  DType grad_dtype = DType::bf16;  // dtype gradients are accumulated and reduced in
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string name() const = 0;
+
+  // Parameters of the whole (unsharded) layer, and of this rank's shard.
+  virtual std::int64_t parameter_count() const = 0;
+  virtual std::int64_t local_parameter_count() const = 0;
+
+  // Allocates this rank's parameters (and gradient buffers, if `with_gradients`).
+  virtual void allocate(Runtime& rt, bool with_gradients) = 0;
+  virtual const std::vector<Tensor>& parameters() const = 0;
+  virtual const std::vector<Tensor>& gradients() const = 0;
+
+  // forward: input -> output (tokens [b,s] for the embedding; hidden [b,s,h] elsewhere; the
+  // loss layer returns a scalar). backward: grad of output -> grad of input (an invalid tensor
+  // for the embedding). `micro_batch` keys the saved activations; several can be in flight.
+  virtual Tensor forward(Runtime& rt, const Tensor& input, int micro_batch) = 0;
+  virtual Tensor backward(Runtime& rt, const Tensor& grad_output, int micro_batch) = 0;
+
+  // Analytic figures of one micro-batch on this rank (tested against published formulas).
+  virtual Flops forward_flops() const = 0;
+  virtual Flops backward_flops() const = 0;
+  virtual Bytes saved_activation_bytes() const = 0;
+};
+
+// A model instance for one rank: its layers in order (embedding, blocks..., head+loss).
+struct ModelDescription {
+  std::string name;
+  std::int64_t parameter_count = 0;        // whole model
+  Flops model_flops_per_token = 0;         // 6N + attention, fwd+bwd, no recompute (for MFU)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual ModelDescription describe() const = 0;
+  // Builds the layers of this model for one rank, under a tensor-parallel context.
+  virtual std::vector<std::unique_ptr<Layer>> build_layers(const BatchShape& batch,
+                                                           const ParallelContext& ctx) const = 0;
+  // The input a micro-batch starts from (token ids, or features for an MLP).
+  virtual Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const = 0;
+};
+
+}  // namespace tandem

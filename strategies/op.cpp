@@ -1,0 +1,58 @@
+#include "strategies/op.hpp"
+
+#include "strategies/runtime.hpp"
+
+namespace tandem {
+
+const char* to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::gemm: return "gemm";
+    case OpKind::attention: return "attention";
+    case OpKind::norm: return "norm";
+    case OpKind::elementwise: return "elementwise";
+    case OpKind::embedding: return "embedding";
+    case OpKind::loss: return "loss";
+    case OpKind::optimizer: return "optimizer";
+    case OpKind::memcpy: return "memcpy";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::all_gather: return "all_gather";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::all_to_all: return "all_to_all";
+  }
+  return "?";
+}
+
+bool is_communication(OpKind kind) { return kind >= OpKind::send; }
+bool is_collective(OpKind kind) { return kind >= OpKind::all_reduce; }
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::optimizer: return "optimizer";
+    case Phase::other: return "other";
+  }
+  return "?";
+}
+
+const char* to_string(Stream stream) {
+  switch (stream) {
+    case Stream::compute: return "compute";
+    case Stream::dp_comm: return "dp_comm";
+    case Stream::tp_comm: return "tp_comm";
+    case Stream::pp_send: return "pp_send";
+    case Stream::pp_recv: return "pp_recv";
+  }
+  return "?";
+}
+
+int Group::index_of(int global_rank) const {
+  for (int i = 0; i < size(); ++i)
+    if (ranks[i] == global_rank) return i;
+  return -1;
+}
+
+}  // namespace tandem

@@ -1,0 +1,126 @@
+// The ops a rank issues through the per-rank interface, at the granularity of real kernels.
+// An op carries everything any backend needs: its kind and arguments (for the real backends'
+// kernels), its FLOPs and bytes (for the simulator's cost model), and a label that, with the
+// rank's op sequence number, gives it the same id in simulation and in reality.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/units.hpp"
+#include "strategies/tensor.hpp"
+
+namespace tandem {
+
+enum class OpKind : std::uint8_t {
+  // compute
+  gemm,
+  attention,
+  norm,
+  elementwise,
+  embedding,
+  loss,
+  optimizer,
+  memcpy,
+  // communication
+  send,
+  recv,
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  all_to_all,
+};
+inline constexpr int kOpKindCount = 15;
+const char* to_string(OpKind kind);
+bool is_communication(OpKind kind);
+bool is_collective(OpKind kind);
+
+// Where in the training step an op belongs; reports break time down by phase.
+enum class Phase : std::uint8_t { forward, backward, optimizer, other };
+const char* to_string(Phase phase);
+
+// ---- kernel arguments (what a real backend needs to run the kernel) ----
+struct GemmArgs {  // C[m,n] (+)= op(A)[m,k] · op(B)[k,n]
+  std::int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  bool accumulate = false;  // C += instead of C =  (gradient accumulation)
+  std::int64_t batch = 1;   // batched GEMM count
+};
+struct AttentionArgs {  // scaled dot-product attention over [batch, heads, seq, head_dim]
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  bool causal = true;
+  bool flash = false;  // fused kernel: no seq×seq matrix kept in memory
+  bool backward = false;
+};
+enum class NormKind : std::uint8_t { layer_norm, rms_norm };
+struct NormArgs {
+  NormKind norm = NormKind::layer_norm;
+  std::int64_t rows = 0, cols = 0;
+  bool backward = false;
+};
+enum class ElementwiseFn : std::uint8_t { gelu, swiglu, add, dropout, bias_add, scale, cast };
+struct ElementwiseArgs {
+  ElementwiseFn fn = ElementwiseFn::add;
+  std::int64_t numel = 0;  // elements of the output
+  bool backward = false;
+};
+struct EmbeddingArgs {
+  std::int64_t tokens = 0, vocab = 0, hidden = 0;
+  std::int64_t vocab_offset = 0;  // first row held by this rank (vocab-parallel)
+  bool backward = false;
+};
+struct LossArgs {  // softmax cross-entropy over the vocabulary
+  std::int64_t tokens = 0, vocab = 0;
+  bool backward = false;
+};
+struct OptimizerArgs {  // AdamW on a flat shard
+  std::int64_t numel = 0;
+  float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+};
+struct MemcpyArgs {
+  std::int64_t numel = 0;
+};
+using KernelArgs = std::variant<GemmArgs, AttentionArgs, NormArgs, ElementwiseArgs, EmbeddingArgs,
+                                LossArgs, OptimizerArgs, MemcpyArgs>;
+
+struct ComputeOp {
+  OpKind kind = OpKind::elementwise;
+  Phase phase = Phase::other;
+  std::string label;  // e.g. "layer3.attn.qkv.fwd"; stable across backends
+  KernelArgs args;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  Flops flops = 0;        // work (multiply-add = 2 FLOPs)
+  Bytes bytes = 0;        // bytes read + written from device memory
+  DType compute_dtype = DType::bf16;  // selects the device's peak (tensor core or not)
+};
+
+// A communicator: a set of global ranks. Group ids are assigned by the strategy and must be the
+// same on every member (backends key their channels/communicators on it).
+struct Group {
+  int id = -1;
+  std::vector<int> ranks;  // global ranks, in ring order
+  int size() const { return static_cast<int>(ranks.size()); }
+  int index_of(int global_rank) const;  // -1 when not a member
+};
+
+enum class ReduceOp : std::uint8_t { sum, avg, max };
+
+struct CommOp {
+  OpKind kind = OpKind::all_reduce;
+  Phase phase = Phase::other;
+  std::string label;
+  Tensor buffer;  // send buffer (in place for all-reduce); for all-gather: the full output
+  Bytes bytes = 0;  // payload in the nccl-tests sense: the full tensor for all-reduce/all-gather/
+                    // reduce-scatter (the concatenated size), the message for send/recv/broadcast
+  Group group;      // for collectives
+  int peer = -1;    // global rank, for send/recv
+  int root = -1;    // global rank, for broadcast
+  ReduceOp reduce = ReduceOp::sum;
+  int tag = 0;      // distinguishes concurrent point-to-point streams between the same pair
+};
+
+}  // namespace tandem

@@ -1,0 +1,62 @@
+// The per-rank interface: what a strategy or a model may ask of the machine it runs on.
+// It is written once; the simulator (sim/), the CPU reference backend and the CUDA backend
+// (exec/) implement it. Nothing here knows which one is underneath.
+//
+// Semantics follow a GPU: the calling thread is the host; every op is enqueued on a stream and
+// returns a Handle at once. Ops on one stream run in issue order; ops on different streams
+// overlap. An op also waits for the handles listed in `after` (cudaStreamWaitEvent). `wait`
+// blocks the host until a handle completes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strategies/op.hpp"
+#include "strategies/tensor.hpp"
+
+namespace tandem {
+
+struct Handle {
+  std::int64_t id = -1;  // -1: already complete (nothing to wait for)
+  bool valid() const { return id >= 0; }
+};
+
+// Streams by role. The compute stream is where the host's own work runs; the others carry
+// communication so that it overlaps computation, as Megatron and DDP do.
+enum class Stream : std::uint8_t { compute = 0, dp_comm = 1, tp_comm = 2, pp_send = 3, pp_recv = 4 };
+inline constexpr int kStreamCount = 5;
+const char* to_string(Stream stream);
+
+struct Issue {
+  Stream stream = Stream::compute;
+  std::vector<Handle> after;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // ---- memory: every buffer is named and categorised, so peak memory and OOM are known ----
+  virtual Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
+                       MemCategory category) = 0;
+  virtual void release(const Tensor& tensor) = 0;
+
+  // ---- ops ----
+  virtual Handle compute(ComputeOp op, const Issue& issue = {}) = 0;
+  virtual Handle communicate(CommOp op, const Issue& issue = {}) = 0;
+
+  // ---- asynchrony ----
+  virtual void wait(Handle handle) = 0;
+  virtual void synchronize() = 0;  // all streams drained
+
+  // ---- iteration boundaries (trace records carry the iteration number) ----
+  virtual void begin_iteration(int iteration) = 0;
+  virtual void end_iteration() = 0;
+};
+
+}  // namespace tandem
