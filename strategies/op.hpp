@@ -114,6 +114,9 @@ struct CommOp {
   Phase phase = Phase::other;
   std::string label;
   Tensor buffer;  // send buffer (in place for all-reduce); for all-gather: the full output
+  // A gradient bucket: when not empty, the collective covers these tensors as one flat buffer
+  // (as DDP and Megatron reduce a contiguous bucket) and `buffer` is unused.
+  std::vector<Tensor> bucket;
   Bytes bytes = 0;  // payload in the nccl-tests sense: the full tensor for all-reduce/all-gather/
                     // reduce-scatter (the concatenated size), the message for send/recv/broadcast
   Group group;      // for collectives

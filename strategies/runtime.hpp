@@ -52,6 +52,10 @@ class Runtime {
 
   // ---- asynchrony ----
   virtual void wait(Handle handle) = 0;
+  // An event on `stream` (cudaEventRecord): completes when all work issued on it so far has.
+  // A strategy passes it in Issue::after to order work across streams, e.g. a gradient bucket's
+  // all-reduce on dp_comm after the backward ops that produced it on compute.
+  virtual Handle record(Stream stream) = 0;
   virtual void synchronize() = 0;  // all streams drained
 
   // ---- iteration boundaries (trace records carry the iteration number) ----
