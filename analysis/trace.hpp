@@ -1,0 +1,49 @@
+// The trace schema shared by prediction (sim) and measurement (cpu, cuda): one record per op.
+// Analysis aligns a predicted and a measured trace by (rank, iteration, op id); the op id is the
+// op's label, which the strategy and model code make unique within a rank's iteration, so the same
+// op has the same id whichever backend ran it. Chrome trace / Perfetto JSON is an export of this
+// schema (chrome_trace.hpp), not the schema itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "strategies/op.hpp"
+#include "strategies/runtime.hpp"
+
+namespace tandem {
+
+struct TraceRecord {
+  int rank = 0;
+  int iteration = 0;
+  std::string op_id;  // the op's label
+  OpKind kind = OpKind::gemm;
+  Phase phase = Phase::other;
+  Stream stream = Stream::compute;
+  Seconds start_s = 0;
+  Seconds end_s = 0;
+  Flops flops = 0;
+  Bytes bytes = 0;
+  int peer = -1;      // send/recv
+  int group_id = -1;  // collectives
+  int group_size = 0;
+};
+
+struct Trace {
+  std::string source;   // "sim", "cpu", "cuda"
+  std::string scenario; // scenario name
+  std::vector<TraceRecord> records;
+};
+
+// The schema on disk: JSON {"schema": "tandem-trace/1", "source", "scenario", "records": [...]}.
+// Written atomically (temporary file + rename). Reading validates every field and reports
+// file, record index and field on bad input (InputError).
+void write_trace_json(const Trace& trace, const std::string& path);
+Trace read_trace_json(const std::string& path);
+
+// Writes `text` to `path` atomically: a reader sees the old file or the whole new one.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace tandem

@@ -1,0 +1,52 @@
+// A scenario: a model, a cluster, a training configuration and a strategy with its knobs (named
+// as in Megatron-LM / DeepSpeed), plus how to simulate it. Scenarios are YAML files; bundled ones
+// live in scenarios/. Loading validates everything a scenario can get wrong and reports it as
+// one InputError naming file, line and field.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "platforms/cluster.hpp"
+#include "sim/simulation.hpp"
+#include "strategies/model.hpp"
+#include "strategies/models/mlp.hpp"
+#include "strategies/models/transformer.hpp"
+#include "strategies/strategy.hpp"
+
+namespace tandem {
+
+struct ModelSpec {
+  enum class Kind { transformer, mlp } kind = Kind::transformer;
+  TransformerConfig transformer;
+  MlpConfig mlp;
+  std::string name() const;
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;
+  std::string description;
+  ModelSpec model;
+  Cluster cluster;
+  TrainingConfig training;
+  std::string strategy_type = "data_parallel";
+  ParallelConfig parallel;
+  sim::SimulationOptions simulation;
+  // Line of every field read, keyed by dotted path ("strategy.data_parallel_size"), so that
+  // inconsistencies found after loading still point at the right line.
+  std::map<std::string, int> lines;
+
+  int line_of(const std::string& field) const;
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const;
+};
+
+// Loads and validates a scenario file (`name_or_path`: a path, or the name of a bundled one).
+Scenario load_scenario(const std::string& name_or_path);
+
+std::shared_ptr<const Model> make_model(const ModelSpec& spec);
+// Builds the scenario's strategy; an impossible strategy is an InputError at the faulty knob.
+std::unique_ptr<Strategy> make_strategy(const Scenario& scenario);
+
+}  // namespace tandem

@@ -1,0 +1,25 @@
+#include "sim/cost_model.hpp"
+
+#include <algorithm>
+
+namespace tandem::sim {
+
+namespace {
+bool uses_tensor_cores(OpKind kind) { return kind == OpKind::gemm || kind == OpKind::attention; }
+}  // namespace
+
+ComputeCost compute_cost(const ComputeOp& op, const DeviceProfile& device) {
+  const auto k = static_cast<std::size_t>(op.kind);
+  const DType dtype = uses_tensor_cores(op.kind) ? op.compute_dtype : DType::fp32;
+  const FlopsPerSecond flops_per_s = device.peak_flops_per_s(dtype) * device.flop_efficiency[k];
+  const BytesPerSecond bytes_per_s =
+      device.memory_bandwidth_bytes_per_s * device.memory_efficiency[k];
+
+  ComputeCost cost;
+  cost.flop_seconds = (op.flops > 0 && flops_per_s > 0) ? op.flops / flops_per_s : 0.0;
+  cost.memory_seconds = (op.bytes > 0 && bytes_per_s > 0) ? op.bytes / bytes_per_s : 0.0;
+  cost.seconds = device.launch_overhead_s + std::max(cost.flop_seconds, cost.memory_seconds);
+  return cost;
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,25 @@
+// The device cost model: how long one compute op takes on one device.
+//
+// A roofline with per-kind efficiencies: an op is bound either by arithmetic (its FLOPs over the
+// device's peak for its dtype, scaled by how close that kind of kernel gets to peak) or by memory
+// (its bytes over the memory bandwidth, scaled likewise), plus a fixed launch overhead. Tensor-core
+// peaks apply only to GEMM and attention; element-wise, norm and optimizer kernels run on the
+// vector units, at the fp32 peak.
+#pragma once
+
+#include "common/units.hpp"
+#include "platforms/device.hpp"
+#include "strategies/op.hpp"
+
+namespace tandem::sim {
+
+struct ComputeCost {
+  Seconds seconds = 0;
+  Seconds flop_seconds = 0;    // arithmetic-bound time (without launch overhead)
+  Seconds memory_seconds = 0;  // memory-bound time (without launch overhead)
+  bool compute_bound() const { return flop_seconds >= memory_seconds; }
+};
+
+ComputeCost compute_cost(const ComputeOp& op, const DeviceProfile& device);
+
+}  // namespace tandem::sim

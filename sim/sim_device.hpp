@@ -1,0 +1,131 @@
+// The simulated per-rank interface: one SimDevice per rank, driven by the rank's main actor.
+//
+// The main actor plays the host and the compute stream together: a compute op advances its
+// clock by the cost model's duration (fused with its neighbours when allowed). Communication is
+// handed to one actor per communication stream, which runs its ops in issue order after their
+// dependencies, as point-to-point transfers on the modeled network (collectives through
+// sim/collectives). `wait` blocks the main actor on a condition variable until the op is done.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/trace.hpp"
+#include "platforms/cluster.hpp"
+#include "sim/collectives/collective.hpp"
+#include "sim/simulation.hpp"
+#include "strategies/memory_ledger.hpp"
+#include "strategies/runtime.hpp"
+
+namespace tandem::sim {
+
+// What all devices of one simulation share: the platform, the options, and the rendezvous table
+// that tells each member of a collective when the last member arrived.
+struct SimulationContext {
+  const Cluster* cluster = nullptr;
+  SimulationOptions options;
+  std::vector<simgrid::s4u::Host*> hosts;  // by global rank
+  TopologyView topology;
+
+  struct Rendezvous {
+    Seconds last_arrival_s = 0;
+    int arrived = 0;
+    int departed = 0;
+  };
+  std::unordered_map<std::string, Rendezvous> rendezvous;
+};
+
+class SimDevice final : public Runtime, public PointToPoint {
+ public:
+  SimDevice(int rank, SimulationContext& context);
+  ~SimDevice() override;
+
+  // Runtime
+  int rank() const override { return rank_; }
+  int world_size() const override { return static_cast<int>(context_.hosts.size()); }
+  Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
+               MemCategory category) override;
+  void release(const Tensor& tensor) override;
+  Handle compute(ComputeOp op, const Issue& issue) override;
+  Handle communicate(CommOp op, const Issue& issue) override;
+  void wait(Handle handle) override;
+  Handle record(Stream stream) override;
+  void synchronize() override;
+  void begin_iteration(int iteration) override;
+  void end_iteration() override;
+
+  // PointToPoint (used by collectives running on this device's stream actors)
+  simgrid::s4u::CommPtr send_async(int dst_rank, Bytes bytes, const std::string& channel) override;
+  simgrid::s4u::CommPtr recv_async(int src_rank, const std::string& channel) override;
+
+  // Results, read after the simulation.
+  const MemoryLedger& memory() const { return memory_; }
+  const RankResult& totals() const { return totals_; }
+  const std::vector<std::pair<Seconds, Seconds>>& iteration_windows() const { return windows_; }
+  std::vector<TraceRecord>& trace_records() { return trace_; }
+  std::size_t compute_executions() const { return compute_executions_; }
+  std::size_t compute_ops() const { return compute_ops_; }
+  std::size_t comm_ops() const { return comm_ops_; }
+
+ private:
+  struct OpState {
+    bool done = false;
+    Seconds start_s = 0;
+    Seconds effective_start_s = 0;  // when the last peer arrived
+    Seconds end_s = 0;
+  };
+  struct PendingComm {
+    CommOp op;
+    std::vector<Handle> after;
+    Stream stream = Stream::compute;
+    std::int64_t handle = -1;
+    std::string channel;
+    std::string rendezvous_key;
+    int members = 0;
+  };
+  struct StreamQueue {
+    std::deque<PendingComm> queue;
+    simgrid::s4u::ConditionVariablePtr has_work;
+    bool started = false;
+    std::int64_t last_handle = -1;
+  };
+
+  void flush_compute();  // executes the fused compute block
+  void block_on(std::int64_t handle);  // main actor: wait and classify the blocked time
+  void stream_loop(Stream stream);     // body of a communication stream's actor
+  void run_comm(const PendingComm& pending, OpState& state);
+  void add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream, Seconds start,
+                 Seconds end, Flops flops, Bytes bytes, int peer, const Group* group);
+  bool measuring() const;
+
+  int rank_;
+  SimulationContext& context_;
+  const DeviceProfile& device_;
+  simgrid::s4u::Host* host_;
+
+  MemoryLedger memory_;
+  int next_tensor_id_ = 0;
+
+  Seconds pending_compute_s_ = 0;  // fused block not yet executed
+  std::vector<OpState> ops_;       // by handle id
+  std::array<StreamQueue, kStreamCount> streams_;
+  simgrid::s4u::MutexPtr mutex_;
+  simgrid::s4u::ConditionVariablePtr op_done_;
+  std::map<std::string, int> channel_instances_;  // per channel: collectives issued so far
+
+  int iteration_ = -1;
+  Seconds iteration_start_s_ = 0;
+  std::vector<std::pair<Seconds, Seconds>> windows_;
+  RankResult totals_;  // compute / exposed / comm busy accumulate over measured iterations
+  std::vector<TraceRecord> trace_;
+  std::size_t compute_executions_ = 0, compute_ops_ = 0, comm_ops_ = 0;
+};
+
+}  // namespace tandem::sim

@@ -1,0 +1,82 @@
+// A strategy decides what every rank does in one training iteration: which layers it holds,
+// which micro-batches it runs, how gradients are reduced and how the optimizer steps. It is
+// written once against the per-rank interface (runtime.hpp) and knows nothing of backends.
+//
+// A Strategy is immutable and shared by all ranks; each rank gets its own RankProgram (its
+// layers, buffers and schedule), created on the rank's own thread/actor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "strategies/model.hpp"
+#include "strategies/runtime.hpp"
+
+namespace tandem {
+
+// The training configuration, with Megatron-LM's knob names.
+struct TrainingConfig {
+  std::int64_t global_batch_size = 1;  // sequences per iteration, all replicas together
+  std::int64_t micro_batch_size = 1;   // sequences per micro-batch
+  std::int64_t seq_length = 1;
+  DType precision = DType::bf16;       // parameters and activations
+  bool accumulate_allreduce_grads_in_fp32 = false;
+  std::string optimizer = "adam";      // mixed-precision AdamW: fp32 master, m, v
+  float lr = 3e-4f;
+  float weight_decay = 0.1f;
+};
+
+// How the global batch is shared among data-parallel replicas.
+enum class BatchSplit { even, proportional };
+
+// Parallelism knobs, named as in Megatron-LM / DeepSpeed.
+struct ParallelConfig {
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+  int data_parallel_size = 1;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  Recompute recompute_granularity = Recompute::none;
+  bool overlap_grad_reduce = true;
+  std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)
+  BatchSplit batch_split = BatchSplit::even;
+};
+
+// An impossible strategy: `field` names the knob at fault (e.g. "parallel.data_parallel_size").
+class StrategyError : public std::invalid_argument {
+ public:
+  StrategyError(std::string field, const std::string& message)
+      : std::invalid_argument(message), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+class RankProgram {
+ public:
+  virtual ~RankProgram() = default;
+  // Allocates parameters, gradients and optimizer state (once, before the first step).
+  virtual void setup(Runtime& rt) = 0;
+  // One training iteration: all micro-batches, gradient reduction, optimizer step.
+  virtual void train_step(Runtime& rt, int iteration) = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::unique_ptr<RankProgram> program_for(int rank) const = 0;
+  // Sequences processed per iteration (all replicas).
+  virtual std::int64_t sequences_per_iteration() const = 0;
+};
+
+// Splits `total` micro-batches over replicas in proportion to `weights` (largest remainder, every
+// replica gets at least one; ties go to the lower index). Equal weights give an even split.
+std::vector<std::int64_t> split_proportionally(std::int64_t total, const std::vector<double>& weights);
+
+}  // namespace tandem
