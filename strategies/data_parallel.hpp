@@ -1,0 +1,48 @@
+// Data parallelism, written once against the per-rank interface.
+//
+// Every rank holds the whole model. Each iteration a rank runs its share of the global batch as
+// micro-batches, accumulating gradients; during the last micro-batch's backward, gradients are
+// gathered into buckets (in the order backward produces them) and each full bucket is
+// all-reduced on the data-parallel stream while backward goes on (overlap, as PyTorch DDP and
+// Megatron-LM do). Then every rank steps its optimizer (mixed-precision AdamW: fp32 master
+// weights, m and v).
+//
+// On clusters of several device kinds the global batch can be split in proportion to each
+// replica's speed, so that fast replicas do not wait for slow ones at the all-reduce; gradients
+// are then weighted by each replica's share of the batch before the sum.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strategies/model.hpp"
+#include "strategies/strategy.hpp"
+
+namespace tandem {
+
+class DataParallel final : public Strategy {
+ public:
+  // `replica_speeds`: one weight per rank (e.g. peak FLOP/s), used by BatchSplit::proportional.
+  DataParallel(std::shared_ptr<const Model> model, TrainingConfig training, ParallelConfig parallel,
+               std::vector<double> replica_speeds);
+
+  std::string name() const override;
+  int world_size() const override { return parallel_.data_parallel_size; }
+  std::unique_ptr<RankProgram> program_for(int rank) const override;
+  std::int64_t sequences_per_iteration() const override { return training_.global_batch_size; }
+
+  // Micro-batches each replica runs per iteration.
+  const std::vector<std::int64_t>& micro_batches_per_replica() const { return micro_batches_; }
+  // The data-parallel group (all ranks); id 0.
+  const Group& group() const { return group_; }
+  BatchShape batch_shape() const;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  TrainingConfig training_;
+  ParallelConfig parallel_;
+  std::vector<std::int64_t> micro_batches_;
+  Group group_;
+};
+
+}  // namespace tandem
