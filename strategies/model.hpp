@@ -54,6 +54,11 @@ class Layer {
   // forward: input -> output (tokens [b,s] for the embedding; hidden [b,s,h] elsewhere; the
   // loss layer returns a scalar). backward: grad of output -> grad of input (an invalid tensor
   // for the embedding). `micro_batch` keys the saved activations; several can be in flight.
+  //
+  // Ownership is linear: forward takes ownership of `input` (it keeps it as a saved activation,
+  // released by its backward, or releases it before returning) and its output belongs to the
+  // caller. Likewise backward takes ownership of `grad_output` (invalid for the loss layer, which
+  // seeds the gradient) and its returned input gradient belongs to the caller.
   virtual Tensor forward(Runtime& rt, const Tensor& input, int micro_batch) = 0;
   virtual Tensor backward(Runtime& rt, const Tensor& grad_output, int micro_batch) = 0;
 
