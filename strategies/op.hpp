@@ -79,6 +79,10 @@ struct LossArgs {  // softmax cross-entropy over the vocabulary
 struct OptimizerArgs {  // AdamW on a flat shard
   std::int64_t numel = 0;
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+  // Gradients are multiplied by this before the update: 1 / (micro-batches in the global batch),
+  // since each micro-batch's loss is a mean and gradients are summed over micro-batches and ranks.
+  float grad_scale = 1.0f;
+  std::int64_t step = 1;  // 1-based, for bias correction
 };
 struct MemcpyArgs {
   std::int64_t numel = 0;
