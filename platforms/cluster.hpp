@@ -57,6 +57,7 @@ struct Cluster {
   std::string file;
   std::vector<NodeGroup> groups;
   InterNodeNetwork network;
+  std::string description;  // free text from the file ("" if none)
 
   int device_count() const;
   int node_count() const;
@@ -65,15 +66,48 @@ struct Cluster {
   const DeviceProfile& device_of(int rank) const { return group_of(rank).device; }
   bool same_node(int rank_a, int rank_b) const;
   bool is_heterogeneous() const;  // more than one device kind
+
+  // ---- where things are (what the SimGrid platform builder builds; see sim/platform_builder) ----
+  int first_rank(int group) const;        // global rank of the group's first device
+  int first_node(int group) const;        // global node index of the group's first node
+  int global_node_of(int rank) const { return locate(rank).global_node; }
+  const NodeGroup& group_of_node(int global_node) const;
+  // Leaf switches: global nodes [k*nodes_per_leaf, (k+1)*nodes_per_leaf) hang off leaf k
+  // (fat_tree); a star has one switch, leaf 0. A fat tree with one leaf is a star.
+  int leaf_count() const;
+  int leaf_of_node(int global_node) const;
+  bool has_spine() const { return network.topology == InterNodeTopology::fat_tree && leaf_count() > 1; }
+  // A node's link into its (leaf) switch: the sum of its devices' NICs (non-blocking).
+  BytesPerSecond node_uplink_bytes_per_s(int global_node) const;
+  // A leaf's link into the spine: the sum of its nodes' uplinks / oversubscription.
+  BytesPerSecond leaf_uplink_bytes_per_s(int leaf) const;
+  // Switches a transfer from rank a to rank b traverses: 0 in a node, 1 under one switch,
+  // 3 across leaves (leaf, spine, leaf).
+  int switch_hops(int rank_a, int rank_b) const;
+  // The ideal one-way latency and single-flow bandwidth of the route from a to b, as built:
+  //   same device : 0 and memory bandwidth / 2 (a copy reads and writes)
+  //   same node   : intra.latency (+ bus latency) and min(intra_a, intra_b, bus)
+  //   across nodes: nic_a + nic_b + switch_hops * switch_latency (+ both pcie buses' latency)
+  //                 and min(nic_a, nic_b, uplinks on the way, pcie buses)
+  Seconds path_latency_s(int rank_a, int rank_b) const;
+  BytesPerSecond path_bandwidth_bytes_per_s(int rank_a, int rank_b) const;
 };
 
 // Loads a cluster description; device names resolve through find_device_profile
 // (relative to `devices_dir` if given). Errors name file, line, field.
 Cluster load_cluster(const std::string& path, const std::string& devices_dir = "");
-// Resolves a name like "dgx-a100" to platforms/clusters/dgx-a100.yaml, or loads a path.
+// Resolves a name like "dgx-a100" to platforms/clusters/dgx-a100.yaml (file stem, case-insensitive),
+// or loads a path (anything containing '/' or ending in .yaml). An unknown name raises an
+// InputError (file = the name, field "cluster") listing the available clusters.
 Cluster find_cluster(const std::string& name_or_path);
+// The bundled cluster names (file stems of platforms/clusters/*.yaml), sorted.
+std::vector<std::string> available_clusters();
 
-// The bundled data folders (platforms/devices, platforms/clusters, scenarios).
+IntraNodeFabric parse_intra_node_fabric(const std::string& text);      // std::invalid_argument
+InterNodeTopology parse_inter_node_topology(const std::string& text);  // std::invalid_argument
+
+// The bundled data folders (platforms/devices, platforms/clusters, scenarios): TANDEM_SOURCE_DIR/sub,
+// or $TANDEM_DATA_DIR/sub when that environment variable is set (and not empty).
 std::string bundled_dir(const std::string& sub);
 
 }  // namespace tandem

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "common/units.hpp"
 #include "strategies/op.hpp"
@@ -36,14 +37,38 @@ struct DeviceProfile {
   std::array<double, kOpKindCount> flop_efficiency{};
   std::array<double, kOpKindCount> memory_efficiency{};
 
-  FlopsPerSecond peak_flops_per_s(DType dtype) const;
+  FlopsPerSecond peak_flops_per_s(DType dtype) const;  // int32 -> the fp32 peak
+
+  bool is_gpu() const { return kind == "gpu"; }
+  // Achievable rates of an op kind: peak x efficiency (compute kinds; others give the peak).
+  FlopsPerSecond achievable_flops_per_s(OpKind op, DType dtype) const {
+    return peak_flops_per_s(dtype) * flop_efficiency[static_cast<int>(op)];
+  }
+  BytesPerSecond achievable_bytes_per_s(OpKind op) const {
+    return memory_bandwidth_bytes_per_s * memory_efficiency[static_cast<int>(op)];
+  }
 };
+
+// The efficiencies a profile gets for the kinds its `efficiency:` map leaves out
+// (documented in device.cpp and platforms/devices/README.md). Non-compute kinds get 1.
+struct OpEfficiency {
+  double flops = 1;
+  double memory = 1;
+};
+OpEfficiency default_efficiency(const std::string& device_kind, OpKind op);
 
 // Loads one profile from YAML (errors name file, line, field).
 DeviceProfile load_device_profile(const std::string& path);
 
 // Finds platforms/devices/<name>.yaml (case-insensitive name, file stem) and loads it.
 // `search_dir` defaults to the bundled platforms/devices.
+// A name containing '/' or ending in ".yaml" is taken as a path. Unknown names raise an InputError
+// (file = the folder searched, field "device") whose message lists the available profiles.
 DeviceProfile find_device_profile(const std::string& name, const std::string& search_dir = "");
+
+// The path find_device_profile would load, or "" when nothing matches (no error).
+std::string device_profile_path(const std::string& name, const std::string& search_dir = "");
+// The file stems of the profiles in a folder, sorted (the bundled folder by default).
+std::vector<std::string> available_device_profiles(const std::string& search_dir = "");
 
 }  // namespace tandem

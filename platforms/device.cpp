@@ -1,0 +1,198 @@
+#include "platforms/device.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "common/input_error.hpp"
+#include "common/yaml_reader.hpp"
+#include "platforms/cluster.hpp"  // bundled_dir
+
+namespace tandem {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// The compute kinds an `efficiency:` map may name, in OpKind order.
+constexpr OpKind kComputeKinds[] = {OpKind::gemm,    OpKind::attention, OpKind::norm,
+                                    OpKind::elementwise, OpKind::embedding, OpKind::loss,
+                                    OpKind::optimizer,   OpKind::memcpy};
+
+std::string devices_dir_or_default(const std::string& search_dir) {
+  return search_dir.empty() ? bundled_dir("platforms/devices") : search_dir;
+}
+
+bool looks_like_path(const std::string& name) {
+  return name.find('/') != std::string::npos ||
+         (name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0) ||
+         (name.size() > 4 && name.compare(name.size() - 4, 4, ".yml") == 0);
+}
+
+std::vector<fs::path> profile_files(const std::string& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+// Defaults for kinds a profile's `efficiency:` map leaves out. The figures are deliberately
+// round first guesses, to be replaced by calibration:
+//   GPU  gemm        flops 0.75  memory 0.85  (cuBLAS on large bf16 GEMMs reaches 70-80% of the
+//                                              dense tensor peak: FACTS.md, ~780/989 on H200)
+//        attention   flops 0.60  memory 0.85  (FlashAttention-2 forward+backward 50-70%)
+//        norm, elementwise, loss, optimizer
+//                    flops 0.50  memory 0.85  (bandwidth-bound; FACTS.md: 4.3 of 4.8 TB/s copy)
+//        embedding   flops 0.50  memory 0.70  (gathers: irregular access)
+//        memcpy      flops 1     memory 0.90
+//   CPU  gemm        flops 0.70  memory 0.80  (a blocked fp32 SGEMM per core)
+//        attention   flops 0.40  memory 0.80  (unfused: softmax and two GEMMs)
+//        norm, elementwise, loss, optimizer
+//                    flops 0.30  memory 0.80
+//        embedding   flops 0.30  memory 0.60
+//        memcpy      flops 1     memory 0.80
+// The flops fraction of bandwidth-bound kinds rarely binds; it is there so that a kernel with
+// an unusual arithmetic intensity is not costed at the tensor-core peak.
+OpEfficiency default_efficiency(const std::string& device_kind, OpKind op) {
+  const bool cpu = device_kind == "cpu";
+  switch (op) {
+    case OpKind::gemm: return cpu ? OpEfficiency{0.70, 0.80} : OpEfficiency{0.75, 0.85};
+    case OpKind::attention: return cpu ? OpEfficiency{0.40, 0.80} : OpEfficiency{0.60, 0.85};
+    case OpKind::norm:
+    case OpKind::elementwise:
+    case OpKind::loss:
+    case OpKind::optimizer: return cpu ? OpEfficiency{0.30, 0.80} : OpEfficiency{0.50, 0.85};
+    case OpKind::embedding: return cpu ? OpEfficiency{0.30, 0.60} : OpEfficiency{0.50, 0.70};
+    case OpKind::memcpy: return cpu ? OpEfficiency{1.0, 0.80} : OpEfficiency{1.0, 0.90};
+    default: return OpEfficiency{1.0, 1.0};
+  }
+}
+
+FlopsPerSecond DeviceProfile::peak_flops_per_s(DType dtype) const {
+  switch (dtype) {
+    case DType::fp32: return peak_fp32_flops_per_s;
+    case DType::bf16: return peak_bf16_flops_per_s;
+    case DType::fp16: return peak_fp16_flops_per_s;
+    case DType::int32: return peak_fp32_flops_per_s;
+  }
+  return peak_fp32_flops_per_s;
+}
+
+namespace {
+
+double fraction(const YamlNode& node) {
+  const double v = node.as_double();
+  if (!(v > 0) || v > 1) node.fail("must be a fraction in (0, 1], got " + node.as_string());
+  return v;
+}
+
+}  // namespace
+
+DeviceProfile load_device_profile(const std::string& path) {
+  const YamlNode root = YamlNode::load_file(path);
+  root.only_keys({"name", "description", "kind", "peak_fp32_tflops", "peak_bf16_tflops",
+                  "peak_fp16_tflops", "memory_bandwidth_gb_per_s", "memory_capacity_gb",
+                  "idle_power_w", "busy_power_w", "price_per_hour_usd", "launch_overhead_us",
+                  "efficiency"});
+  DeviceProfile p;
+  p.file = path;
+  p.name = root.str("name");
+  if (p.name.empty()) root["name"].fail("must not be empty");
+  if (auto d = root.get("description")) d->as_string();
+
+  const YamlNode kind = root["kind"];
+  p.kind = kind.as_string();
+  if (p.kind != "gpu" && p.kind != "cpu") kind.fail("must be gpu or cpu, got '" + p.kind + "'");
+
+  p.peak_fp32_flops_per_s = root["peak_fp32_tflops"].positive() * kTera;
+  p.peak_bf16_flops_per_s = root["peak_bf16_tflops"].positive() * kTera;
+  p.peak_fp16_flops_per_s = root["peak_fp16_tflops"].positive() * kTera;
+  p.memory_bandwidth_bytes_per_s = root["memory_bandwidth_gb_per_s"].positive() * kGB;
+  p.memory_capacity_bytes = root["memory_capacity_gb"].positive() * kGB;
+  p.idle_power_w = root["idle_power_w"].non_negative();
+  const YamlNode busy = root["busy_power_w"];
+  p.busy_power_w = busy.positive();
+  if (p.busy_power_w < p.idle_power_w) {
+    busy.fail("must not be below idle_power_w (" + root["idle_power_w"].as_string() + ")");
+  }
+  if (auto price = root.get("price_per_hour_usd")) p.price_per_hour_usd = price->non_negative();
+  p.launch_overhead_s = root["launch_overhead_us"].non_negative() * 1e-6;
+
+  for (int i = 0; i < kOpKindCount; ++i) {
+    const OpEfficiency e = default_efficiency(p.kind, static_cast<OpKind>(i));
+    p.flop_efficiency[i] = e.flops;
+    p.memory_efficiency[i] = e.memory;
+  }
+  if (auto eff = root.get("efficiency")) {
+    eff->only_keys({"gemm", "attention", "norm", "elementwise", "embedding", "loss", "optimizer",
+                    "memcpy"});
+    for (OpKind op : kComputeKinds) {
+      auto entry = eff->get(to_string(op));
+      if (!entry) continue;
+      entry->only_keys({"flops", "memory"});
+      const int i = static_cast<int>(op);
+      if (auto f = entry->get("flops")) p.flop_efficiency[i] = fraction(*f);
+      if (auto m = entry->get("memory")) p.memory_efficiency[i] = fraction(*m);
+    }
+  }
+  return p;
+}
+
+std::vector<std::string> available_device_profiles(const std::string& search_dir) {
+  std::vector<std::string> names;
+  for (const auto& file : profile_files(devices_dir_or_default(search_dir))) {
+    names.push_back(file.stem().string());
+  }
+  return names;
+}
+
+std::string device_profile_path(const std::string& name, const std::string& search_dir) {
+  if (looks_like_path(name)) return fs::exists(name) ? name : "";
+  const auto files = profile_files(devices_dir_or_default(search_dir));
+  const std::string wanted = lower(name);
+  for (const auto& file : files) {
+    if (lower(file.stem().string()) == wanted) return file.string();
+  }
+  // Second chance: the `name:` inside a profile ("H100-SXM" for h100-sxm.yaml). Files that do
+  // not parse are skipped here; loading them by their own name reports their errors.
+  for (const auto& file : files) {
+    try {
+      const YAML::Node root = YAML::LoadFile(file.string());
+      if (root.IsMap() && root["name"] && root["name"].IsScalar() &&
+          lower(root["name"].Scalar()) == wanted) {
+        return file.string();
+      }
+    } catch (const YAML::Exception&) {
+    }
+  }
+  return "";
+}
+
+DeviceProfile find_device_profile(const std::string& name, const std::string& search_dir) {
+  const std::string path = device_profile_path(name, search_dir);
+  if (path.empty()) {
+    const std::string dir = devices_dir_or_default(search_dir);
+    if (looks_like_path(name)) throw InputError(name, 0, "device", "no such device profile file");
+    std::string list;
+    for (const auto& n : available_device_profiles(dir)) list += (list.empty() ? "" : ", ") + n;
+    throw InputError(dir, 0, "device",
+                     "unknown device '" + name + "' (available: " + (list.empty() ? "none" : list) +
+                         ")");
+  }
+  return load_device_profile(path);
+}
+
+}  // namespace tandem
