@@ -40,10 +40,7 @@ s4u::Engine& make_engine() {
   created = true;
   auto* engine = new s4u::Engine(&argc, argv);  // lives until the process ends, as SimGrid expects
   xbt_log_control_set("root.thres:critical");
-  s4u::Engine::set_config("network/latency-factor:1");
-  s4u::Engine::set_config("network/bandwidth-factor:1");
-  s4u::Engine::set_config("network/crosstraffic:0");
-  s4u::Engine::set_config("network/TCP-gamma:0");
+  use_neutral_network_model();
   s4u::Engine::set_config("contexts/stack-size:256");
   sg_host_energy_plugin_init();
   return *engine;
