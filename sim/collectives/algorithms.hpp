@@ -1,0 +1,70 @@
+// Internal to sim/collectives: each algorithm family builds one member's Schedule and gives an
+// alpha-beta estimate of its time (used by the tuner in choose.cpp). Estimates return +inf
+// when the algorithm does not implement that kind on that group.
+#pragma once
+
+#include <vector>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/collectives/schedule.hpp"
+
+namespace tandem::sim::collectives {
+
+// Pipelining: large transfers are cut into chunks of about this size (NCCL's Simple protocol
+// moves 512 KiB slices), at most kMaxChunks of them.
+inline constexpr Bytes kChunkBytes = 512.0 * 1024.0;
+inline constexpr int kMaxChunks = 512;
+int chunk_count(Bytes bytes);
+
+// Groups up to this size may use the direct algorithms for kinds other than all-to-all.
+inline constexpr int kDirectMaxRanks = 8;
+
+// Maximum one-way latency over the edges a -> b of a ring through `ranks` (in order).
+Seconds ring_latency(const std::vector<int>& ranks, const TopologyView& topology);
+
+// ---- ring.cpp ----
+Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology);
+// Steps on one member's critical path (for the fidelity choice).
+int ring_steps(OpKind kind, int n, Bytes bytes);
+Seconds ring_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
+
+// ---- tree.cpp ----
+// NCCL's binary tree over positions 0..n-1 (ncclGetBtree): parent (-1 for the root) and up to
+// two children (-1 when absent).
+struct TreeLinks {
+  int parent = -1;
+  int child[2] = {-1, -1};
+};
+TreeLinks btree(int n, int position);
+// NCCL's double binary tree: tree 0 is btree, tree 1 is the mirrored (n even) or shifted (n odd) one.
+TreeLinks double_tree(int n, int position, int which);
+int tree_height(int n, int which);  // levels below the root
+bool tree_supports(OpKind kind);
+Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology);
+int tree_steps(OpKind kind, int n, Bytes bytes);
+Seconds tree_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
+
+// ---- hierarchical.cpp ----
+bool hierarchical_applies(OpKind kind, const GroupShape& shape);
+Schedule hierarchical_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology);
+int hierarchical_steps(OpKind kind, const GroupShape& shape);
+Seconds hierarchical_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
+
+// ---- direct.cpp ----
+bool direct_applies(OpKind kind, int n);
+Schedule direct_schedule(const CollectiveCall& call, const TopologyView& topology);
+int direct_steps(OpKind kind, int n);
+Seconds direct_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
+
+// Figures of the slowest edge an algorithm spanning the whole group meets.
+inline Seconds group_latency(const GroupShape& s) { return s.spans_nodes() ? std::max(s.inter_latency, s.intra_latency) : s.intra_latency; }
+inline BytesPerSecond group_bandwidth(const GroupShape& s) {
+  return s.spans_nodes() ? std::min(s.inter_bandwidth, s.intra_bandwidth) : s.intra_bandwidth;
+}
+
+// The algorithm that actually runs for (requested algorithm, kind, group): unsupported
+// combinations fall back (all-to-all → direct; tree without that kind → ring; hierarchical on
+// an irregular or single-node group → ring).
+CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind kind, const GroupShape& shape);
+
+}  // namespace tandem::sim::collectives

@@ -1,0 +1,102 @@
+// Ring algorithms (NCCL's default for large messages):
+//   all-reduce      = reduce-scatter + all-gather: 2(n−1) steps of S/n to the next member;
+//   reduce-scatter, all-gather: (n−1) steps of S/n;
+//   broadcast       = a chain from the root, pipelined in chunks: the member at chain position
+//                     p receives chunk j on step j+p−1 and forwards it on step j+p.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "sim/collectives/algorithms.hpp"
+
+namespace tandem::sim::collectives {
+
+namespace {
+
+// Max latency over consecutive edges of `ranks` rotated to start at `first`; `closed` adds the
+// edge from the last back to the first.
+Seconds path_latency(const std::vector<int>& ranks, int first, bool closed, const TopologyView& topology) {
+  const int n = static_cast<int>(ranks.size());
+  Seconds latency = 0;
+  const int edges = closed ? n : n - 1;
+  for (int k = 0; k < edges; ++k) {
+    const int a = ranks[(first + k) % n];
+    const int b = ranks[(first + k + 1) % n];
+    latency = std::max(latency, edge_latency(topology, a, b));
+  }
+  return latency;
+}
+
+}  // namespace
+
+int chunk_count(Bytes bytes) {
+  if (!(bytes > 0)) return 1;
+  const double chunks = std::ceil(bytes / kChunkBytes);
+  return static_cast<int>(std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks)));
+}
+
+Seconds ring_latency(const std::vector<int>& ranks, const TopologyView& topology) {
+  return path_latency(ranks, 0, true, topology);
+}
+
+Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology) {
+  const int n = static_cast<int>(call.ranks.size());
+  const int me = call.me;
+  const Bytes S = call.bytes;
+  Schedule schedule;
+  PhaseBuilder phase;
+  switch (call.kind) {
+    case OpKind::all_reduce:
+    case OpKind::reduce_scatter:
+    case OpKind::all_gather: {
+      const int steps = call.kind == OpKind::all_reduce ? 2 * (n - 1) : n - 1;
+      const int next = call.ranks[(me + 1) % n];
+      const int prev = call.ranks[(me + n - 1) % n];
+      phase.send(0, steps, next, S / n);
+      phase.recv(0, steps, prev, S / n);
+      schedule.phases.push_back(phase.build(ring_latency(call.ranks, topology)));
+      break;
+    }
+    case OpKind::broadcast: {
+      const int chunks = chunk_count(S);
+      const Bytes chunk = S / chunks;
+      const int p = (me - call.root + n) % n;  // position in the chain from the root
+      if (p > 0) phase.recv(p - 1, chunks, call.ranks[(call.root + p - 1) % n], chunk);
+      if (p < n - 1) phase.send(p, chunks, call.ranks[(call.root + p + 1) % n], chunk);
+      schedule.phases.push_back(phase.build(path_latency(call.ranks, call.root, false, topology), chunks));
+      break;
+    }
+    default:
+      throw std::invalid_argument(std::string("ring: unsupported collective ") + to_string(call.kind));
+  }
+  return schedule;
+}
+
+int ring_steps(OpKind kind, int n, Bytes bytes) {
+  switch (kind) {
+    case OpKind::all_reduce: return 2 * (n - 1);
+    case OpKind::reduce_scatter:
+    case OpKind::all_gather: return n - 1;
+    case OpKind::broadcast: return chunk_count(bytes) + n - 2;
+    default: return 0;
+  }
+}
+
+Seconds ring_estimate(OpKind kind, Bytes bytes, const GroupShape& shape) {
+  const int n = shape.size;
+  const Seconds a = group_latency(shape);
+  const BytesPerSecond b = group_bandwidth(shape);
+  switch (kind) {
+    case OpKind::all_reduce: return 2.0 * (n - 1) * (a + bytes / n / b);
+    case OpKind::reduce_scatter:
+    case OpKind::all_gather: return (n - 1) * (a + bytes / n / b);
+    case OpKind::broadcast: {
+      const int chunks = chunk_count(bytes);
+      return (chunks + n - 2) * (a + bytes / chunks / b);
+    }
+    default: return std::numeric_limits<double>::infinity();
+  }
+}
+
+}  // namespace tandem::sim::collectives
