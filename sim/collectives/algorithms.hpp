@@ -3,6 +3,8 @@
 // when the algorithm does not implement that kind on that group.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
@@ -51,7 +53,7 @@ int hierarchical_steps(OpKind kind, const GroupShape& shape);
 Seconds hierarchical_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
 
 // ---- direct.cpp ----
-bool direct_applies(OpKind kind, int n);
+bool direct_supports(OpKind kind);
 Schedule direct_schedule(const CollectiveCall& call, const TopologyView& topology);
 int direct_steps(OpKind kind, int n);
 Seconds direct_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
@@ -62,9 +64,20 @@ inline BytesPerSecond group_bandwidth(const GroupShape& s) {
   return s.spans_nodes() ? std::min(s.inter_bandwidth, s.intra_bandwidth) : s.intra_bandwidth;
 }
 
-// The algorithm that actually runs for (requested algorithm, kind, group): unsupported
-// combinations fall back (all-to-all → direct; tree without that kind → ring; hierarchical on
-// an irregular or single-node group → ring).
+// choose.cpp: choose_algorithm on an already analysed group.
+CollectiveAlgorithm choose_for_shape(OpKind kind, Bytes bytes, const GroupShape& shape);
+
+// collective.cpp: the algorithm that actually runs for a requested one (not automatic):
+// unsupported combinations fall back (all-to-all → direct; tree without that kind → ring;
+// hierarchical on an irregular or single-node group → ring). `shape` is only read for
+// hierarchical.
 CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind kind, const GroupShape& shape);
+// Exact while (steps on the critical path × members) stays within this many transfers.
+inline constexpr std::int64_t kExactTransferLimit = 4096;
+CollectiveFidelity fidelity_for(CollectiveAlgorithm algorithm, OpKind kind, Bytes bytes, const GroupShape& shape);
+// The whole member schedule for an effective algorithm.
+Schedule build_schedule(const CollectiveCall& call, CollectiveAlgorithm algorithm, const GroupShape& shape,
+                        const TopologyView& topology);
 
 }  // namespace tandem::sim::collectives
+

@@ -1,0 +1,140 @@
+// Dispatch: names, fidelity choice and run_collective. The algorithms live in ring.cpp,
+// tree.cpp, hierarchical.cpp and direct.cpp; the step machinery both fidelities share in
+// schedule.cpp; the tuner in choose.cpp.
+#include "sim/collectives/collective.hpp"
+
+#include <stdexcept>
+
+#include "sim/collectives/algorithms.hpp"
+
+namespace tandem::sim {
+
+const char* to_string(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::automatic: return "automatic";
+    case CollectiveAlgorithm::ring: return "ring";
+    case CollectiveAlgorithm::tree: return "tree";
+    case CollectiveAlgorithm::hierarchical: return "hierarchical";
+    case CollectiveAlgorithm::direct: return "direct";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveFidelity fidelity) {
+  switch (fidelity) {
+    case CollectiveFidelity::automatic: return "automatic";
+    case CollectiveFidelity::exact: return "exact";
+    case CollectiveFidelity::aggregated: return "aggregated";
+  }
+  return "?";
+}
+
+CollectiveAlgorithm parse_collective_algorithm(const std::string& text) {
+  for (auto a : {CollectiveAlgorithm::automatic, CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
+                 CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::direct})
+    if (text == to_string(a)) return a;
+  if (text == "auto") return CollectiveAlgorithm::automatic;
+  throw std::invalid_argument("unknown collective algorithm '" + text +
+                              "' (expected automatic, ring, tree, hierarchical or direct)");
+}
+
+CollectiveFidelity parse_collective_fidelity(const std::string& text) {
+  for (auto f : {CollectiveFidelity::automatic, CollectiveFidelity::exact, CollectiveFidelity::aggregated})
+    if (text == to_string(f)) return f;
+  if (text == "auto") return CollectiveFidelity::automatic;
+  throw std::invalid_argument("unknown collective fidelity '" + text + "' (expected automatic, exact or aggregated)");
+}
+
+namespace collectives {
+
+namespace {
+
+bool is_collective_kind(OpKind kind) {
+  return kind == OpKind::all_reduce || kind == OpKind::reduce_scatter || kind == OpKind::all_gather ||
+         kind == OpKind::broadcast || kind == OpKind::all_to_all;
+}
+
+// Steps on one member's critical path; hierarchical needs the group's shape.
+std::int64_t critical_steps(CollectiveAlgorithm algorithm, OpKind kind, Bytes bytes, int n, const GroupShape* shape) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::tree: return tree_steps(kind, n, bytes);
+    case CollectiveAlgorithm::direct: return direct_steps(kind, n);
+    case CollectiveAlgorithm::hierarchical:
+      if (shape != nullptr && hierarchical_applies(kind, *shape)) return hierarchical_steps(kind, *shape);
+      [[fallthrough]];  // bounded by the ring's count
+    default:
+      return kind == OpKind::all_to_all ? direct_steps(kind, n) : ring_steps(kind, n, bytes);
+  }
+}
+
+}  // namespace
+
+CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind kind, const GroupShape& shape) {
+  if (kind == OpKind::all_to_all) return CollectiveAlgorithm::direct;
+  switch (requested) {
+    case CollectiveAlgorithm::automatic: return effective_algorithm(choose_for_shape(kind, 0, shape), kind, shape);
+    case CollectiveAlgorithm::tree: return tree_supports(kind) ? requested : CollectiveAlgorithm::ring;
+    case CollectiveAlgorithm::hierarchical:
+      return hierarchical_applies(kind, shape) ? requested : CollectiveAlgorithm::ring;
+    default: return requested;
+  }
+}
+
+CollectiveFidelity fidelity_for(CollectiveAlgorithm algorithm, OpKind kind, Bytes bytes, const GroupShape& shape) {
+  const std::int64_t n = shape.size;
+  const std::int64_t transfers = critical_steps(algorithm, kind, bytes, shape.size, &shape) * n;
+  return transfers <= kExactTransferLimit ? CollectiveFidelity::exact : CollectiveFidelity::aggregated;
+}
+
+Schedule build_schedule(const CollectiveCall& call, CollectiveAlgorithm algorithm, const GroupShape& shape,
+                        const TopologyView& topology) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::tree: return tree_schedule(call, topology);
+    case CollectiveAlgorithm::hierarchical: return hierarchical_schedule(call, shape, topology);
+    case CollectiveAlgorithm::direct: return direct_schedule(call, topology);
+    case CollectiveAlgorithm::ring: return ring_schedule(call, topology);
+    case CollectiveAlgorithm::automatic: break;
+  }
+  throw std::logic_error("build_schedule: algorithm must be resolved first");
+}
+
+}  // namespace collectives
+
+CollectiveFidelity choose_fidelity(CollectiveAlgorithm algorithm, OpKind kind, int group_size) {
+  // Without the message size, count one chunk per pipeline (the smallest exact form); without
+  // the group's shape, hierarchical counts as the ring it is bounded by.
+  const std::int64_t steps = collectives::critical_steps(algorithm, kind, 0, group_size, nullptr);
+  return steps * group_size <= collectives::kExactTransferLimit ? CollectiveFidelity::exact
+                                                                 : CollectiveFidelity::aggregated;
+}
+
+void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, CollectiveFidelity fidelity,
+                    PointToPoint& p2p, const TopologyView& topology) {
+  using namespace collectives;
+  if (!is_collective_kind(call.kind))
+    throw std::invalid_argument(std::string("run_collective: not a collective: ") + to_string(call.kind));
+  const int n = static_cast<int>(call.ranks.size());
+  if (call.me < 0 || call.me >= n) throw std::invalid_argument("run_collective: `me` outside the group");
+  if (call.kind == OpKind::broadcast && (call.root < 0 || call.root >= n))
+    throw std::invalid_argument("run_collective: broadcast root outside the group");
+  if (!(call.bytes >= 0)) throw std::invalid_argument("run_collective: negative byte count");
+  if (n <= 1) return;
+
+  // The group's full shape costs O(n); the ring, tree and direct algorithms do not need it.
+  GroupShape shape;
+  if (algorithm == CollectiveAlgorithm::automatic || algorithm == CollectiveAlgorithm::hierarchical) {
+    shape = analyze_group(call.ranks, topology);
+  } else {
+    shape.size = n;
+  }
+  CollectiveAlgorithm chosen = algorithm == CollectiveAlgorithm::automatic
+                                   ? choose_for_shape(call.kind, call.bytes, shape)
+                                   : algorithm;
+  chosen = effective_algorithm(chosen, call.kind, shape);
+  if (fidelity == CollectiveFidelity::automatic) fidelity = fidelity_for(chosen, call.kind, call.bytes, shape);
+
+  const Schedule schedule = build_schedule(call, chosen, shape, topology);
+  execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology);
+}
+
+}  // namespace tandem::sim
