@@ -1,0 +1,944 @@
+#include "strategies/models/transformer.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "strategies/models/layer_base.hpp"
+#include "strategies/ops.hpp"
+
+namespace tandem {
+
+const char* to_string(NormType norm) {
+  return norm == NormType::layernorm ? "layernorm" : "rmsnorm";
+}
+const char* to_string(ActivationType activation) {
+  return activation == ActivationType::gelu ? "gelu" : "swiglu";
+}
+const char* to_string(PositionEmbeddingType position) {
+  return position == PositionEmbeddingType::learned ? "learned" : "rope";
+}
+
+namespace {
+
+using detail::Emitter;
+using detail::LayerBase;
+using I64 = std::int64_t;
+
+constexpr MemCategory kAct = MemCategory::activations;
+
+I64 ceil_div(I64 a, I64 b) { return (a + b - 1) / b; }
+double d(I64 v) { return static_cast<double>(v); }
+
+I64 norm_params(const TransformerConfig& cfg) {
+  return cfg.norm == NormType::layernorm ? 2 * cfg.hidden_size : cfg.hidden_size;
+}
+I64 mlp_mult(const TransformerConfig& cfg) {
+  return cfg.activation == ActivationType::swiglu ? 2 : 1;
+}
+I64 qkv_width(const TransformerConfig& cfg) {
+  return (cfg.num_attention_heads + 2 * cfg.query_groups()) * cfg.head_dim();
+}
+
+// Per-rank dimensions of one micro-batch.
+struct Dims {
+  I64 t = 1, b = 1, s = 1, sl = 1;  // sl: sequence held by this rank (s/t with SP)
+  I64 h = 0, d = 0, al = 0, gl = 0, fl = 0, m = 1, vl = 0, nqkv = 0;
+  bool sp = false;
+  int tp_rank = 0;
+};
+
+Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const ParallelContext& ctx) {
+  Dims x;
+  x.t = ctx.tp_size;
+  x.sp = ctx.sequence_parallel && ctx.tp_size > 1;
+  x.b = batch.micro_batch;
+  x.s = batch.seq_len;
+  x.sl = x.sp ? x.s / x.t : x.s;
+  x.h = cfg.hidden_size;
+  x.d = cfg.head_dim();
+  x.al = cfg.num_attention_heads / x.t;
+  x.gl = cfg.query_groups() / x.t;
+  x.m = mlp_mult(cfg);
+  x.fl = cfg.ffn_size() / x.t;
+  x.vl = ceil_div(cfg.vocab_size, x.t);
+  x.nqkv = (x.al + 2 * x.gl) * x.d;
+  x.tp_rank = ctx.tp_rank;
+  return x;
+}
+
+void check_shardable(const TransformerConfig& cfg, const BatchShape& batch,
+                     const ParallelContext& ctx) {
+  const I64 t = ctx.tp_size;
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument(cfg.name + ": cannot shard with tp_size " + std::to_string(t) +
+                                ": " + what);
+  };
+  if (t < 1) fail("tp_size must be >= 1");
+  if (ctx.tp_rank < 0 || ctx.tp_rank >= t) fail("tp_rank out of range");
+  if (cfg.num_attention_heads % t) fail("num_attention_heads not divisible by tp_size");
+  if (cfg.query_groups() % t) fail("num_query_groups not divisible by tp_size");
+  if (cfg.ffn_size() % t) fail("ffn_hidden_size not divisible by tp_size");
+  if (batch.micro_batch < 1 || batch.seq_len < 1)
+    throw std::invalid_argument(cfg.name + ": micro_batch and seq_len must be >= 1");
+  if (ctx.sequence_parallel && t > 1 && batch.seq_len % t)
+    fail("seq_len " + std::to_string(batch.seq_len) +
+         " not divisible by tp_size (sequence parallel)");
+  if (cfg.position == PositionEmbeddingType::learned &&
+      batch.seq_len > cfg.max_position_embeddings)
+    throw std::invalid_argument(cfg.name + ": seq_len " + std::to_string(batch.seq_len) +
+                                " exceeds max_position_embeddings " +
+                                std::to_string(cfg.max_position_embeddings));
+}
+
+// ---------------------------------------------------------------- op helpers
+
+struct Param {
+  Tensor w, g;  // parameter and its gradient (g invalid without gradients)
+};
+
+Handle gemm_op(Emitter& em, Phase ph, std::string_view what, std::string_view sf, const Tensor& a,
+               const Tensor& b, const Tensor& c, const GemmArgs& args) {
+  return em.computed(ops::gemm(em.rt(), ph, em.label(what, sf), a, b, c, args, em.compute_issue()));
+}
+Handle elementwise_op(Emitter& em, Phase ph, std::string_view what, std::string_view sf,
+                      std::vector<Tensor> in, std::vector<Tensor> out, ElementwiseFn fn, I64 numel,
+                      bool backward = false) {
+  return em.computed(ops::elementwise(em.rt(), ph, em.label(what, sf), std::move(in),
+                                      std::move(out), ElementwiseArgs{fn, numel, backward},
+                                      em.compute_issue()));
+}
+NormKind norm_kind(const TransformerConfig& cfg) {
+  return cfg.norm == NormType::layernorm ? NormKind::layer_norm : NormKind::rms_norm;
+}
+void norm_fwd(Emitter& em, const TransformerConfig& cfg, Phase ph, std::string_view what,
+              std::string_view sf, const Tensor& x, const Param& w, const Param& b, const Tensor& y,
+              I64 rows, I64 cols) {
+  std::vector<Tensor> in{x, w.w};
+  if (b.w.valid()) in.push_back(b.w);
+  em.computed(ops::norm(em.rt(), ph, em.label(what, sf), std::move(in), {y},
+                        NormArgs{norm_kind(cfg), rows, cols, false}, em.compute_issue()));
+}
+void norm_bwd(Emitter& em, const TransformerConfig& cfg, std::string_view what, const Tensor& x,
+              const Tensor& dy, const Param& w, const Param& b, const Tensor& dx, I64 rows,
+              I64 cols) {
+  std::vector<Tensor> out{dx};
+  if (w.g.valid()) out.push_back(w.g);
+  if (b.g.valid()) out.push_back(b.g);
+  em.computed(ops::norm(em.rt(), Phase::backward, em.label(what, "bwd"), {x, dy, w.w},
+                        std::move(out), NormArgs{norm_kind(cfg), rows, cols, true},
+                        em.compute_issue()));
+}
+// Bias gradient: a column sum of the output gradient, accumulated into the bias gradient.
+void bias_grad(Emitter& em, std::string_view what, const Tensor& dy, const Param& bias, I64 numel) {
+  if (!bias.w.valid()) return;
+  elementwise_op(em, Phase::backward, what, "bwd_w", {dy}, {bias.g}, ElementwiseFn::bias_add,
+                 numel, true);
+}
+void bias_fwd(Emitter& em, Phase ph, std::string_view what, std::string_view sf, const Tensor& y,
+              const Param& bias, I64 numel) {
+  if (!bias.w.valid()) return;
+  elementwise_op(em, ph, what, sf, {y, bias.w}, {y}, ElementwiseFn::bias_add, numel);
+}
+// A tensor-parallel collective on Stream::tp_comm after the last compute op; unless `defer`,
+// the next compute op waits for it.
+Handle tp_comm(Emitter& em, const ParallelContext& ctx, OpKind kind, Phase ph, std::string_view what,
+               std::string_view sf, const Tensor& buffer, bool defer = false,
+               ReduceOp reduce = ReduceOp::sum) {
+  const std::string label = em.label(what, sf);
+  const Issue issue = em.comm_issue(Stream::tp_comm);
+  Handle h;
+  switch (kind) {
+    case OpKind::all_reduce:
+      h = ops::all_reduce(em.rt(), ph, label, buffer, ctx.tp_group, issue, reduce);
+      break;
+    case OpKind::reduce_scatter:
+      h = ops::reduce_scatter(em.rt(), ph, label, buffer, ctx.tp_group, issue, reduce);
+      break;
+    case OpKind::all_gather:
+      h = ops::all_gather(em.rt(), ph, label, buffer, ctx.tp_group, issue);
+      break;
+    default:
+      throw std::logic_error("tp_comm: not a tensor-parallel collective");
+  }
+  if (!defer) em.pending(h);
+  return h;
+}
+
+// After a row-parallel GEMM: all-reduce the partial sums in place, or reduce-scatter them to this
+// rank's sequence shard (sequence parallel). Takes `partial`, returns the reduced tensor.
+Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt, Phase ph,
+                      std::string_view what, std::string_view sf, const Tensor& partial) {
+  if (x.t == 1) return partial;
+  if (!x.sp) {
+    tp_comm(em, ctx, OpKind::all_reduce, ph, std::string(what) + ".allreduce", sf, partial);
+    return partial;
+  }
+  Tensor shard = em.rt().alloc(em.name(std::string(what) + ".out"), {x.b, x.sl, x.h}, dt, kAct);
+  tp_comm(em, ctx, OpKind::reduce_scatter, ph, std::string(what) + ".reducescatter", sf, partial);
+  em.release(partial);
+  return shard;
+}
+
+// Before a column-parallel GEMM with sequence parallelism: all-gather the sequence shards.
+// Returns `local` itself without SP.
+Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt, Phase ph,
+                   std::string_view what, std::string_view sf, const Tensor& local,
+                   bool defer = false, Handle* handle = nullptr) {
+  if (!x.sp) return local;
+  Tensor full = em.rt().alloc(em.name(std::string(what) + ".gathered"), {x.b, x.s, x.h}, dt, kAct);
+  Handle h = tp_comm(em, ctx, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
+                     defer);
+  if (handle) *handle = h;
+  return full;
+}
+
+// Backward of a column-parallel linear Y[b·s, n] = X[b·s, k]·W whose input X this rank saved
+// (the sequence shard with SP). Issues, as Megatron-LM does: [SP: all-gather of X, deferred],
+// dX GEMM, the all-reduce (or reduce-scatter) of dX, the weight-gradient GEMM overlapping it.
+// `w_out_in`: W is stored [n, k] (output layer) instead of [k, n].
+// Takes `saved_in` and `d_out`; returns dX (local shard with SP) for the caller.
+Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt,
+                           std::string_view what, const Tensor& saved_in, const Tensor& d_out,
+                           const Param& w, I64 k, I64 n, bool w_out_in = false) {
+  Runtime& rt = em.rt();
+  Handle gathered;
+  const Tensor in_full = gather_full(em, ctx, x, dt, Phase::backward,
+                                     std::string(what) + ".input", "bwd", saved_in,
+                                     /*defer=*/true, &gathered);
+  const I64 tokens = x.b * x.s;
+  Tensor d_in_full = rt.alloc(em.name(std::string(what) + ".dinput"), {x.b, x.s, k}, dt, kAct);
+  GemmArgs dgrad{tokens, k, n};
+  if (w_out_in) dgrad.trans_b = false;
+  else dgrad.trans_b = true;
+  gemm_op(em, Phase::backward, what, "bwd", d_out, w.w, d_in_full, dgrad);
+  Tensor d_in = d_in_full;
+  Handle comm;
+  if (x.t > 1) {
+    if (x.sp) {
+      d_in = rt.alloc(em.name(std::string(what) + ".dinput_shard"), {x.b, x.sl, k}, dt, kAct);
+      comm = tp_comm(em, ctx, OpKind::reduce_scatter, Phase::backward,
+                     std::string(what) + ".reducescatter", "bwd", d_in_full, true);
+    } else {
+      comm = tp_comm(em, ctx, OpKind::all_reduce, Phase::backward,
+                     std::string(what) + ".allreduce", "bwd", d_in_full, true);
+    }
+  }
+  em.pending(gathered);
+  if (w.g.valid()) {
+    GemmArgs wgrad = w_out_in ? GemmArgs{n, k, tokens} : GemmArgs{k, n, tokens};
+    wgrad.trans_a = true;
+    wgrad.accumulate = true;
+    if (w_out_in) gemm_op(em, Phase::backward, what, "bwd_w", d_out, in_full, w.g, wgrad);
+    else gemm_op(em, Phase::backward, what, "bwd_w", in_full, d_out, w.g, wgrad);
+  }
+  em.pending(comm);
+  em.release(d_out);
+  if (in_full.id != saved_in.id) em.release(in_full);
+  em.release(saved_in);
+  if (d_in.id != d_in_full.id) em.release(d_in_full);
+  return d_in;
+}
+
+// Shared word-embedding table (tied embeddings): the first of the two layers allocated on a
+// runtime allocates it; the other reuses it.
+struct SharedTable {
+  Runtime* rt = nullptr;
+  Tensor weight, grad;
+};
+
+// ---------------------------------------------------------------- embedding
+
+class EmbeddingLayer final : public LayerBase {
+ public:
+  EmbeddingLayer(TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
+                 std::shared_ptr<SharedTable> table)
+      : LayerBase("embedding", batch, std::move(ctx)), cfg_(std::move(cfg)),
+        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+
+  std::int64_t parameter_count() const override { return embedding_parameter_count(cfg_); }
+  std::int64_t local_parameter_count() const override {
+    return x_.vl * x_.h + (learned() ? cfg_.max_position_embeddings * x_.h : 0);
+  }
+
+  void allocate(Runtime& rt, bool with_gradients) override {
+    params_.clear();
+    grads_.clear();
+    if (table_->rt == &rt && table_->weight.valid()) {
+      word_ = {table_->weight, table_->grad};
+    } else {
+      word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g);
+      table_->rt = &rt;
+      table_->weight = word_.w;
+      table_->grad = word_.g;
+    }
+    if (learned())
+      pos_.w = add_parameter(rt, "position.weight", {cfg_.max_position_embeddings, x_.h},
+                             with_gradients, &pos_.g);
+  }
+
+  Tensor forward(Runtime& rt, const Tensor& tokens, int mb) override {
+    Emitter em = emitter(rt, mb);
+    const DType dt = batch_.dtype;
+    const Phase ph = Phase::forward;
+    Tensor emb = rt.alloc(em.name("word.out"), {x_.b, x_.s, x_.h}, dt, kAct);
+    em.computed(ops::embedding(rt, ph, em.label("word", "fwd"), {word_.w, tokens}, {emb},
+                               EmbeddingArgs{x_.b * x_.s, x_.vl, x_.h, x_.tp_rank * x_.vl, false},
+                               em.compute_issue()));
+    const I64 numel = x_.b * x_.sl * x_.h;
+    Tensor pos;
+    if (learned()) {  // independent of the word embedding's reduction: issued before it
+      pos = rt.alloc(em.name("position.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
+      em.computed(ops::embedding(rt, ph, em.label("position", "fwd"), {pos_.w}, {pos},
+                                 EmbeddingArgs{x_.b * x_.sl, cfg_.max_position_embeddings, x_.h,
+                                               0, false},
+                                 em.compute_issue()));
+    }
+    Tensor out = reduce_partial(em, ctx_, x_, dt, ph, "word", "fwd", emb);
+    if (learned()) {
+      elementwise_op(em, ph, "add_position", "fwd", {out, pos}, {out}, ElementwiseFn::add, numel);
+      rt.release(pos);
+    }
+    save(mb, "tokens", tokens);
+    if (cfg_.hidden_dropout <= 0) {
+      em.flush();
+      return out;
+    }
+    Tensor y = rt.alloc(em.name("dropout.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
+    Tensor mask = detail::alloc_byte_mask(rt, em.name("dropout.mask"), numel);
+    elementwise_op(em, ph, "dropout", "fwd", {out}, {y, mask}, ElementwiseFn::dropout, numel);
+    rt.release(out);
+    save(mb, "mask", mask);
+    em.flush();
+    return y;
+  }
+
+  Tensor backward(Runtime& rt, const Tensor& dy, int mb) override {
+    Emitter em = emitter(rt, mb);
+    const DType dt = batch_.dtype;
+    const I64 numel = x_.b * x_.sl * x_.h;
+    Tensor d = dy;
+    if (cfg_.hidden_dropout > 0) {
+      Tensor mask = take(mb, "mask");
+      d = rt.alloc(em.name("dropout.dinput"), {x_.b, x_.sl, x_.h}, dt, kAct);
+      elementwise_op(em, Phase::backward, "dropout", "bwd", {dy, mask}, {d},
+                     ElementwiseFn::dropout, numel, true);
+      rt.release(mask);
+      rt.release(dy);
+    }
+    if (learned() && pos_.g.valid())
+      em.computed(ops::embedding(rt, Phase::backward, em.label("position", "bwd_w"), {d},
+                                 {pos_.g},
+                                 EmbeddingArgs{x_.b * x_.sl, cfg_.max_position_embeddings, x_.h,
+                                               0, true},
+                                 em.compute_issue()));
+    // The word embedding's reduction (all-reduce or reduce-scatter) is an identity or an
+    // all-gather backward.
+    Tensor full = gather_full(em, ctx_, x_, dt, Phase::backward, "word", "bwd", d);
+    if (full.id != d.id) rt.release(d);
+    Tensor tokens = take(mb, "tokens");
+    if (word_.g.valid())
+      em.computed(ops::embedding(rt, Phase::backward, em.label("word", "bwd_w"), {full, tokens},
+                                 {word_.g},
+                                 EmbeddingArgs{x_.b * x_.s, x_.vl, x_.h, x_.tp_rank * x_.vl, true},
+                                 em.compute_issue()));
+    rt.release(full);
+    rt.release(tokens);
+    finish_micro_batch(mb);
+    em.flush();
+    return Tensor{};
+  }
+
+ protected:
+  std::unique_ptr<LayerBase> fresh_copy() const override {
+    return std::make_unique<EmbeddingLayer>(cfg_, batch_, ctx_, std::make_shared<SharedTable>());
+  }
+  Tensor make_measure_input(Runtime& rt) const override {
+    return rt.alloc("tokens", {x_.b, x_.s}, DType::int32, kAct);
+  }
+
+ private:
+  bool learned() const { return cfg_.position == PositionEmbeddingType::learned; }
+  TransformerConfig cfg_;
+  Dims x_;
+  std::shared_ptr<SharedTable> table_;
+  Param word_, pos_;
+};
+
+// ---------------------------------------------------------------- transformer block
+
+class TransformerBlock final : public LayerBase {
+ public:
+  TransformerBlock(TransformerConfig cfg, int index, BatchShape batch, ParallelContext ctx)
+      : LayerBase("layer" + std::to_string(index), batch, std::move(ctx)), cfg_(std::move(cfg)),
+        index_(index), x_(make_dims(cfg_, batch_, ctx_)) {}
+
+  std::int64_t parameter_count() const override { return block_parameter_count(cfg_); }
+  std::int64_t local_parameter_count() const override {
+    const I64 n = norm_params(cfg_);
+    I64 p = 2 * n;
+    p += x_.h * x_.nqkv + (cfg_.bias ? x_.nqkv : 0);
+    p += x_.al * x_.d * x_.h + (cfg_.bias ? x_.h : 0);
+    p += x_.h * x_.fl * x_.m + (cfg_.bias ? x_.fl * x_.m : 0);
+    p += x_.fl * x_.h + (cfg_.bias ? x_.h : 0);
+    return p;
+  }
+
+  void allocate(Runtime& rt, bool g) override {
+    params_.clear();
+    grads_.clear();
+    const bool ln = cfg_.norm == NormType::layernorm;
+    auto param = [&](const char* what, std::vector<I64> shape, Param& p) {
+      p.w = add_parameter(rt, what, std::move(shape), g, &p.g);
+    };
+    param("attn.norm.weight", {x_.h}, ln1_w_);
+    if (ln) param("attn.norm.bias", {x_.h}, ln1_b_);
+    param("attn.qkv.weight", {x_.h, x_.nqkv}, qkv_w_);
+    if (cfg_.bias) param("attn.qkv.bias", {x_.nqkv}, qkv_b_);
+    param("attn.proj.weight", {x_.al * x_.d, x_.h}, proj_w_);
+    if (cfg_.bias) param("attn.proj.bias", {x_.h}, proj_b_);
+    param("mlp.norm.weight", {x_.h}, ln2_w_);
+    if (ln) param("mlp.norm.bias", {x_.h}, ln2_b_);
+    param("mlp.fc1.weight", {x_.h, x_.fl * x_.m}, fc1_w_);
+    if (cfg_.bias) param("mlp.fc1.bias", {x_.fl * x_.m}, fc1_b_);
+    param("mlp.fc2.weight", {x_.fl, x_.h}, fc2_w_);
+    if (cfg_.bias) param("mlp.fc2.bias", {x_.h}, fc2_b_);
+  }
+
+  Tensor forward(Runtime& rt, const Tensor& input, int mb) override {
+    return forward_impl(rt, input, mb, /*recompute_pass=*/false);
+  }
+
+  Tensor backward(Runtime& rt, const Tensor& dy, int mb) override {
+    if (ctx_.recompute == Recompute::full) {
+      Tensor x = take(mb, "x");
+      rt.release(forward_impl(rt, x, mb, /*recompute_pass=*/true));
+    }
+    Emitter em = emitter(rt, mb);
+    const DType dt = batch_.dtype;
+    const I64 tokens = x_.b * x_.s;
+    const I64 local_numel = x_.b * x_.sl * x_.h;
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) {
+      return rt.alloc(em.name(what), std::move(shape), dt, kAct);
+    };
+    auto release_unless = [&](const Tensor& t, const Tensor& keep) {
+      if (t.id != keep.id) rt.release(t);
+    };
+
+    // ---- MLP ----
+    Tensor d_mlp = dropout_bwd(em, mb, "mlp", dy);
+    bias_grad(em, "mlp.fc2.bias", d_mlp, fc2_b_, local_numel);
+    Tensor d_fc2 = gather_full(em, ctx_, x_, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp);
+    if (d_fc2.id != d_mlp.id) release_unless(d_mlp, dy);
+    Tensor act = take(mb, "act");
+    Tensor d_act = alloc("mlp.act.dinput", {x_.b, x_.s, x_.fl});
+    GemmArgs fc2_dgrad{tokens, x_.fl, x_.h};
+    fc2_dgrad.trans_b = true;
+    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act, fc2_dgrad);
+    if (fc2_w_.g.valid()) {
+      GemmArgs wgrad{x_.fl, x_.h, tokens};
+      wgrad.trans_a = true;
+      wgrad.accumulate = true;
+      gemm_op(em, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, wgrad);
+    }
+    rt.release(act);
+    release_unless(d_fc2, dy);
+    Tensor fc1 = take(mb, "fc1");
+    Tensor d_fc1 = alloc("mlp.fc1.doutput", {x_.b, x_.s, x_.fl * x_.m});
+    elementwise_op(em, Phase::backward, "mlp.act", "bwd", {fc1, d_act}, {d_fc1}, act_fn(),
+                   tokens * x_.fl, true);
+    rt.release(fc1);
+    rt.release(d_act);
+    bias_grad(em, "mlp.fc1.bias", d_fc1, fc1_b_, tokens * x_.fl * x_.m);
+    Tensor d_ln2 = column_parallel_bwd(em, ctx_, x_, dt, "mlp.fc1", take(mb, "ln2"), d_fc1,
+                                       fc1_w_, x_.h, x_.fl * x_.m);
+    Tensor x2 = take(mb, "x2");
+    Tensor d_x2 = alloc("mlp.norm.dinput", {x_.b, x_.sl, x_.h});
+    norm_bwd(em, cfg_, "mlp.norm", x2, d_ln2, ln2_w_, ln2_b_, d_x2, x_.b * x_.sl, x_.h);
+    rt.release(x2);
+    rt.release(d_ln2);
+    elementwise_op(em, Phase::backward, "mlp.residual", "bwd", {d_x2, dy}, {d_x2},
+                   ElementwiseFn::add, local_numel);
+    rt.release(dy);
+
+    // ---- attention ----
+    Tensor d_attn = dropout_bwd(em, mb, "attn", d_x2);
+    bias_grad(em, "attn.proj.bias", d_attn, proj_b_, local_numel);
+    Tensor d_proj = gather_full(em, ctx_, x_, dt, Phase::backward, "attn.proj", "bwd", d_attn);
+    if (d_proj.id != d_attn.id) release_unless(d_attn, d_x2);
+    Tensor ctx_out = take(mb, "ctx");
+    Tensor d_ctx = alloc("attn.core.doutput", {x_.b, x_.s, x_.al * x_.d});
+    GemmArgs proj_dgrad{tokens, x_.al * x_.d, x_.h};
+    proj_dgrad.trans_b = true;
+    gemm_op(em, Phase::backward, "attn.proj", "bwd", d_proj, proj_w_.w, d_ctx, proj_dgrad);
+    if (proj_w_.g.valid()) {
+      GemmArgs wgrad{x_.al * x_.d, x_.h, tokens};
+      wgrad.trans_a = true;
+      wgrad.accumulate = true;
+      gemm_op(em, Phase::backward, "attn.proj", "bwd_w", ctx_out, d_proj, proj_w_.g, wgrad);
+    }
+    release_unless(d_proj, d_x2);
+
+    Tensor qkv = take(mb, "qkv");
+    std::vector<Tensor> core;
+    Tensor o = ctx_out;
+    if (ctx_.recompute == Recompute::selective) {
+      auto [rc_out, rc_core] = core_forward(em, Phase::backward, "recompute", qkv);
+      o = rc_out;
+      core = std::move(rc_core);
+    } else {
+      for (std::size_t i = 0; i < core_count(); ++i) core.push_back(take(mb, core_key(i)));
+    }
+    Tensor d_qkv = alloc("attn.qkv.doutput", {x_.b, x_.s, x_.nqkv});
+    std::vector<Tensor> in{qkv, o};
+    in.insert(in.end(), core.begin(), core.end());
+    in.push_back(d_ctx);
+    AttentionArgs bargs = attention_args();
+    bargs.backward = true;
+    em.computed(ops::attention(rt, Phase::backward, em.label("attn.core", "bwd"), std::move(in),
+                               {d_qkv}, bargs, em.compute_issue()));
+    for (const auto& t : core) rt.release(t);
+    if (o.id != ctx_out.id) rt.release(o);
+    rt.release(ctx_out);
+    rt.release(qkv);
+    rt.release(d_ctx);
+    bias_grad(em, "attn.qkv.bias", d_qkv, qkv_b_, tokens * x_.nqkv);
+    Tensor d_ln1 = column_parallel_bwd(em, ctx_, x_, dt, "attn.qkv", take(mb, "ln1"), d_qkv,
+                                       qkv_w_, x_.h, x_.nqkv);
+    Tensor x = take(mb, "x");
+    Tensor dx = alloc("attn.norm.dinput", {x_.b, x_.sl, x_.h});
+    norm_bwd(em, cfg_, "attn.norm", x, d_ln1, ln1_w_, ln1_b_, dx, x_.b * x_.sl, x_.h);
+    rt.release(x);
+    rt.release(d_ln1);
+    elementwise_op(em, Phase::backward, "attn.residual", "bwd", {dx, d_x2}, {dx},
+                   ElementwiseFn::add, local_numel);
+    rt.release(d_x2);
+    finish_micro_batch(mb);
+    em.flush();
+    return dx;
+  }
+
+ protected:
+  std::unique_ptr<LayerBase> fresh_copy() const override {
+    return std::make_unique<TransformerBlock>(cfg_, index_, batch_, ctx_);
+  }
+  Tensor make_measure_input(Runtime& rt) const override {
+    return rt.alloc("x", {x_.b, x_.sl, x_.h}, batch_.dtype, kAct);
+  }
+
+ private:
+  ElementwiseFn act_fn() const {
+    return cfg_.activation == ActivationType::swiglu ? ElementwiseFn::swiglu : ElementwiseFn::gelu;
+  }
+  AttentionArgs attention_args() const {
+    AttentionArgs a;
+    a.batch = x_.b;
+    a.heads = x_.al;
+    a.kv_heads = x_.gl;
+    a.seq = x_.s;
+    a.head_dim = x_.d;
+    a.causal = true;
+    a.flash = cfg_.use_flash_attn;
+    return a;
+  }
+  // What the attention kernel keeps for its backward besides Q, K, V and its output.
+  std::size_t core_count() const {
+    if (cfg_.use_flash_attn) return 1;  // logsumexp
+    return cfg_.attention_dropout > 0 ? 3 : 1;  // probs (+ dropout mask, dropped probs)
+  }
+  static std::string core_key(std::size_t i) { return "core" + std::to_string(i); }
+
+  // The attention kernel: returns its output [b, s, heads·d] and the tensors it keeps.
+  std::pair<Tensor, std::vector<Tensor>> core_forward(Emitter& em, Phase ph, std::string_view sf,
+                                                      const Tensor& qkv) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    Tensor out = rt.alloc(em.name("attn.core.out"), {x_.b, x_.s, x_.al * x_.d}, dt, kAct);
+    std::vector<Tensor> kept;
+    if (cfg_.use_flash_attn) {
+      kept.push_back(
+          rt.alloc(em.name("attn.core.logsumexp"), {x_.b, x_.al, x_.s}, DType::fp32, kAct));
+    } else {
+      kept.push_back(rt.alloc(em.name("attn.core.probs"), {x_.b, x_.al, x_.s, x_.s}, dt, kAct));
+      if (cfg_.attention_dropout > 0) {
+        kept.push_back(detail::alloc_byte_mask(rt, em.name("attn.core.dropout_mask"),
+                                               x_.b * x_.al * x_.s * x_.s));
+        kept.push_back(
+            rt.alloc(em.name("attn.core.dropped"), {x_.b, x_.al, x_.s, x_.s}, dt, kAct));
+      }
+    }
+    std::vector<Tensor> outputs{out};
+    outputs.insert(outputs.end(), kept.begin(), kept.end());
+    em.computed(ops::attention(rt, ph, em.label("attn.core", sf), {qkv}, std::move(outputs),
+                               attention_args(), em.compute_issue()));
+    return {out, kept};
+  }
+
+  // Dropout on the branch output, then the residual add; takes `branch`, returns the new
+  // residual stream. The mask is saved under part + ".mask" when `keep`.
+  Tensor dropout_add(Emitter& em, int mb, const std::string& part, Phase ph, std::string_view sf,
+                     const Tensor& residual, const Tensor& branch, bool keep) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    const I64 numel = x_.b * x_.sl * x_.h;
+    Tensor y = rt.alloc(em.name(part + ".residual.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
+    if (cfg_.hidden_dropout > 0) {
+      Tensor dropped = rt.alloc(em.name(part + ".dropout.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
+      Tensor mask = detail::alloc_byte_mask(rt, em.name(part + ".dropout.mask"), numel);
+      elementwise_op(em, ph, part + ".dropout", sf, {branch}, {dropped, mask},
+                     ElementwiseFn::dropout, numel);
+      rt.release(branch);
+      elementwise_op(em, ph, part + ".residual", sf, {residual, dropped}, {y}, ElementwiseFn::add,
+                     numel);
+      rt.release(dropped);
+      if (keep) save(mb, part + ".mask", mask);
+      else rt.release(mask);
+    } else {
+      elementwise_op(em, ph, part + ".residual", sf, {residual, branch}, {y}, ElementwiseFn::add,
+                     numel);
+      rt.release(branch);
+    }
+    return y;
+  }
+
+  // Backward of the dropout on a branch: returns the branch-output gradient (`dy` itself
+  // when there is no dropout; the caller still owns `dy`).
+  Tensor dropout_bwd(Emitter& em, int mb, const std::string& part, const Tensor& dy) {
+    if (cfg_.hidden_dropout <= 0) return dy;
+    Runtime& rt = em.rt();
+    const I64 numel = x_.b * x_.sl * x_.h;
+    Tensor mask = take(mb, part + ".mask");
+    Tensor d = rt.alloc(em.name(part + ".dropout.dinput"), {x_.b, x_.sl, x_.h}, batch_.dtype, kAct);
+    elementwise_op(em, Phase::backward, part + ".dropout", "bwd", {dy, mask}, {d},
+                   ElementwiseFn::dropout, numel, true);
+    rt.release(mask);
+    return d;
+  }
+
+  Tensor forward_impl(Runtime& rt, const Tensor& x, int mb, bool recompute_pass) {
+    Emitter em = emitter(rt, mb);
+    const DType dt = batch_.dtype;
+    const Phase ph = recompute_pass ? Phase::backward : Phase::forward;
+    const std::string_view sf = recompute_pass ? "recompute" : "fwd";
+    const bool keep_all = ctx_.recompute != Recompute::full || recompute_pass;
+    const bool keep_core = keep_all && ctx_.recompute != Recompute::selective;
+    auto keep = [&](const std::string& key, const Tensor& t, bool k) {
+      if (k) save(mb, key, t);
+      else rt.release(t);
+    };
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) {
+      return rt.alloc(em.name(what), std::move(shape), dt, kAct);
+    };
+    const I64 tokens = x_.b * x_.s;
+    const I64 rows = x_.b * x_.sl;
+
+    // ---- attention ----
+    save(mb, "x", x);  // the layer input: the norm's backward (and full recompute) needs it
+    Tensor ln1 = alloc("attn.norm.out", {x_.b, x_.sl, x_.h});
+    norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
+    Tensor qkv_in = gather_full(em, ctx_, x_, dt, ph, "attn.qkv", sf, ln1);
+    Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
+    gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, GemmArgs{tokens, x_.nqkv, x_.h});
+    bias_fwd(em, ph, "attn.qkv.bias", sf, qkv, qkv_b_, tokens * x_.nqkv);
+    if (qkv_in.id != ln1.id) rt.release(qkv_in);
+    keep("ln1", ln1, keep_all);
+    auto [ctx_out, core] = core_forward(em, ph, sf, qkv);
+    for (std::size_t i = 0; i < core.size(); ++i) keep(core_key(i), core[i], keep_core);
+    keep("qkv", qkv, keep_all);
+    Tensor proj = alloc("attn.proj.out", {x_.b, x_.s, x_.h});
+    gemm_op(em, ph, "attn.proj", sf, ctx_out, proj_w_.w, proj, GemmArgs{tokens, x_.h, x_.al * x_.d});
+    keep("ctx", ctx_out, keep_all);
+    Tensor attn_out = reduce_partial(em, ctx_, x_, dt, ph, "attn.proj", sf, proj);
+    bias_fwd(em, ph, "attn.proj.bias", sf, attn_out, proj_b_, rows * x_.h);
+    Tensor x2 = dropout_add(em, mb, "attn", ph, sf, x, attn_out, keep_all);
+
+    // ---- MLP ----
+    Tensor ln2 = alloc("mlp.norm.out", {x_.b, x_.sl, x_.h});
+    norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
+    Tensor fc1_in = gather_full(em, ctx_, x_, dt, ph, "mlp.fc1", sf, ln2);
+    Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
+    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, GemmArgs{tokens, x_.fl * x_.m, x_.h});
+    bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
+    if (fc1_in.id != ln2.id) rt.release(fc1_in);
+    keep("ln2", ln2, keep_all);
+    Tensor act = alloc("mlp.act.out", {x_.b, x_.s, x_.fl});
+    elementwise_op(em, ph, "mlp.act", sf, {fc1}, {act}, act_fn(), tokens * x_.fl);
+    keep("fc1", fc1, keep_all);
+    Tensor fc2 = alloc("mlp.fc2.out", {x_.b, x_.s, x_.h});
+    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, GemmArgs{tokens, x_.h, x_.fl});
+    keep("act", act, keep_all);
+    Tensor mlp_out = reduce_partial(em, ctx_, x_, dt, ph, "mlp.fc2", sf, fc2);
+    bias_fwd(em, ph, "mlp.fc2.bias", sf, mlp_out, fc2_b_, rows * x_.h);
+    Tensor y = dropout_add(em, mb, "mlp", ph, sf, x2, mlp_out, keep_all);
+    keep("x2", x2, keep_all);
+    em.flush();
+    return y;
+  }
+
+  TransformerConfig cfg_;
+  int index_;
+  Dims x_;
+  Param ln1_w_, ln1_b_, qkv_w_, qkv_b_, proj_w_, proj_b_, ln2_w_, ln2_b_, fc1_w_, fc1_b_, fc2_w_,
+      fc2_b_;
+};
+
+// ---------------------------------------------------------------- LM head + loss
+
+class LMHead final : public LayerBase {
+ public:
+  LMHead(TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
+         std::shared_ptr<SharedTable> table)
+      : LayerBase("lm_head", batch, std::move(ctx)), cfg_(std::move(cfg)),
+        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+
+  std::int64_t parameter_count() const override { return head_parameter_count(cfg_); }
+  std::int64_t local_parameter_count() const override {
+    return norm_params(cfg_) + (cfg_.tied_embeddings ? 0 : x_.vl * x_.h);
+  }
+
+  void allocate(Runtime& rt, bool g) override {
+    params_.clear();
+    grads_.clear();
+    norm_w_.w = add_parameter(rt, "norm.weight", {x_.h}, g, &norm_w_.g);
+    if (cfg_.norm == NormType::layernorm)
+      norm_b_.w = add_parameter(rt, "norm.bias", {x_.h}, g, &norm_b_.g);
+    if (table_->rt == &rt && table_->weight.valid()) {
+      out_ = {table_->weight, table_->grad};
+    } else {
+      // Untied: the output layer. Tied without the embedding on this runtime: its copy.
+      out_.w = add_parameter(rt, cfg_.tied_embeddings ? "word_embedding_copy.weight"
+                                                      : "output.weight",
+                             {x_.vl, x_.h}, g, &out_.g);
+      table_->rt = &rt;
+      table_->weight = out_.w;
+      table_->grad = out_.g;
+    }
+  }
+
+  Tensor forward(Runtime& rt, const Tensor& x, int mb) override {
+    Emitter em = emitter(rt, mb);
+    const DType dt = batch_.dtype;
+    const Phase ph = Phase::forward;
+    const I64 tokens = x_.b * x_.s;
+    Tensor ln = rt.alloc(em.name("norm.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
+    norm_fwd(em, cfg_, ph, "norm", "fwd", x, norm_w_, norm_b_, ln, x_.b * x_.sl, x_.h);
+    save(mb, "x", x);
+    Tensor in = gather_full(em, ctx_, x_, dt, ph, "output", "fwd", ln);
+    Tensor logits = rt.alloc(em.name("output.logits"), {x_.b, x_.s, x_.vl}, dt, kAct);
+    GemmArgs args{tokens, x_.vl, x_.h};
+    args.trans_b = true;
+    gemm_op(em, ph, "output", "fwd", in, out_.w, logits, args);
+    if (in.id != ln.id) rt.release(in);
+    save(mb, "ln", ln);
+    // Vocab-parallel cross-entropy: local softmax statistics, one all-reduce of them.
+    Tensor labels =
+        rt.alloc("mb" + std::to_string(mb) + ".labels", {x_.b, x_.s}, DType::int32, kAct);
+    Tensor softmax = rt.alloc(em.name("loss.softmax"), {tokens, x_.vl}, DType::fp32, kAct);
+    Tensor stats = rt.alloc(em.name("loss.stats"), {tokens, 2}, DType::fp32, kAct);
+    em.computed(ops::cross_entropy(rt, ph, em.label("loss", "fwd"), {logits, labels},
+                                   {softmax, stats}, LossArgs{tokens, x_.vl, false},
+                                   em.compute_issue()));
+    rt.release(logits);
+    if (x_.t > 1) tp_comm(em, ctx_, OpKind::all_reduce, ph, "loss.allreduce", "fwd", stats);
+    Tensor loss = rt.alloc(em.name("loss"), {1}, DType::fp32, kAct);
+    elementwise_op(em, ph, "loss.mean", "fwd", {stats}, {loss}, ElementwiseFn::scale, tokens);
+    rt.release(stats);
+    save(mb, "softmax", softmax);
+    save(mb, "labels", labels);
+    em.flush();
+    return loss;
+  }
+
+  Tensor backward(Runtime& rt, const Tensor& d_loss, int mb) override {
+    Emitter em = emitter(rt, mb);
+    const DType dt = batch_.dtype;
+    const I64 tokens = x_.b * x_.s;
+    if (d_loss.valid()) rt.release(d_loss);
+    Tensor softmax = take(mb, "softmax");
+    Tensor labels = take(mb, "labels");
+    Tensor d_logits = rt.alloc(em.name("output.dlogits"), {x_.b, x_.s, x_.vl}, dt, kAct);
+    em.computed(ops::cross_entropy(rt, Phase::backward, em.label("loss", "bwd"),
+                                   {softmax, labels}, {d_logits}, LossArgs{tokens, x_.vl, true},
+                                   em.compute_issue()));
+    rt.release(softmax);
+    rt.release(labels);
+    Tensor d_ln = column_parallel_bwd(em, ctx_, x_, dt, "output", take(mb, "ln"), d_logits, out_,
+                                      x_.h, x_.vl, /*w_out_in=*/true);
+    Tensor x = take(mb, "x");
+    Tensor dx = rt.alloc(em.name("norm.dinput"), {x_.b, x_.sl, x_.h}, dt, kAct);
+    norm_bwd(em, cfg_, "norm", x, d_ln, norm_w_, norm_b_, dx, x_.b * x_.sl, x_.h);
+    rt.release(x);
+    rt.release(d_ln);
+    finish_micro_batch(mb);
+    em.flush();
+    return dx;
+  }
+
+ protected:
+  std::unique_ptr<LayerBase> fresh_copy() const override {
+    return std::make_unique<LMHead>(cfg_, batch_, ctx_, std::make_shared<SharedTable>());
+  }
+  Tensor make_measure_input(Runtime& rt) const override {
+    return rt.alloc("x", {x_.b, x_.sl, x_.h}, batch_.dtype, kAct);
+  }
+
+ private:
+  TransformerConfig cfg_;
+  Dims x_;
+  std::shared_ptr<SharedTable> table_;
+  Param norm_w_, norm_b_, out_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- analytic figures
+
+void validate(const TransformerConfig& cfg) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw std::invalid_argument("transformer '" + cfg.name + "': " + field + " " + why);
+  };
+  if (cfg.num_layers < 1) fail("num_layers", "must be >= 1");
+  if (cfg.hidden_size < 1) fail("hidden_size", "must be >= 1");
+  if (cfg.num_attention_heads < 1) fail("num_attention_heads", "must be >= 1");
+  if (cfg.num_query_groups < 0) fail("num_query_groups", "must be >= 0");
+  if (cfg.num_attention_heads % cfg.query_groups())
+    fail("num_query_groups", "must divide num_attention_heads");
+  if (cfg.kv_channels == 0 && cfg.hidden_size % cfg.num_attention_heads)
+    fail("hidden_size", "must be divisible by num_attention_heads (or set kv_channels)");
+  if (cfg.kv_channels < 0) fail("kv_channels", "must be >= 0");
+  if (cfg.ffn_hidden_size < 0) fail("ffn_hidden_size", "must be >= 0");
+  if (cfg.vocab_size < 1) fail("vocab_size", "must be >= 1");
+  if (cfg.seq_length < 1) fail("seq_length", "must be >= 1");
+  if (cfg.position == PositionEmbeddingType::learned &&
+      cfg.max_position_embeddings < cfg.seq_length)
+    fail("max_position_embeddings", "must be >= seq_length with learned positions");
+  if (cfg.hidden_dropout < 0 || cfg.hidden_dropout >= 1) fail("hidden_dropout", "must be in [0,1)");
+  if (cfg.attention_dropout < 0 || cfg.attention_dropout >= 1)
+    fail("attention_dropout", "must be in [0,1)");
+}
+
+std::int64_t embedding_parameter_count(const TransformerConfig& cfg) {
+  I64 p = cfg.vocab_size * cfg.hidden_size;
+  if (cfg.position == PositionEmbeddingType::learned)
+    p += cfg.max_position_embeddings * cfg.hidden_size;
+  return p;
+}
+
+std::int64_t block_parameter_count(const TransformerConfig& cfg) {
+  const I64 h = cfg.hidden_size, f = cfg.ffn_size(), m = mlp_mult(cfg);
+  const I64 q = qkv_width(cfg), ad = cfg.num_attention_heads * cfg.head_dim();
+  I64 p = 2 * norm_params(cfg);
+  p += h * q + ad * h + h * f * m + f * h;
+  if (cfg.bias) p += q + h + f * m + h;
+  return p;
+}
+
+std::int64_t head_parameter_count(const TransformerConfig& cfg) {
+  return norm_params(cfg) + (cfg.tied_embeddings ? 0 : cfg.vocab_size * cfg.hidden_size);
+}
+
+std::int64_t parameter_count(const TransformerConfig& cfg) {
+  return embedding_parameter_count(cfg) + cfg.num_layers * block_parameter_count(cfg) +
+         head_parameter_count(cfg);
+}
+
+std::int64_t flops_parameter_count(const TransformerConfig& cfg) {
+  I64 p = parameter_count(cfg);
+  if (cfg.position == PositionEmbeddingType::learned)
+    p -= cfg.max_position_embeddings * cfg.hidden_size;
+  if (!cfg.tied_embeddings) p -= cfg.vocab_size * cfg.hidden_size;
+  return p;
+}
+
+std::int64_t gemm_parameter_count(const TransformerConfig& cfg) {
+  const I64 h = cfg.hidden_size, f = cfg.ffn_size(), m = mlp_mult(cfg);
+  const I64 q = qkv_width(cfg), ad = cfg.num_attention_heads * cfg.head_dim();
+  return cfg.num_layers * (h * q + ad * h + h * f * m + f * h) + cfg.vocab_size * h;
+}
+
+Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len) {
+  const double attn = 6.0 * d(cfg.num_layers) * d(seq_len) *
+                      d(cfg.num_attention_heads * cfg.head_dim());
+  return 6.0 * d(flops_parameter_count(cfg)) + attn;
+}
+
+Flops megatron_flops_per_iteration(const TransformerConfig& cfg, std::int64_t global_batch,
+                                   std::int64_t seq_len, bool causal) {
+  const double B = d(global_batch), s = d(seq_len), l = d(cfg.num_layers), h = d(cfg.hidden_size),
+               V = d(cfg.vocab_size);
+  const double attn = causal ? s / (12.0 * h) : s / (6.0 * h);
+  return 96.0 * B * s * l * h * h * (1.0 + attn + V / (16.0 * l * h));
+}
+
+Bytes korthikanti_activation_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h,
+                                             std::int64_t a, int tp, bool sp,
+                                             Recompute recompute) {
+  const double sbh = d(s) * d(b) * d(h), t = tp, attn = 5.0 * d(a) * d(s) / d(h);
+  if (recompute == Recompute::full) return 2.0 * sbh / (sp ? t : 1.0);
+  const double core = recompute == Recompute::selective ? 0.0 : attn;
+  if (sp || tp == 1) return sbh / t * (34.0 + core);
+  return sbh * (10.0 + 24.0 / t + core / t);
+}
+
+Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, std::int64_t s,
+                                 int tp, bool sequence_parallel, Recompute recompute,
+                                 DType dtype) {
+  const double e = dtype_bytes(dtype), t = tp;
+  const bool sp = sequence_parallel && tp > 1;
+  const double h = d(cfg.hidden_size), a = d(cfg.num_attention_heads),
+               g = d(cfg.query_groups()), hd = d(cfg.head_dim()), f = d(cfg.ffn_size()),
+               m = d(mlp_mult(cfg));
+  const double full = d(b) * d(s);              // tokens
+  const double local = sp ? full / t : full;    // tokens this rank holds in norms / dropout
+  if (recompute == Recompute::full) return e * local * h;
+  const double mask = cfg.hidden_dropout > 0 ? 1.0 : 0.0;
+  double bytes = 0;
+  bytes += e * local * h;                    // layer input (attention norm input)
+  bytes += e * local * h;                    // attention norm output = QKV input
+  bytes += e * full * (a + 2 * g) * hd / t;  // Q, K, V
+  if (recompute != Recompute::selective) {
+    const double rows = d(b) * a / t * d(s);  // softmax rows
+    if (cfg.use_flash_attn) bytes += 4.0 * rows;  // fp32 logsumexp
+    else bytes += rows * d(s) * (e + (cfg.attention_dropout > 0 ? 1.0 + e : 0.0));
+  }
+  bytes += e * full * a * hd / t;    // attention output = projection input
+  bytes += mask * local * h;         // dropout mask after the projection
+  bytes += e * local * h;            // MLP norm input
+  bytes += e * local * h;            // MLP norm output = fc1 input
+  bytes += e * full * f * m / t;     // fc1 output (activation input)
+  bytes += e * full * f / t;         // activation output = fc2 input
+  bytes += mask * local * h;         // dropout mask after fc2
+  return bytes;
+}
+
+// ---------------------------------------------------------------- model
+
+TransformerModel::TransformerModel(TransformerConfig cfg) : cfg_(std::move(cfg)) { validate(cfg_); }
+
+ModelDescription TransformerModel::describe() const {
+  ModelDescription desc;
+  desc.name = cfg_.name;
+  desc.parameter_count = parameter_count(cfg_);
+  desc.model_flops_per_token = model_flops_per_token(cfg_, cfg_.seq_length);
+  return desc;
+}
+
+std::vector<std::unique_ptr<Layer>> TransformerModel::build_layers(
+    const BatchShape& batch, const ParallelContext& ctx) const {
+  check_shardable(cfg_, batch, ctx);
+  auto word = std::make_shared<SharedTable>();
+  auto output = cfg_.tied_embeddings ? word : std::make_shared<SharedTable>();
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.reserve(static_cast<std::size_t>(cfg_.num_layers) + 2);
+  layers.push_back(std::make_unique<EmbeddingLayer>(cfg_, batch, ctx, word));
+  for (I64 i = 0; i < cfg_.num_layers; ++i)
+    layers.push_back(std::make_unique<TransformerBlock>(cfg_, static_cast<int>(i), batch, ctx));
+  layers.push_back(std::make_unique<LMHead>(cfg_, batch, ctx, output));
+  return layers;
+}
+
+Tensor TransformerModel::make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const {
+  return rt.alloc("mb" + std::to_string(micro_batch) + ".tokens",
+                  {batch.micro_batch, batch.seq_len}, DType::int32, MemCategory::activations);
+}
+
+}  // namespace tandem

@@ -1,0 +1,139 @@
+// Decoder-only transformers (GPT, Llama) written against the per-rank interface, with Megatron-LM
+// tensor parallelism (column/row-parallel linears, vocab-parallel embedding and loss), sequence
+// parallelism, and selective/full activation recomputation; plus the analytic figures they are
+// tested against (parameter count, model FLOPs per token, Korthikanti activation memory).
+//
+// Layers built for a rank, in order (their name() in quotes):
+//   "embedding"  token (+ learned position) embedding, dropout            input: token ids [b, s]
+//   "layer{i}"   pre-norm attention block + pre-norm MLP block, i = 0..L-1  input: [b, s/t?, h]
+//   "lm_head"    final norm, output GEMM (tied or own weights), cross-entropy; returns loss [1]
+//
+// Labels are "mb{k}.{layer}.{op}.{suffix}" with suffix fwd | bwd (input gradient) | bwd_w (weight
+// gradient) | recompute (forward work redone in backward), e.g. "mb0.layer3.attn.qkv.fwd",
+// "mb0.layer3.attn.proj.allreduce.fwd", "mb0.layer3.mlp.fc1.bwd_w". They are unique within an
+// iteration as long as micro-batch numbers are.
+//
+// Sharding (tp = t): QKV and fc1 are column-parallel (heads, query groups and ffn split by t),
+// proj and fc2 row-parallel; word embedding and output layer are vocab-parallel with
+// ceil(V/t) rows per rank; norms and row-parallel biases are replicated. Without sequence
+// parallelism the block issues an all-reduce of b·s·h elements after proj and fc2 (forward) and
+// after the QKV and fc1 input-gradient GEMMs (backward); with it, all-gather before QKV/fc1 and
+// reduce-scatter after proj/fc2 (forward), the conjugates in backward plus the re-gather of the
+// QKV/fc1 inputs for their weight gradients (as Megatron-LM does), and norms/dropout on s/t.
+// Communication runs on Stream::tp_comm; the compute op that consumes its result lists it in
+// Issue::after (a stream wait, not a host wait). The input-gradient all-reduce overlaps the
+// weight-gradient GEMM, as in Megatron-LM.
+//
+// Weights are stored [in, out] (Y = X·W); word embedding and output layer [V/t, h] (logits =
+// X·Wᵀ), so a tied output layer uses the embedding table itself. With tied embeddings, whichever
+// of "embedding" and "lm_head" is allocated first on a runtime allocates the table and reports
+// it in parameters()/gradients(); the other reuses it and does not report it. A pipeline stage
+// holding only "lm_head" therefore allocates its own copy (Megatron's embedding copy on the last
+// stage, whose gradient a strategy all-reduces with the first stage's).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strategies/model.hpp"
+
+namespace tandem {
+
+enum class NormType { layernorm, rmsnorm };
+enum class ActivationType { gelu, swiglu };
+enum class PositionEmbeddingType { learned, rope };
+const char* to_string(NormType norm);
+const char* to_string(ActivationType activation);
+const char* to_string(PositionEmbeddingType position);
+
+// Megatron-LM argument names.
+struct TransformerConfig {
+  std::string name;
+  std::int64_t num_layers = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_query_groups = 0;  // KV heads; 0 means num_attention_heads (MHA)
+  std::int64_t ffn_hidden_size = 0;   // 0 means 4·hidden_size
+  std::int64_t kv_channels = 0;       // head dim; 0 means hidden_size / num_attention_heads
+  std::int64_t vocab_size = 0;
+  std::int64_t max_position_embeddings = 0;  // rows of the learned position table
+  std::int64_t seq_length = 0;               // default training sequence length
+  NormType norm = NormType::layernorm;
+  ActivationType activation = ActivationType::gelu;
+  PositionEmbeddingType position = PositionEmbeddingType::learned;
+  bool tied_embeddings = true;  // output layer shares the word-embedding table
+  bool bias = true;             // biases in the linears and norms (GPT yes, Llama no)
+  bool use_flash_attn = false;
+  double hidden_dropout = 0.1;     // after embedding, attention projection and MLP
+  double attention_dropout = 0.1;  // on the attention probabilities
+
+  std::int64_t query_groups() const {
+    return num_query_groups > 0 ? num_query_groups : num_attention_heads;
+  }
+  std::int64_t ffn_size() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
+  std::int64_t head_dim() const {
+    return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
+  }
+};
+
+// Throws std::invalid_argument naming the field that is wrong.
+void validate(const TransformerConfig& cfg);
+
+// ---- analytic figures ----
+// Parameters of the whole model, exactly: every weight, bias and norm parameter, the word
+// embedding, learned position embeddings, and the output layer when untied.
+std::int64_t parameter_count(const TransformerConfig& cfg);
+std::int64_t embedding_parameter_count(const TransformerConfig& cfg);   // word + position
+std::int64_t block_parameter_count(const TransformerConfig& cfg);       // one layer
+std::int64_t head_parameter_count(const TransformerConfig& cfg);        // final norm (+ untied output)
+// The N of "6N": all parameters except learned position embeddings and, when untied, the input
+// word-embedding table (neither takes part in a matmul). The tied table counts once: the
+// output-layer GEMM uses it. Norm and bias parameters count (they are ~0.1%).
+std::int64_t flops_parameter_count(const TransformerConfig& cfg);
+// Parameters that are GEMM weights (what 2·N_gemm FLOPs per token forward counts exactly).
+std::int64_t gemm_parameter_count(const TransformerConfig& cfg);
+// Model FLOPs per token, forward + backward, no recompute: 6·N + 6·L·s·h with N =
+// flops_parameter_count and causal attention (QKᵀ and PV over half the s² scores). Use with
+// tokens = B·s for MFU.
+Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len);
+// Narayanan et al. 2021 (arXiv 2104.04473) per iteration with full recompute:
+// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)). It counts non-causal attention (all s² scores); pass
+// causal = true to halve the attention term (s/(12h)), which is what this model issues.
+Flops megatron_flops_per_iteration(const TransformerConfig& cfg, std::int64_t global_batch,
+                                   std::int64_t seq_len, bool causal = false);
+
+// Korthikanti et al. 2022 (arXiv 2205.05198), bytes of activations one layer saves for one
+// micro-batch, 16-bit activations: s·b·h·(34 + 5·a·s/h) without parallelism; with tensor
+// parallel t: s·b·h·(10 + 24/t + 5·a·s/(h·t)); with t and sequence parallel: s·b·h/t·(34 +
+// 5·a·s/h); selective recompute drops the 5·a·s/h term; full recompute keeps 2·s·b·h (/t with
+// SP). Assumes a GPT layer (MHA, ffn = 4h, GELU, dropout everywhere, unfused attention).
+Bytes korthikanti_activation_bytes_per_layer(std::int64_t micro_batch, std::int64_t seq_len,
+                                             std::int64_t hidden, std::int64_t heads, int tp,
+                                             bool sequence_parallel, Recompute recompute);
+// The same breakdown for any configuration (GQA, SwiGLU, no dropout, flash attention's fp32
+// logsumexp instead of the s² matrices, activation dtype): equals the formula above for a GPT
+// layer in 16 bits, and equals what TransformerBlock::saved_activation_bytes() measures.
+Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t micro_batch,
+                                 std::int64_t seq_len, int tp, bool sequence_parallel,
+                                 Recompute recompute, DType dtype = DType::bf16);
+
+class TransformerModel : public Model {
+ public:
+  explicit TransformerModel(TransformerConfig cfg);  // validates
+  const TransformerConfig& config() const { return cfg_; }
+
+  ModelDescription describe() const override;  // model_flops_per_token at cfg.seq_length
+  // Throws std::invalid_argument when the context cannot shard this model (heads, query groups,
+  // ffn not divisible by tp; seq_len not divisible by tp with sequence parallelism).
+  std::vector<std::unique_ptr<Layer>> build_layers(const BatchShape& batch,
+                                                   const ParallelContext& ctx) const override;
+  // Token ids [b, s] int32, "mb{k}.tokens", an activation the embedding layer takes over.
+  Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const override;
+
+ private:
+  TransformerConfig cfg_;
+};
+
+}  // namespace tandem
