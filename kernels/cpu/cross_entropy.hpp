@@ -1,0 +1,54 @@
+// CPU reference softmax cross-entropy (fp32 softmax, double row sums), forward and backward,
+// plus the vocab-sharded (Megatron vocab-parallel) pieces.
+//
+// Conventions (strategies/ops.hpp): forward inputs {logits [tokens, vocab], labels [tokens]}
+// outputs {softmax [tokens, vocab] fp32, stats [tokens, 2]}; backward inputs {softmax, labels}
+// outputs {d_logits}. Chosen here:
+//   stats[t] = { loss_t, lse_t }: the token's loss lse_t − logit[label_t] and the logsumexp of
+//              its logit row. The micro-batch loss is the MEAN over tokens of loss_t
+//              (cross_entropy_mean_loss; the models issue it as the "loss.mean" scale op).
+//   d_logits = (softmax − onehot(label)) · grad_scale, grad_scale = 1/tokens for the mean loss
+//              (the loss gradient dL = 1 is implied: the models never materialise it).
+//   labels:    a negative label marks an ignored token (padding): loss 0, gradient row 0; it
+//              still counts in the mean's denominator (tokens). A label outside the shard
+//              [vocab_offset, vocab_offset + vocab) is another shard's target: its one-hot
+//              is absent here, the softmax term stays.
+// Labels are int32 token ids.
+//
+// Vocab-parallel (tensor-parallel output layer, each rank holding `vocab` columns): the
+// softmax needs the GLOBAL row max and sum, which one SUM all-reduce of {loss, lse} cannot give.
+// The sharded protocol is: softmax_shard_stats on each shard → combine the [tokens, 3] stats
+// across shards with softmax_stats_merge (associative and commutative: a custom all-reduce, or
+// an all-gather followed by merges in rank order) → cross_entropy_shard_finish on each shard
+// writes the globally normalised softmax and {loss, lse}. The backward is then the ordinary
+// cross_entropy_backward with the shard's vocab_offset.
+#pragma once
+
+#include <cstdint>
+
+namespace tandem::kernels::cpu {
+
+// softmax and stats may each be null.
+void cross_entropy_forward(float* softmax, float* stats, const float* logits,
+                           const std::int32_t* labels, std::int64_t tokens, std::int64_t vocab,
+                           std::int64_t vocab_offset = 0);
+// Σ_t stats[t·2] / tokens.
+float cross_entropy_mean_loss(const float* stats, std::int64_t tokens);
+// d_logits (OVERWRITTEN) = (softmax − onehot)·grad_scale.
+void cross_entropy_backward(float* d_logits, const float* softmax, const std::int32_t* labels,
+                            std::int64_t tokens, std::int64_t vocab, float grad_scale,
+                            std::int64_t vocab_offset = 0);
+
+// ---- vocab-sharded pieces ----
+// stats3[t] = { max_j z_tj, Σ_j exp(z_tj − max), z_t,label if the label is in this shard else 0 }
+void softmax_shard_stats(float* stats3, const float* logits, const std::int32_t* labels,
+                         std::int64_t tokens, std::int64_t vocab, std::int64_t vocab_offset);
+// into ← into ⊕ from, ⊕ the log-sum-exp merge of (max, sum) pairs and the sum of targets.
+void softmax_stats_merge(float* into, const float* from, std::int64_t tokens);
+// From the merged stats3: softmax (nullable) = exp(z − lse) over this shard's columns, stats
+// (nullable) = { loss_t, lse_t } as in cross_entropy_forward.
+void cross_entropy_shard_finish(float* softmax, float* stats, const float* logits,
+                                const float* merged_stats3, const std::int32_t* labels,
+                                std::int64_t tokens, std::int64_t vocab);
+
+}  // namespace tandem::kernels::cpu

@@ -1,0 +1,397 @@
+#include "kernels/cpu/dispatch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "kernels/cpu/adamw.hpp"
+#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/cross_entropy.hpp"
+#include "kernels/cpu/elementwise.hpp"
+#include "kernels/cpu/embedding.hpp"
+#include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/norm.hpp"
+
+namespace tandem::kernels::cpu {
+namespace {
+
+using I64 = std::int64_t;
+
+// Fetches and checks an op's tensors; every failure names the op.
+class OpContext {
+ public:
+  OpContext(const ComputeOp& op, const TensorData& data, const RunOptions& options)
+      : op_(op), data_(data), options_(options) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::logic_error("cpu kernels: op '" + op_.label + "' (" + to_string(op_.kind) +
+                           "): " + why);
+  }
+
+  std::size_t inputs() const { return op_.inputs.size(); }
+  std::size_t outputs() const { return op_.outputs.size(); }
+  const Tensor& input_tensor(std::size_t i) const { return tensor(op_.inputs, i, "input"); }
+  const Tensor& output_tensor(std::size_t i) const { return tensor(op_.outputs, i, "output"); }
+
+  float* in(std::size_t i, I64 min_numel) const {
+    return storage(input_tensor(i), min_numel, "input", i);
+  }
+  float* out(std::size_t i, I64 min_numel) const {
+    return storage(output_tensor(i), min_numel, "output", i);
+  }
+  // Token ids / labels: raw int32 in an int32 tensor's storage, float values otherwise.
+  const std::int32_t* ids(const Tensor& t, I64 count, std::vector<std::int32_t>& scratch,
+                          const char* role, std::size_t i) const {
+    float* p = storage(t, count, role, i);
+    if (t.dtype == DType::int32) return reinterpret_cast<const std::int32_t*>(p);
+    scratch.resize(static_cast<std::size_t>(count));
+    for (I64 j = 0; j < count; ++j)
+      scratch[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(std::lround(p[j]));
+    return scratch.data();
+  }
+  // A 1-byte-per-element mask in fp32 storage: needs numel()·4 >= count bytes.
+  std::uint8_t* mask(const Tensor& t, I64 count, const char* role, std::size_t i) const {
+    if (!t.valid()) fail(std::string(role) + " " + std::to_string(i) + " (mask) is not a tensor");
+    if (t.numel() * 4 < count)
+      fail(std::string(role) + " " + std::to_string(i) + " (mask) holds " +
+           std::to_string(t.numel() * 4) + " bytes, the op needs " + std::to_string(count));
+    return reinterpret_cast<std::uint8_t*>(fetch(t));
+  }
+
+  std::uint64_t dropout_key_of_op() const {
+    return dropout_key(options_.seed, dropout_stem(op_.label), options_.iteration);
+  }
+  const RunOptions& options() const { return options_; }
+  const ComputeOp& op() const { return op_; }
+
+ private:
+  const Tensor& tensor(const std::vector<Tensor>& list, std::size_t i, const char* role) const {
+    if (i >= list.size())
+      fail("expects " + std::string(role) + " " + std::to_string(i) + ", the op has " +
+           std::to_string(list.size()));
+    return list[i];
+  }
+  float* fetch(const Tensor& t) const {
+    float* p = data_(t);
+    if (!p) fail("no storage for tensor " + std::to_string(t.id));
+    return p;
+  }
+  float* storage(const Tensor& t, I64 min_numel, const char* role, std::size_t i) const {
+    if (!t.valid()) fail(std::string(role) + " " + std::to_string(i) + " is not a tensor");
+    if (t.numel() < min_numel)
+      fail(std::string(role) + " " + std::to_string(i) + " has " + std::to_string(t.numel()) +
+           " elements, the op needs " + std::to_string(min_numel));
+    return fetch(t);
+  }
+
+  const ComputeOp& op_;
+  const TensorData& data_;
+  const RunOptions& options_;
+};
+
+// ---------------------------------------------------------------- per kind
+
+void run_gemm(const OpContext& c, const GemmArgs& a) {
+  const float* A = c.in(0, a.batch * a.m * a.k);
+  const float* B = c.in(1, a.batch * a.k * a.n);
+  float* C = c.out(0, a.batch * a.m * a.n);
+  gemm_forward(C, A, B, a.m, a.n, a.k, a.trans_a, a.trans_b, a.accumulate, a.batch);
+}
+
+void run_attention(const OpContext& c, const AttentionArgs& a) {
+  AttentionShape s{a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.head_dim,
+                   a.causal};
+  if (s.heads < 1 || s.head_dim < 1 || s.heads % s.kv_heads)
+    c.fail("inconsistent attention shape (heads " + std::to_string(s.heads) + ", kv_heads " +
+           std::to_string(s.kv_heads) + ", head_dim " + std::to_string(s.head_dim) + ")");
+  const I64 qkv_n = s.batch * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim;
+  const I64 ctx_n = s.batch * s.seq * s.heads * s.head_dim;
+  const I64 rows = s.batch * s.heads * s.seq;
+  const I64 scores = rows * s.seq;
+  AttentionDropout drop;
+  drop.key = c.dropout_key_of_op();
+  if (!a.backward) {
+    const float* qkv = c.in(0, qkv_n);
+    float* out = c.out(0, ctx_n);
+    if (a.flash) {
+      if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
+      float* lse = c.outputs() > 1 ? c.out(1, rows) : nullptr;
+      drop.p = c.options().attention_dropout;
+      attention_forward(out, lse, nullptr, nullptr, nullptr, qkv, s, drop);
+      return;
+    }
+    float* probs = c.outputs() > 1 ? c.out(1, scores) : nullptr;
+    std::uint8_t* mask = nullptr;
+    float* dropped = nullptr;
+    if (c.outputs() == 4) {
+      mask = c.mask(c.output_tensor(2), scores, "output", 2);
+      dropped = c.out(3, scores);
+      drop.p = c.options().attention_dropout;
+    } else if (c.outputs() > 2) {
+      c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
+    }
+    attention_forward(out, nullptr, probs, mask, dropped, qkv, s, drop);
+    return;
+  }
+  // Backward: inputs {qkv, [context], saved…, d_context}, outputs {d_qkv}. The context output
+  // is not needed (the softmax backward uses Σ P·dP directly).
+  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
+  const float* qkv = c.in(0, qkv_n);
+  const float* d_out = c.in(c.inputs() - 1, ctx_n);
+  float* d_qkv = c.out(0, qkv_n);
+  std::size_t first = 1, saved = c.inputs() - 2;
+  if (saved == 2 || saved == 4) {  // the context output leads the saved tensors
+    ++first;
+    --saved;
+  }
+  if (a.flash) {
+    if (saved != 1) c.fail("a flash attention backward saves exactly the logsumexp");
+    drop.p = c.options().attention_dropout;
+    attention_backward(d_qkv, d_out, qkv, c.in(first, rows), nullptr, nullptr, s, drop);
+    return;
+  }
+  const float* probs = c.in(first, scores);
+  const std::uint8_t* mask = nullptr;
+  if (saved == 3) {
+    mask = c.mask(c.input_tensor(first + 1), scores, "input", first + 1);
+    drop.p = c.options().attention_dropout;
+  } else if (saved != 1) {
+    c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
+  }
+  attention_backward(d_qkv, d_out, qkv, nullptr, probs, mask, s, drop);
+}
+
+void run_norm(const OpContext& c, const NormArgs& a) {
+  const I64 n = a.rows * a.cols;
+  const bool layer = a.norm == NormKind::layer_norm;
+  if (!a.backward) {
+    const float* x = c.in(0, n);
+    const float* w = c.in(1, a.cols);
+    const float* b = c.inputs() > 2 ? c.in(2, a.cols) : nullptr;
+    float* y = c.out(0, n);
+    if (layer) layernorm_forward(y, nullptr, nullptr, x, w, b, a.rows, a.cols);
+    else rmsnorm_forward(y, nullptr, x, w, b, a.rows, a.cols);
+    return;
+  }
+  const float* x = c.in(0, n);
+  const float* dy = c.in(1, n);
+  const float* w = c.in(2, a.cols);
+  float* dx = c.out(0, n);
+  float* dw = c.outputs() > 1 ? c.out(1, a.cols) : nullptr;
+  float* db = c.outputs() > 2 ? c.out(2, a.cols) : nullptr;
+  if (layer) layernorm_backward(dx, dw, db, dy, x, w, a.rows, a.cols);
+  else rmsnorm_backward(dx, dw, db, dy, x, w, a.rows, a.cols);
+}
+
+// The last '.'-component of a label.
+std::string_view last_component(std::string_view label) {
+  const auto dot = label.rfind('.');
+  return dot == std::string_view::npos ? label : label.substr(dot + 1);
+}
+
+void run_elementwise(const OpContext& c, const ElementwiseArgs& a) {
+  const I64 n = a.numel;
+  switch (a.fn) {
+    case ElementwiseFn::gelu:
+      if (!a.backward) gelu_forward(c.out(0, n), c.in(0, n), n);
+      else gelu_backward(c.out(0, n), c.in(0, n), c.in(1, n), n);
+      return;
+    case ElementwiseFn::swiglu: {
+      // numel counts the forward output; the row width is the output's (forward) or the
+      // output gradient's (backward) last dimension.
+      const Tensor& half = a.backward ? c.input_tensor(1) : c.output_tensor(0);
+      const I64 cols = half.shape.empty() ? n : half.shape.back();
+      if (cols <= 0 || n % cols) c.fail("swiglu numel is not a whole number of rows");
+      const I64 rows = n / cols;
+      if (!a.backward) swiglu_forward(c.out(0, n), c.in(0, 2 * n), rows, cols);
+      else swiglu_backward(c.out(0, 2 * n), c.in(0, 2 * n), c.in(1, n), rows, cols);
+      return;
+    }
+    case ElementwiseFn::add: {
+      if (!a.backward) {
+        const I64 nb = std::min<I64>(c.input_tensor(1).numel(), n);
+        if (nb <= 0 || n % nb) c.fail("add: the second input does not tile the first");
+        add_forward(c.out(0, n), c.in(0, n), c.in(1, nb), n, nb);
+        return;
+      }
+      // Backward: inputs {dy}, outputs {da[, db]}; a smaller output receives the broadcast sum.
+      const float* dy = c.in(0, n);
+      for (std::size_t i = 0; i < c.outputs(); ++i) {
+        const I64 nb = std::min<I64>(c.output_tensor(i).numel(), n);
+        if (nb <= 0 || n % nb) c.fail("add backward: an output does not tile the gradient");
+        add_backward(nullptr, c.out(i, nb), dy, n, nb);
+      }
+      return;
+    }
+    case ElementwiseFn::dropout: {
+      const float p = c.options().hidden_dropout;
+      if (!(p >= 0.0f && p < 1.0f)) c.fail("dropout probability must be in [0, 1)");
+      const std::uint64_t key = c.dropout_key_of_op();
+      if (!a.backward) {
+        std::uint8_t* mask = c.outputs() > 1 ? c.mask(c.output_tensor(1), n, "output", 1) : nullptr;
+        dropout_forward(c.out(0, n), mask, c.in(0, n), n, p, key);
+      } else if (c.inputs() > 1) {
+        dropout_backward(c.out(0, n), c.in(0, n), c.mask(c.input_tensor(1), n, "input", 1), n, p);
+      } else {
+        dropout_backward_regenerate(c.out(0, n), c.in(0, n), n, p, key);
+      }
+      return;
+    }
+    case ElementwiseFn::bias_add: {
+      if (!a.backward) {  // inputs {y, bias}, outputs {y} (in place, or a copy first)
+        const I64 cols = c.input_tensor(1).numel();
+        if (cols <= 0 || n % cols) c.fail("bias_add: numel is not a whole number of rows");
+        const float* y_in = c.in(0, n);
+        float* y = c.out(0, n);
+        if (y != y_in) std::memmove(y, y_in, sizeof(float) * static_cast<std::size_t>(n));
+        bias_add_forward(y, c.in(1, cols), n / cols, cols);
+      } else {  // inputs {dy}, outputs {dbias} accumulated
+        const I64 cols = c.output_tensor(0).numel();
+        if (cols <= 0 || n % cols) c.fail("bias_add backward: numel is not a whole number of rows");
+        bias_add_backward(c.out(0, cols), c.in(0, n), n / cols, cols);
+      }
+      return;
+    }
+    case ElementwiseFn::scale: {
+      if (a.backward) c.fail("scale has no backward kernel");
+      const Tensor& in = c.input_tensor(0);
+      const Tensor& out = c.output_tensor(0);
+      if (out.numel() < in.numel()) {  // the loss mean over per-token rows
+        if (n <= 0 || in.numel() % n) c.fail("scale (mean): input is not numel rows");
+        const I64 stride = in.numel() / n;
+        const float* x = c.in(0, n * stride);
+        double sum = 0.0;
+        for (I64 t = 0; t < n; ++t) sum += x[t * stride];
+        c.out(0, 1)[0] = static_cast<float>(sum / static_cast<double>(n));
+        return;
+      }
+      float alpha;
+      if (c.options().scale_factor) alpha = c.options().scale_factor(c.op());
+      else if (last_component(c.op().label) == "zero") alpha = 0.0f;
+      else c.fail("a same-size scale needs a factor (RunOptions::scale_factor)");
+      scale_forward(c.out(0, n), c.in(0, n), n, alpha);
+      return;
+    }
+    case ElementwiseFn::cast:
+      cast_forward(c.out(0, n), c.in(0, n), n);
+      return;
+  }
+  c.fail("unknown element-wise function");
+}
+
+void run_embedding(const OpContext& c, const EmbeddingArgs& a) {
+  const I64 rows_n = a.tokens * a.hidden;
+  const I64 table_n = a.vocab * a.hidden;
+  std::vector<std::int32_t> scratch;
+  // The sequence length of a position lookup: the second-to-last dimension of the rows tensor.
+  auto seq_of = [&](const Tensor& rows) {
+    const I64 s = rows.shape.size() >= 3 ? rows.shape[rows.shape.size() - 2] : a.tokens;
+    if (s <= 0) c.fail("position embedding: empty sequence");
+    return s;
+  };
+  try {
+    if (!a.backward) {
+      float* out = c.out(0, rows_n);
+      const float* table = c.in(0, table_n);
+      if (c.inputs() > 1) {
+        const std::int32_t* ids = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+        embedding_forward(out, table, ids, a.tokens, a.vocab, a.hidden, a.vocab_offset);
+      } else {
+        position_embedding_forward(out, table, a.tokens, seq_of(c.output_tensor(0)), a.vocab,
+                                   a.hidden, a.vocab_offset);
+      }
+      return;
+    }
+    const float* d_rows = c.in(0, rows_n);
+    float* d_table = c.out(0, table_n);
+    if (c.inputs() > 1) {
+      const std::int32_t* ids = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+      embedding_backward(d_table, d_rows, ids, a.tokens, a.vocab, a.hidden, a.vocab_offset);
+    } else {
+      position_embedding_backward(d_table, d_rows, a.tokens, seq_of(c.input_tensor(0)), a.vocab,
+                                  a.hidden, a.vocab_offset);
+    }
+  } catch (const std::out_of_range& e) {
+    c.fail(e.what());
+  }
+}
+
+void run_loss(const OpContext& c, const LossArgs& a) {
+  const I64 n = a.tokens * a.vocab;
+  std::vector<std::int32_t> scratch;
+  const std::int32_t* labels = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+  if (!a.backward) {
+    float* stats = c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr;
+    cross_entropy_forward(c.out(0, n), stats, c.in(0, n), labels, a.tokens, a.vocab);
+    return;
+  }
+  const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
+  cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale);
+}
+
+void run_optimizer(const OpContext& c, const OptimizerArgs& a) {
+  // inputs {param, grad, [master], m, v}; outputs are the same tensors (updated in place).
+  const bool with_master = c.inputs() == 5;
+  if (c.inputs() != 4 && !with_master)
+    c.fail("adamw expects inputs {param, grad, [master], m, v}");
+  const I64 n = a.numel;
+  float* param = c.in(0, n);
+  const float* grad = c.in(1, n);
+  float* master = with_master ? c.in(2, n) : nullptr;
+  float* m = c.in(with_master ? 3 : 2, n);
+  float* v = c.in(with_master ? 4 : 3, n);
+  AdamWConfig cfg{a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.grad_scale, a.step};
+  if (a.step < 1) c.fail("adamw step is 1-based");
+  adamw_update(param, master, m, v, grad, n, cfg);
+}
+
+void run_memcpy(const OpContext& c, const MemcpyArgs& a) {
+  const float* src = c.in(0, a.numel);
+  float* dst = c.out(0, a.numel);
+  if (dst != src) std::memmove(dst, src, sizeof(float) * static_cast<std::size_t>(a.numel));
+}
+
+OpKind kind_of(const KernelArgs& args) {
+  return std::visit(
+      [](const auto& a) {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, GemmArgs>) return OpKind::gemm;
+        else if constexpr (std::is_same_v<T, AttentionArgs>) return OpKind::attention;
+        else if constexpr (std::is_same_v<T, NormArgs>) return OpKind::norm;
+        else if constexpr (std::is_same_v<T, ElementwiseArgs>) return OpKind::elementwise;
+        else if constexpr (std::is_same_v<T, EmbeddingArgs>) return OpKind::embedding;
+        else if constexpr (std::is_same_v<T, LossArgs>) return OpKind::loss;
+        else if constexpr (std::is_same_v<T, OptimizerArgs>) return OpKind::optimizer;
+        else return OpKind::memcpy;
+      },
+      args);
+}
+
+}  // namespace
+
+void run(const ComputeOp& op, const TensorData& data, const RunOptions& options) {
+  const OpContext c(op, data, options);
+  if (kind_of(op.args) != op.kind)
+    c.fail(std::string("arguments are for a ") + to_string(kind_of(op.args)) + " op");
+  std::visit(
+      [&](const auto& a) {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, GemmArgs>) run_gemm(c, a);
+        else if constexpr (std::is_same_v<T, AttentionArgs>) run_attention(c, a);
+        else if constexpr (std::is_same_v<T, NormArgs>) run_norm(c, a);
+        else if constexpr (std::is_same_v<T, ElementwiseArgs>) run_elementwise(c, a);
+        else if constexpr (std::is_same_v<T, EmbeddingArgs>) run_embedding(c, a);
+        else if constexpr (std::is_same_v<T, LossArgs>) run_loss(c, a);
+        else if constexpr (std::is_same_v<T, OptimizerArgs>) run_optimizer(c, a);
+        else run_memcpy(c, a);
+      },
+      op.args);
+}
+
+}  // namespace tandem::kernels::cpu
