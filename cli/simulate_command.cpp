@@ -4,6 +4,7 @@
 
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
+#include "common/input_error.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/prediction.hpp"
 #include "sim/simulation.hpp"

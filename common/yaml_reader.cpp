@@ -30,6 +30,8 @@ YamlNode YamlNode::load_file(const std::string& path) {
 }
 
 int YamlNode::line() const {
+  // A field is reported at its key: for a block mapping the value starts on the next line.
+  if (key_line_ > 0) return key_line_;
   const YAML::Mark mark = node_.Mark();
   return mark.is_null() ? fallback_line_ : mark.line + 1;
 }
@@ -39,7 +41,16 @@ bool YamlNode::has(const std::string& key) const {
 }
 
 YamlNode YamlNode::child(const YAML::Node& node, const std::string& key) const {
-  return YamlNode(node, file_, path_.empty() ? key : path_ + "." + key, line());
+  YamlNode out(node, file_, path_.empty() ? key : path_ + "." + key, line());
+  if (node_.IsMap()) {
+    for (const auto& kv : node_) {
+      if (kv.first.IsScalar() && kv.first.Scalar() == key && !kv.first.Mark().is_null()) {
+        out.key_line_ = kv.first.Mark().line + 1;
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 YamlNode YamlNode::operator[](const std::string& key) const {

@@ -70,6 +70,7 @@ class YamlNode {
   std::string file_;
   std::string path_;
   int fallback_line_;  // the parent's line, for nodes yaml-cpp gives no mark (missing keys)
+  int key_line_ = 0;   // the line of this field's key, when it has one
 };
 
 }  // namespace tandem

@@ -29,6 +29,22 @@ void Scenario::fail(const std::string& field, const std::string& message) const 
 
 namespace {
 
+NormType parse_norm(const std::string& v) {
+  if (v == "layernorm") return NormType::layernorm;
+  if (v == "rmsnorm") return NormType::rmsnorm;
+  throw std::invalid_argument("unknown norm '" + v + "' (expected layernorm or rmsnorm)");
+}
+ActivationType parse_activation(const std::string& v) {
+  if (v == "gelu") return ActivationType::gelu;
+  if (v == "swiglu") return ActivationType::swiglu;
+  throw std::invalid_argument("unknown activation '" + v + "' (expected gelu or swiglu)");
+}
+PositionEmbeddingType parse_position(const std::string& v) {
+  if (v == "learned") return PositionEmbeddingType::learned;
+  if (v == "rope") return PositionEmbeddingType::rope;
+  throw std::invalid_argument("unknown position embedding '" + v + "' (expected learned or rope)");
+}
+
 // Reads the fields of a section, remembering each one's line.
 class SectionReader {
  public:
@@ -152,7 +168,7 @@ void read_cluster(const YamlNode& node, Scenario& s) {
   try {
     s.cluster = find_cluster(ref);
   } catch (const InputError& e) {
-    if (e.file() != ref && e.line() > 0) throw;  // an error inside the cluster file itself
+    if (e.line() > 0) throw;  // an error inside the cluster file itself: it names its own line
     node.fail(e.what());
   }
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/input_error.hpp"
 #include "platforms/cluster.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/model.hpp"

@@ -114,7 +114,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   int next_tensor_id_ = 0;
 
   Seconds pending_compute_s_ = 0;  // fused block not yet executed
-  std::vector<OpState> ops_;       // by handle id
+  std::deque<OpState> ops_;  // by handle id; a deque keeps references stable as ops are added
   std::array<StreamQueue, kStreamCount> streams_;
   simgrid::s4u::MutexPtr mutex_;
   simgrid::s4u::ConditionVariablePtr op_done_;

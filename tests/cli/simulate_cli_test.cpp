@@ -15,18 +15,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CliRun {
   int status = -1;
   std::string out;
   std::string err;
 };
 
-Run run_tandem(const std::string& args) {
+CliRun run_tandem(const std::string& args) {
   const fs::path dir = fs::temp_directory_path() / "tandem-cli-test";
   fs::create_directories(dir);
   const std::string err_path = (dir / "stderr.txt").string();
   const std::string command = std::string(TANDEM_BINARY) + " " + args + " 2>" + err_path;
-  Run run;
+  CliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
   while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
@@ -47,7 +47,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }
 
 TEST(SimulateCli, PrintsThePredictionOfABundledScenario) {
-  const Run run = run_tandem("simulate gpt2-124m-dp8");
+  const CliRun run = run_tandem("simulate gpt2-124m-dp8");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const char* needle : {"iteration", "tokens/s", "MFU", "exposed comm", "idle", "memory", "fits in memory", "energy"})
     EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
@@ -57,7 +57,7 @@ TEST(SimulateCli, JsonAndPerfettoTraceAreWritten) {
   const fs::path dir = fs::temp_directory_path() / "tandem-cli-test";
   const std::string json_path = (dir / "prediction.json").string();
   const std::string trace_path = (dir / "timeline.json").string();
-  const Run run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json " + json_path + " --trace " + trace_path);
+  const CliRun run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json " + json_path + " --trace " + trace_path);
   ASSERT_EQ(run.status, 0) << run.err;
   const auto prediction = nlohmann::json::parse(std::ifstream(json_path));
   EXPECT_GT(prediction["iteration_time_s"].get<double>(), 0);
@@ -78,7 +78,7 @@ TEST(SimulateCli, JsonAndPerfettoTraceAreWritten) {
 }
 
 TEST(SimulateCli, JsonToStdoutIsMachineReadable) {
-  const Run run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json -");
+  const CliRun run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json -");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NO_THROW(nlohmann::json::parse(run.out));
 }
@@ -88,7 +88,7 @@ TEST(SimulateCli, BadInputGivesOneLineAndStatusTwo) {
                                      "name: bad\nmodel: gpt2-124m\ncluster: tiny-h100\ntraining:\n"
                                      "  global_batch_size: 60\n  micro_batch_size: 8\n  seq_length: 1024\n"
                                      "strategy:\n  type: data_parallel\n  data_parallel_size: 8\n");
-  const Run run = run_tandem("simulate " + bad);
+  const CliRun run = run_tandem("simulate " + bad);
   EXPECT_EQ(run.status, 2);
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   EXPECT_NE(run.err.find(bad + ":5:"), std::string::npos) << run.err;
@@ -96,7 +96,7 @@ TEST(SimulateCli, BadInputGivesOneLineAndStatusTwo) {
 }
 
 TEST(SimulateCli, MissingScenarioGivesStatusTwo) {
-  const Run run = run_tandem("simulate no-such-scenario");
+  const CliRun run = run_tandem("simulate no-such-scenario");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("no-such-scenario"), std::string::npos);
 }

@@ -35,14 +35,14 @@ std::string one_node_cluster() {
   return path.string();
 }
 
-struct Setup {
+struct DpSetup {
   TrainingConfig training;
   ParallelConfig parallel;
   std::shared_ptr<const Model> model;
 };
 
-Setup gpt2_setup(int dp, bool overlap) {
-  Setup s;
+DpSetup gpt2_setup(int dp, bool overlap) {
+  DpSetup s;
   s.model = std::make_shared<TransformerModel>(transformer_preset("gpt2-124m"));
   s.training.global_batch_size = 8 * dp;
   s.training.micro_batch_size = 4;
@@ -52,7 +52,7 @@ Setup gpt2_setup(int dp, bool overlap) {
   return s;
 }
 
-DataParallel make_dp(const Setup& s, const Cluster& cluster) {
+DataParallel make_dp(const DpSetup& s, const Cluster& cluster) {
   std::vector<double> speeds;
   for (int r = 0; r < s.parallel.data_parallel_size; ++r)
     speeds.push_back(cluster.device_of(r).peak_flops_per_s(s.training.precision));
@@ -60,7 +60,7 @@ DataParallel make_dp(const Setup& s, const Cluster& cluster) {
 }
 
 // Simulates in a child process and returns the prediction as JSON.
-nlohmann::json simulate_json(const Setup& setup, const std::string& cluster_path,
+nlohmann::json simulate_json(const DpSetup& setup, const std::string& cluster_path,
                              sim::SimulationOptions options) {
   auto child = sim_test::run_in_child([&] {
     const Cluster cluster = load_cluster(cluster_path);
@@ -87,7 +87,7 @@ struct Hand {
   int buckets = 0;
 };
 
-Hand hand_computation(const Setup& setup, const Cluster& cluster) {
+Hand hand_computation(const DpSetup& setup, const Cluster& cluster) {
   DataParallel dp = make_dp(setup, cluster);
   testing::RecordingRuntime rt(0, setup.parallel.data_parallel_size);
   auto program = dp.program_for(0);
@@ -118,7 +118,7 @@ Hand hand_computation(const Setup& setup, const Cluster& cluster) {
 TEST(DataParallelSim, IterationWithoutOverlapMatchesHandComputation) {
   const std::string path = one_node_cluster();
   const Cluster cluster = load_cluster(path);
-  const Setup setup = gpt2_setup(4, /*overlap=*/false);
+  const DpSetup setup = gpt2_setup(4, /*overlap=*/false);
   const Hand hand = hand_computation(setup, cluster);
   ASSERT_GT(hand.buckets, 1);
 
@@ -140,9 +140,14 @@ TEST(DataParallelSim, OverlapHidesGradientAllReduceBehindBackward) {
   const Cluster cluster = load_cluster(path);
   sim::SimulationOptions options;
   options.algorithm = sim::CollectiveAlgorithm::ring;
-  const nlohmann::json serial = simulate_json(gpt2_setup(4, false), path, options);
-  const nlohmann::json overlapped = simulate_json(gpt2_setup(4, true), path, options);
-  const Hand hand = hand_computation(gpt2_setup(4, true), cluster);
+  // Buckets of 5M parameters (about DDP's 25 MB in bf16), so that most of them complete while
+  // backward goes on; the last one (holding the 38M-parameter tied embedding, final only after
+  // the embedding's backward) cannot overlap anything.
+  DpSetup serial_setup = gpt2_setup(4, false), overlap_setup = gpt2_setup(4, true);
+  serial_setup.parallel.ddp_bucket_size = overlap_setup.parallel.ddp_bucket_size = 5'000'000;
+  const nlohmann::json serial = simulate_json(serial_setup, path, options);
+  const nlohmann::json overlapped = simulate_json(overlap_setup, path, options);
+  const Hand hand = hand_computation(overlap_setup, cluster);
   const double t_serial = serial["iteration_time_s"];
   const double t_overlap = overlapped["iteration_time_s"];
   std::cout << "serial " << t_serial << " s, overlapped " << t_overlap << " s, compute " << hand.compute_s << " s\n";
@@ -167,7 +172,7 @@ TEST(DataParallelSim, TwoIdenticalRunsGiveIdenticalResults) {
 
 TEST(DataParallelSim, PeakMemoryIsModelStatesPlusOneMicroBatchOfActivations) {
   const std::string path = one_node_cluster();
-  const Setup setup = gpt2_setup(4, true);
+  const DpSetup setup = gpt2_setup(4, true);
   const nlohmann::json p = simulate_json(setup, path, {});
   const auto& cfg = std::static_pointer_cast<const TransformerModel>(setup.model)->config();
   const double psi = static_cast<double>(parameter_count(cfg));
@@ -183,7 +188,7 @@ TEST(DataParallelSim, PeakMemoryIsModelStatesPlusOneMicroBatchOfActivations) {
 }
 
 TEST(DataParallelSim, OutOfMemoryVerdictWhenTheModelDoesNotFit) {
-  Setup setup = gpt2_setup(4, true);
+  DpSetup setup = gpt2_setup(4, true);
   setup.model = std::make_shared<TransformerModel>(transformer_preset("gpt3-13b"));  // 16 x 13e9 > 80 GB
   setup.training.seq_length = 2048;
   setup.training.micro_batch_size = 1;
@@ -207,9 +212,9 @@ TEST(DataParallelSim, ProportionalSplitBeatsEvenSplitOnMixedDevices) {
   const std::string path = bundled_dir("platforms/clusters") + "/mixed.yaml";
   const Cluster cluster = load_cluster(path);
   // One replica per device over the whole mixed cluster (H100, A100, V100 nodes).
-  Setup even = gpt2_setup(cluster.device_count(), true);
+  DpSetup even = gpt2_setup(cluster.device_count(), true);
   even.training.global_batch_size = 4 * 8 * cluster.device_count();
-  Setup proportional = even;
+  DpSetup proportional = even;
   proportional.parallel.batch_split = BatchSplit::proportional;
   const nlohmann::json a = simulate_json(even, path, {});
   const nlohmann::json b = simulate_json(proportional, path, {});
@@ -222,7 +227,7 @@ TEST(DataParallelSim, ProportionalSplitBeatsEvenSplitOnMixedDevices) {
 }
 
 TEST(DataParallelSim, ImpossibleBatchIsRefusedNamingTheKnob) {
-  Setup setup = gpt2_setup(4, true);
+  DpSetup setup = gpt2_setup(4, true);
   setup.training.global_batch_size = 30;  // not a multiple of 4 x 4
   const Cluster cluster = load_cluster(one_node_cluster());
   try {
