@@ -52,6 +52,11 @@ Tensor SimDevice::alloc(std::string_view, std::vector<std::int64_t> shape, DType
 
 void SimDevice::release(const Tensor& tensor) { memory_.release(tensor.id); }
 
+void SimDevice::release_after(const Tensor& tensor, Handle handle) {
+  if (!handle.valid() || ops_[handle.id].done) return release(tensor);
+  ops_[handle.id].release_on_completion.push_back(tensor.id);
+}
+
 // ---------------------------------------------------------------- compute
 
 Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
@@ -193,6 +198,8 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   state.effective_start_s = std::min(state.end_s, std::max(state.start_s, it->second.last_arrival_s));
   if (++it->second.departed == pending.members) context_.rendezvous.erase(it);
   state.done = true;
+  for (int id : state.release_on_completion) memory_.release(id);
+  state.release_on_completion.clear();
 
   if (context_.options.record_trace) {
     const bool p2p = !is_collective(op.kind);

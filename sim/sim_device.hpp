@@ -53,6 +53,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
                MemCategory category) override;
   void release(const Tensor& tensor) override;
+  void release_after(const Tensor& tensor, Handle handle) override;
   Handle compute(ComputeOp op, const Issue& issue) override;
   Handle communicate(CommOp op, const Issue& issue) override;
   void wait(Handle handle) override;
@@ -80,6 +81,7 @@ class SimDevice final : public Runtime, public PointToPoint {
     Seconds start_s = 0;
     Seconds effective_start_s = 0;  // when the last peer arrived
     Seconds end_s = 0;
+    std::vector<int> release_on_completion;  // tensor ids freed when the op completes
   };
   struct PendingComm {
     CommOp op;

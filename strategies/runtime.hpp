@@ -45,6 +45,13 @@ class Runtime {
   virtual Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
                        MemCategory category) = 0;
   virtual void release(const Tensor& tensor) = 0;
+  // Stream-ordered release (cudaFreeAsync): the buffer is freed once `handle` completes, e.g.
+  // an activation handed to an asynchronous send. A backend may do better than this default,
+  // which blocks the host until the op is done.
+  virtual void release_after(const Tensor& tensor, Handle handle) {
+    wait(handle);
+    release(tensor);
+  }
 
   // ---- ops ----
   virtual Handle compute(ComputeOp op, const Issue& issue = {}) = 0;
