@@ -25,7 +25,9 @@ inline constexpr int kDirectMaxRanks = 8;
 Seconds ring_latency(const std::vector<int>& ranks, const TopologyView& topology);
 
 // ---- ring.cpp ----
-Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology);
+// `phase_latency`: compute each phase's group-wide slowest-edge latency (an O(n) scan that the
+// aggregated form without a replay needs; a replay of all members skips it).
+Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency = true);
 // Steps on one member's critical path (for the fidelity choice).
 int ring_steps(OpKind kind, int n, Bytes bytes);
 Seconds ring_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
@@ -42,19 +44,20 @@ TreeLinks btree(int n, int position);
 TreeLinks double_tree(int n, int position, int which);
 int tree_height(int n, int which);  // levels below the root
 bool tree_supports(OpKind kind);
-Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology);
+Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency = true);
 int tree_steps(OpKind kind, int n, Bytes bytes);
 Seconds tree_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
 
 // ---- hierarchical.cpp ----
 bool hierarchical_applies(OpKind kind, const GroupShape& shape);
-Schedule hierarchical_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology);
+Schedule hierarchical_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology,
+                               bool phase_latency = true);
 int hierarchical_steps(OpKind kind, const GroupShape& shape);
 Seconds hierarchical_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
 
 // ---- direct.cpp ----
 bool direct_supports(OpKind kind);
-Schedule direct_schedule(const CollectiveCall& call, const TopologyView& topology);
+Schedule direct_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency = true);
 int direct_steps(OpKind kind, int n);
 Seconds direct_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
 
@@ -77,7 +80,7 @@ inline constexpr std::int64_t kExactTransferLimit = 4096;
 CollectiveFidelity fidelity_for(CollectiveAlgorithm algorithm, OpKind kind, Bytes bytes, const GroupShape& shape);
 // The whole member schedule for an effective algorithm.
 Schedule build_schedule(const CollectiveCall& call, CollectiveAlgorithm algorithm, const GroupShape& shape,
-                        const TopologyView& topology);
+                        const TopologyView& topology, bool phase_latency = true);
 
 }  // namespace tandem::sim::collectives
 

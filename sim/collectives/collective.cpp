@@ -3,7 +3,11 @@
 // schedule.cpp; the tuner in choose.cpp.
 #include "sim/collectives/collective.hpp"
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
 
 #include "sim/collectives/algorithms.hpp"
 
@@ -67,6 +71,59 @@ std::int64_t critical_steps(CollectiveAlgorithm algorithm, OpKind kind, Bytes by
   }
 }
 
+// ---- the replayed lockstep durations used by the aggregated form, cached per collective shape ----
+
+// Members' transfers a replay may cost before the aggregated form falls back to its closed form.
+constexpr std::int64_t kReplayBudget = 4'000'000;
+
+struct ReplayKey {
+  CollectiveAlgorithm algorithm;
+  OpKind kind;
+  Bytes bytes;
+  int root;
+  std::vector<int> ranks;
+  std::vector<int> nodes;  // node of each member
+  std::vector<double> figures;  // the first member's latencies and bandwidths
+  const TopologyView* topology;
+  bool operator<(const ReplayKey& o) const {
+    return std::tie(algorithm, kind, bytes, root, topology, ranks, nodes, figures) <
+           std::tie(o.algorithm, o.kind, o.bytes, o.root, o.topology, o.ranks, o.nodes, o.figures);
+  }
+};
+
+using Durations = std::vector<std::vector<PhaseModel>>;
+
+std::shared_ptr<const Durations> replayed_durations(const CollectiveCall& call, CollectiveAlgorithm algorithm,
+                                                    const GroupShape& shape, const TopologyView& topology) {
+  const int n = static_cast<int>(call.ranks.size());
+  const std::int64_t estimate = critical_steps(algorithm, call.kind, call.bytes, n, &shape) * std::int64_t{n} * 3;
+  if (estimate > kReplayBudget) return nullptr;
+
+  ReplayKey key{algorithm, call.kind, call.bytes, call.kind == OpKind::broadcast ? call.root : 0, call.ranks, {}, {}, &topology};
+  key.nodes.reserve(n);
+  for (int r : call.ranks) key.nodes.push_back(node_of(topology, r));
+  const int r0 = call.ranks.front();
+  for (const auto* f : {&topology.intra_latency_of, &topology.inter_latency_of}) key.figures.push_back(*f ? (*f)(r0) : 0.0);
+  for (const auto* f : {&topology.intra_bandwidth_of, &topology.inter_bandwidth_of}) key.figures.push_back(*f ? (*f)(r0) : 0.0);
+
+  static std::mutex mutex;
+  static std::map<ReplayKey, std::shared_ptr<const Durations>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+
+  std::vector<Schedule> members;
+  members.reserve(n);
+  CollectiveCall other = call;
+  for (int g = 0; g < n; ++g) {
+    other.me = g;
+    members.push_back(build_schedule(other, algorithm, shape, topology, /*phase_latency=*/false));
+  }
+  auto durations = std::make_shared<const Durations>(replay(members, call.ranks, topology));
+  if (cache.size() >= 64) cache.erase(cache.begin());
+  cache.emplace(std::move(key), durations);
+  return durations;
+}
+
 }  // namespace
 
 CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind kind, const GroupShape& shape) {
@@ -87,12 +144,12 @@ CollectiveFidelity fidelity_for(CollectiveAlgorithm algorithm, OpKind kind, Byte
 }
 
 Schedule build_schedule(const CollectiveCall& call, CollectiveAlgorithm algorithm, const GroupShape& shape,
-                        const TopologyView& topology) {
+                        const TopologyView& topology, bool phase_latency) {
   switch (algorithm) {
-    case CollectiveAlgorithm::tree: return tree_schedule(call, topology);
-    case CollectiveAlgorithm::hierarchical: return hierarchical_schedule(call, shape, topology);
-    case CollectiveAlgorithm::direct: return direct_schedule(call, topology);
-    case CollectiveAlgorithm::ring: return ring_schedule(call, topology);
+    case CollectiveAlgorithm::tree: return tree_schedule(call, topology, phase_latency);
+    case CollectiveAlgorithm::hierarchical: return hierarchical_schedule(call, shape, topology, phase_latency);
+    case CollectiveAlgorithm::direct: return direct_schedule(call, topology, phase_latency);
+    case CollectiveAlgorithm::ring: return ring_schedule(call, topology, phase_latency);
     case CollectiveAlgorithm::automatic: break;
   }
   throw std::logic_error("build_schedule: algorithm must be resolved first");
@@ -134,7 +191,10 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   if (fidelity == CollectiveFidelity::automatic) fidelity = fidelity_for(chosen, call.kind, call.bytes, shape);
 
   const Schedule schedule = build_schedule(call, chosen, shape, topology);
-  execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology);
+  std::shared_ptr<const std::vector<std::vector<PhaseModel>>> modeled;
+  if (fidelity == CollectiveFidelity::aggregated) modeled = replayed_durations(call, chosen, shape, topology);
+  execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology,
+          modeled ? &(*modeled)[call.me] : nullptr);
 }
 
 }  // namespace tandem::sim

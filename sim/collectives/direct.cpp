@@ -19,14 +19,14 @@ bool direct_supports(OpKind kind) {
          kind == OpKind::all_gather || kind == OpKind::broadcast;
 }
 
-Schedule direct_schedule(const CollectiveCall& call, const TopologyView& topology) {
+Schedule direct_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency) {
   const int n = static_cast<int>(call.ranks.size());
   const int me = call.me;
   const int my_rank = call.ranks[me];
   const Bytes S = call.bytes;
   Seconds latency = 0;
   for (int r : call.ranks)
-    if (r != my_rank) latency = std::max({latency, edge_latency(topology, my_rank, r), edge_latency(topology, r, my_rank)});
+    if (phase_latency && r != my_rank) latency = std::max({latency, edge_latency(topology, my_rank, r), edge_latency(topology, r, my_rank)});
 
   PhaseBuilder phase;
   switch (call.kind) {

@@ -19,12 +19,12 @@ namespace {
 
 // One ring phase over `members` (global ranks, ring order), this member at `position`.
 Phase ring_phase(const std::vector<int>& members, int position, int steps, Bytes bytes_per_step,
-                 const TopologyView& topology) {
+                 const TopologyView& topology, bool phase_latency) {
   const int k = static_cast<int>(members.size());
   PhaseBuilder phase;
   phase.send(0, steps, members[(position + 1) % k], bytes_per_step);
   phase.recv(0, steps, members[(position + k - 1) % k], bytes_per_step);
-  return phase.build(ring_latency(members, topology));
+  return phase.build(phase_latency ? ring_latency(members, topology) : 0.0);
 }
 
 }  // namespace
@@ -34,7 +34,8 @@ bool hierarchical_applies(OpKind kind, const GroupShape& shape) {
   return kind_ok && shape.regular && shape.nodes() >= 2 && shape.per_node >= 2;
 }
 
-Schedule hierarchical_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology) {
+Schedule hierarchical_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology,
+                               bool phase_latency) {
   if (!hierarchical_applies(call.kind, shape)) throw std::invalid_argument("hierarchical: group or kind not supported");
   const int m = shape.per_node;
   const int N = shape.nodes();
@@ -51,8 +52,8 @@ Schedule hierarchical_schedule(const CollectiveCall& call, const GroupShape& sha
   const Bytes shard = S / m;
   const Bytes piece = S / (static_cast<double>(m) * N);
   Schedule schedule;
-  auto intra = [&](int steps) { schedule.phases.push_back(ring_phase(node_members, local, steps, shard, topology)); };
-  auto inter = [&](int steps) { schedule.phases.push_back(ring_phase(rail, slot, steps, piece, topology)); };
+  auto intra = [&](int steps) { schedule.phases.push_back(ring_phase(node_members, local, steps, shard, topology, phase_latency)); };
+  auto inter = [&](int steps) { schedule.phases.push_back(ring_phase(rail, slot, steps, piece, topology, phase_latency)); };
   switch (call.kind) {
     case OpKind::all_reduce:
       intra(m - 1);

@@ -40,7 +40,7 @@ Seconds ring_latency(const std::vector<int>& ranks, const TopologyView& topology
   return path_latency(ranks, 0, true, topology);
 }
 
-Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology) {
+Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency) {
   const int n = static_cast<int>(call.ranks.size());
   const int me = call.me;
   const Bytes S = call.bytes;
@@ -55,7 +55,7 @@ Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology)
       const int prev = call.ranks[(me + n - 1) % n];
       phase.send(0, steps, next, S / n);
       phase.recv(0, steps, prev, S / n);
-      schedule.phases.push_back(phase.build(ring_latency(call.ranks, topology)));
+      schedule.phases.push_back(phase.build(phase_latency ? ring_latency(call.ranks, topology) : 0.0));
       break;
     }
     case OpKind::broadcast: {
@@ -64,7 +64,8 @@ Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology)
       const int p = (me - call.root + n) % n;  // position in the chain from the root
       if (p > 0) phase.recv(p - 1, chunks, call.ranks[(call.root + p - 1) % n], chunk);
       if (p < n - 1) phase.send(p, chunks, call.ranks[(call.root + p + 1) % n], chunk);
-      schedule.phases.push_back(phase.build(path_latency(call.ranks, call.root, false, topology), chunks));
+      schedule.phases.push_back(
+          phase.build(phase_latency ? path_latency(call.ranks, call.root, false, topology) : 0.0, chunks));
       break;
     }
     default:

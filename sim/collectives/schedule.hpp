@@ -10,7 +10,7 @@
 //   exact      — per step: post every receive and send of the step, wait for all, next step.
 //                Idle steps (gaps between runs) are not waited for; the data dependencies on
 //                the peers' messages make them appear where they belong.
-//   aggregated — per phase: one flow per (peer, direction) carrying the edge's bytes summed
+//   aggregated — per phase: one flow per (peer, lane, direction) carrying the edge's bytes summed
 //                over all steps, all posted together and waited together; then the member
 //                sleeps until start + span · (latency + τ), the time the lockstep form takes:
 //                `span` steps, each paying the phase's latency once and τ of transfer, where
@@ -31,6 +31,7 @@ namespace tandem::sim::collectives {
 struct Transfer {
   int peer = 0;      // global rank
   Bytes bytes = 0;   // per step (for receives: what the peer sends; informative)
+  int lane = 0;      // distinct edges between the same pair (e.g. the two trees of a double tree)
 };
 
 // `count` identical consecutive steps starting at global step `first`.
@@ -58,8 +59,8 @@ struct Schedule {
 class PhaseBuilder {
  public:
   // A transfer repeated on global steps [first, first + count).
-  void send(int first, int count, int peer, Bytes bytes_per_step);
-  void recv(int first, int count, int peer, Bytes bytes_per_step);
+  void send(int first, int count, int peer, Bytes bytes_per_step, int lane = 0);
+  void recv(int first, int count, int peer, Bytes bytes_per_step, int lane = 0);
   // latency: per-step latency of the phase (group-wide slowest edge);
   // pace_steps: see Phase; 0 means "this member's active steps".
   Phase build(Seconds latency, int pace_steps = 0) const;
@@ -69,13 +70,34 @@ class PhaseBuilder {
     int first, count, peer;
     Bytes bytes;
     bool is_send;
+    int lane;
   };
   std::vector<Interval> intervals_;
 };
 
-// Runs one member's schedule from the calling actor.
+// One member's phase as the analytic replay sees it, all members starting the phase together.
+struct PhaseModel {
+  Seconds lockstep = 0;  // the exact (lockstep) form's duration
+  Seconds flows = 0;     // the aggregated form's flows' duration
+};
+
+// Runs one member's schedule from the calling actor. `modeled` (optional, aggregated only): the
+// member's phases from `replay`.
 void execute(const Schedule& schedule, CollectiveFidelity fidelity, int my_rank, PointToPoint& p2p,
-             const std::string& channel, const TopologyView& topology);
+             const std::string& channel, const TopologyView& topology,
+             const std::vector<PhaseModel>* modeled = nullptr);
+
+// Replays every member's schedule analytically (no SimGrid), with the TopologyView's figures and
+// ports (member, same-node or other-node, direction):
+//   lockstep — per global step, a member's step starts when its previous one ended; a transfer
+//              starts when both ends have started the step, pays its latency, then queues on its
+//              two ports (each serves its transfers in the order they arrive, so the last one
+//              ends when it would under fair sharing); a step ends with its last transfer;
+//   flows    — the aggregated form: each flow takes its latency plus the phase's bytes through
+//              the busier of its two ports over the bandwidth.
+// Returns, per group index, one PhaseModel per phase. Cost: O(all transfers of all members).
+std::vector<std::vector<PhaseModel>> replay(const std::vector<Schedule>& members, const std::vector<int>& ranks,
+                                            const TopologyView& topology);
 
 // Transfers this member posts in the exact form (for tests and fidelity choices).
 std::int64_t exact_transfer_count(const Schedule& schedule);

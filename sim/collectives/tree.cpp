@@ -91,13 +91,13 @@ void add_tree_all_reduce(PhaseBuilder& phase, int n, int position, int which, in
   const int depth = depth_of(n, position, which);
   const int tree = tree_height(n, which);
   for (int c : links.child)
-    if (c >= 0) phase.recv(subtree_height(n, c, which), chunks, to_rank(c), chunk);
+    if (c >= 0) phase.recv(subtree_height(n, c, which), chunks, to_rank(c), chunk, which);
   if (links.parent >= 0) {
-    phase.send(height, chunks, to_rank(links.parent), chunk);
-    phase.recv(tree + depth - 1, chunks, to_rank(links.parent), chunk);
+    phase.send(height, chunks, to_rank(links.parent), chunk, which);
+    phase.recv(tree + depth - 1, chunks, to_rank(links.parent), chunk, which);
   }
   for (int c : links.child)
-    if (c >= 0) phase.send(tree + depth, chunks, to_rank(c), chunk);
+    if (c >= 0) phase.send(tree + depth, chunks, to_rank(c), chunk, which);
 }
 
 }  // namespace
@@ -113,7 +113,7 @@ int tree_height(int n, int which) {
 
 bool tree_supports(OpKind kind) { return kind == OpKind::all_reduce || kind == OpKind::broadcast; }
 
-Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology) {
+Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency) {
   const int n = static_cast<int>(call.ranks.size());
   const Bytes S = call.bytes;
   Schedule schedule;
@@ -125,7 +125,7 @@ Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology)
     auto to_rank = [&](int position) { return call.ranks[position]; };
     for (int which = 0; which < 2; ++which) {
       add_tree_all_reduce(phase, n, call.me, which, chunks, chunk, to_rank);
-      for (int p = 0; p < n; ++p) {
+      for (int p = 0; phase_latency && p < n; ++p) {
         const int parent = double_tree(n, p, which).parent;
         if (parent >= 0) latency = std::max({latency, edge_latency(topology, call.ranks[p], call.ranks[parent]),
                                             edge_latency(topology, call.ranks[parent], call.ranks[p])});
@@ -142,7 +142,7 @@ Schedule tree_schedule(const CollectiveCall& call, const TopologyView& topology)
     if (links.parent >= 0) phase.recv(depth - 1, chunks, to_rank(links.parent), chunk);
     for (int c : links.child)
       if (c >= 0) phase.send(depth, chunks, to_rank(c), chunk);
-    for (int p = 0; p < n; ++p) {
+    for (int p = 0; phase_latency && p < n; ++p) {
       const int parent = btree(n, p).parent;
       if (parent >= 0) latency = std::max(latency, edge_latency(topology, to_rank(parent), to_rank(p)));
     }

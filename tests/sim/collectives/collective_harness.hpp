@@ -9,6 +9,8 @@
 //   nodes  > 1 — a full zone: inside a node the route is [intra link of src UP, intra link of
 //                dst DOWN]; across nodes [NIC of src UP, NIC of dst DOWN], with one NIC per
 //                device (rails, DGX-like) or one per node shared by its devices.
+// `replicas` > 1 builds that many disjoint copies (ranks r + k·hosts() for copy k, no route
+// between copies), so independent cases run side by side in one simulation without touching.
 // The network factors are neutral (latency and bandwidth factors 1, no cross-traffic, no
 // TCP-gamma), so a lone transfer takes exactly latency + bytes / bandwidth.
 #pragma once
@@ -40,8 +42,9 @@ struct PlatformSpec {
   BytesPerSecond nic_bandwidth = 12.5e9;
   Seconds nic_link_latency_s = 2.5e-6;
   bool shared_nic = false;  // one NIC per node instead of one per device
+  int replicas = 1;
 
-  int hosts() const { return nodes * per_node; }
+  int hosts() const { return nodes * per_node; }  // per replica
   Seconds intra_route_latency() const { return 2 * intra_link_latency_s; }
   Seconds inter_route_latency() const { return 2 * nic_link_latency_s; }
 
@@ -71,7 +74,8 @@ inline sim::TopologyView topology_of(const PlatformSpec& spec) {
   view.node_of = [per_node](int rank) { return rank / per_node; };
   view.intra_bandwidth_of = [spec](int) { return spec.intra_bandwidth; };
   view.intra_latency_of = [spec](int) { return spec.intra_route_latency(); };
-  view.inter_bandwidth_of = [spec](int) { return spec.shared_nic ? spec.nic_bandwidth / spec.per_node : spec.nic_bandwidth; };
+  // A shared NIC is reported at its full speed: what one device alone gets from it.
+  view.inter_bandwidth_of = [spec](int) { return spec.nic_bandwidth; };
   view.inter_latency_of = [spec](int) { return spec.inter_route_latency(); };
   return view;
 }
@@ -127,7 +131,8 @@ class MailboxP2P final : public sim::PointToPoint {
 inline void build_platform(const PlatformSpec& spec, std::vector<simgrid::s4u::Host*>& hosts) {
   namespace s4u = simgrid::s4u;
   using Dir = s4u::LinkInRoute::Direction;
-  const int n = spec.hosts();
+  const int per_replica = spec.hosts();
+  const int n = per_replica * spec.replicas;
   hosts.resize(n);
   if (spec.nodes == 1) {
     auto* zone = s4u::create_star_zone("world");
@@ -143,7 +148,7 @@ inline void build_platform(const PlatformSpec& spec, std::vector<simgrid::s4u::H
   }
   auto* zone = s4u::create_full_zone("world");
   std::vector<s4u::Link*> intra(n);
-  std::vector<s4u::Link*> nic(spec.shared_nic ? spec.nodes : n);
+  std::vector<s4u::Link*> nic(spec.shared_nic ? spec.nodes * spec.replicas : n);
   for (int i = 0; i < n; ++i) {
     hosts[i] = zone->create_host("h" + std::to_string(i), 1e12);
     intra[i] = zone->create_split_duplex_link("nv" + std::to_string(i), spec.intra_bandwidth);
@@ -158,7 +163,8 @@ inline void build_platform(const PlatformSpec& spec, std::vector<simgrid::s4u::H
   auto node = [&](int r) { return r / spec.per_node; };
   auto nic_of = [&](int r) { return spec.shared_nic ? nic[node(r)] : nic[r]; };
   for (int a = 0; a < n; ++a) {
-    for (int b = 0; b < n; ++b) {
+    const int first = a / per_replica * per_replica;
+    for (int b = first; b < first + per_replica; ++b) {
       if (a == b) continue;
       std::vector<s4u::LinkInRoute> route;
       if (node(a) == node(b)) {

@@ -1,0 +1,38 @@
+// The aggregated form scales: a 4096-rank ring all-reduce on a star, still exact against the
+// alpha-beta formula, in seconds of wall time (printed; the bound asserted is generous).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/sim/collectives/collective_harness.hpp"
+
+namespace tandem::sim_test::collectives {
+namespace {
+
+TEST(CollectiveScale, Ring4096AggregatedAllReduce) {
+  const int n = 4096;
+  const BytesPerSecond bw = 50e9;
+  const Seconds link_latency = 1e-6;
+  const Bytes S = 1e9;
+  Job job;
+  job.kind = OpKind::all_reduce;
+  job.bytes = S;
+  job.ranks = iota_ranks(n);
+  job.algorithm = CollectiveAlgorithm::ring;
+  job.fidelity = CollectiveFidelity::aggregated;
+  const Outcome out = simulate_one(PlatformSpec::star(n, bw, link_latency), job);
+  ASSERT_TRUE(out.ok) << out.error;
+  const double expected = 2.0 * (n - 1) * (2 * link_latency + S / n / bw);
+  std::printf("  4096-rank aggregated ring all-reduce of 1 GB: simulated %.6f s (formula %.6f s), wall %.2f s\n",
+              out.duration(), expected, out.wall_s);
+  EXPECT_LT(relative_error(out.duration(), expected), 0.01);
+  EXPECT_LT(out.wall_s, 60.0);
+}
+
+TEST(CollectiveScale, Automatic4096PicksAggregated) {
+  EXPECT_EQ(sim::choose_fidelity(CollectiveAlgorithm::ring, OpKind::all_reduce, 4096), CollectiveFidelity::aggregated);
+  EXPECT_EQ(sim::choose_fidelity(CollectiveAlgorithm::ring, OpKind::all_reduce, 32), CollectiveFidelity::exact);
+}
+
+}  // namespace
+}  // namespace tandem::sim_test::collectives
