@@ -52,6 +52,10 @@ Tensor SimDevice::alloc(std::string_view, std::vector<std::int64_t> shape, DType
 
 void SimDevice::release(const Tensor& tensor) { memory_.release(tensor.id); }
 
+void SimDevice::reacquire(const Tensor& tensor, MemCategory category) {
+  memory_.allocate(tensor.id, tensor.bytes(), category);
+}
+
 void SimDevice::release_after(const Tensor& tensor, Handle handle) {
   if (!handle.valid() || ops_[handle.id].done) return release(tensor);
   ops_[handle.id].release_on_completion.push_back(tensor.id);
@@ -179,13 +183,17 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
     call.me = op.group.index_of(rank_);
     call.root = op.root >= 0 ? std::max(0, op.group.index_of(op.root)) : 0;
     call.channel = pending.channel;
-    CollectiveAlgorithm algorithm = context_.options.algorithm;
-    if (algorithm == CollectiveAlgorithm::automatic)
-      algorithm = choose_algorithm(op.kind, op.bytes, op.group.ranks, context_.topology);
-    CollectiveFidelity fidelity = context_.options.collective_fidelity;
-    if (fidelity == CollectiveFidelity::automatic)
-      fidelity = choose_fidelity(algorithm, op.kind, op.group.size());
-    run_collective(call, algorithm, fidelity, *this, context_.topology);
+    const auto key = std::make_tuple(op.group.id, static_cast<int>(op.kind), op.bytes);
+    auto chosen = context_.choices.find(key);
+    if (chosen == context_.choices.end()) {
+      SimulationContext::Choice choice{context_.options.algorithm, context_.options.collective_fidelity};
+      if (choice.algorithm == CollectiveAlgorithm::automatic)
+        choice.algorithm = choose_algorithm(op.kind, op.bytes, op.group.ranks, context_.topology);
+      if (choice.fidelity == CollectiveFidelity::automatic)
+        choice.fidelity = choose_fidelity(choice.algorithm, op.kind, op.group.size());
+      chosen = context_.choices.emplace(key, choice).first;
+    }
+    run_collective(call, chosen->second.algorithm, chosen->second.fidelity, *this, context_.topology);
   } else if (op.kind == OpKind::send) {
     send_async(op.peer, op.bytes, pending.channel)->wait();
   } else {

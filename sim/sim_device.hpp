@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,14 @@ struct SimulationContext {
     int departed = 0;
   };
   std::unordered_map<std::string, Rendezvous> rendezvous;
+
+  // The algorithm and fidelity chosen for a collective depend only on its group, kind and size,
+  // so every member reuses the first member's choice (choosing costs O(group size)).
+  struct Choice {
+    CollectiveAlgorithm algorithm;
+    CollectiveFidelity fidelity;
+  };
+  std::map<std::tuple<int, int, Bytes>, Choice> choices;
 };
 
 class SimDevice final : public Runtime, public PointToPoint {
@@ -53,6 +62,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
                MemCategory category) override;
   void release(const Tensor& tensor) override;
+  void reacquire(const Tensor& tensor, MemCategory category) override;
   void release_after(const Tensor& tensor, Handle handle) override;
   Handle compute(ComputeOp op, const Issue& issue) override;
   Handle communicate(CommOp op, const Issue& issue) override;

@@ -45,6 +45,10 @@ class Runtime {
   virtual Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
                        MemCategory category) = 0;
   virtual void release(const Tensor& tensor) = 0;
+  // Gives a released tensor storage again, with the same id, shape and dtype (its contents are
+  // undefined until written). ZeRO-2/3 use it to keep full gradients and parameters only while a
+  // layer needs them: release after use, reacquire (and all-gather into) before the next use.
+  virtual void reacquire(const Tensor& tensor, MemCategory category) = 0;
   // Stream-ordered release (cudaFreeAsync): the buffer is freed once `handle` completes, e.g.
   // an activation handed to an asynchronous send. A backend may do better than this default,
   // which blocks the host until the op is done.

@@ -31,6 +31,8 @@ class CountingRuntime final : public Runtime {
     activations_ -= it->second;
     live_.erase(it);
   }
+  // Layers never reacquire; only activations are counted here.
+  void reacquire(const Tensor&, MemCategory) override {}
   Handle compute(ComputeOp op, const Issue&) override {
     flops_ += op.flops;
     return Handle{ops_++};

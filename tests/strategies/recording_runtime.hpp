@@ -86,6 +86,19 @@ class RecordingRuntime : public Runtime {
     return t;
   }
 
+  void reacquire(const Tensor& tensor, MemCategory category) override {
+    if (live_.count(tensor.id)) {
+      errors_.push_back("reacquire of a live tensor: id " + std::to_string(tensor.id));
+      return;
+    }
+    const auto c = static_cast<int>(category);
+    current_[c] += tensor.bytes();
+    peak_[c] = std::max(peak_[c], current_[c]);
+    total_ += tensor.bytes();
+    peak_total_ = std::max(peak_total_, total_);
+    live_[tensor.id] = LiveTensor{names_ever_[tensor.id], tensor, category};
+  }
+
   void release(const Tensor& tensor) override {
     auto it = live_.find(tensor.id);
     if (it == live_.end()) {
