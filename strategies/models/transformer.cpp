@@ -84,10 +84,10 @@ void check_shardable(const TransformerConfig& cfg, const BatchShape& batch,
     fail("seq_len " + std::to_string(batch.seq_len) +
          " not divisible by tp_size (sequence parallel)");
   if (cfg.position == PositionEmbeddingType::learned &&
-      batch.seq_len > cfg.max_position_embeddings)
+      batch.seq_len > cfg.max_positions())
     throw std::invalid_argument(cfg.name + ": seq_len " + std::to_string(batch.seq_len) +
                                 " exceeds max_position_embeddings " +
-                                std::to_string(cfg.max_position_embeddings));
+                                std::to_string(cfg.max_positions()));
 }
 
 // ---------------------------------------------------------------- op helpers
@@ -257,7 +257,7 @@ class EmbeddingLayer final : public LayerBase {
 
   std::int64_t parameter_count() const override { return embedding_parameter_count(cfg_); }
   std::int64_t local_parameter_count() const override {
-    return x_.vl * x_.h + (learned() ? cfg_.max_position_embeddings * x_.h : 0);
+    return x_.vl * x_.h + (learned() ? cfg_.max_positions() * x_.h : 0);
   }
 
   void allocate(Runtime& rt, bool with_gradients) override {
@@ -272,7 +272,7 @@ class EmbeddingLayer final : public LayerBase {
       table_->grad = word_.g;
     }
     if (learned())
-      pos_.w = add_parameter(rt, "position.weight", {cfg_.max_position_embeddings, x_.h},
+      pos_.w = add_parameter(rt, "position.weight", {cfg_.max_positions(), x_.h},
                              with_gradients, &pos_.g);
   }
 
@@ -289,8 +289,8 @@ class EmbeddingLayer final : public LayerBase {
     if (learned()) {  // independent of the word embedding's reduction: issued before it
       pos = rt.alloc(em.name("position.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
       em.computed(ops::embedding(rt, ph, em.label("position", "fwd"), {pos_.w}, {pos},
-                                 EmbeddingArgs{x_.b * x_.sl, cfg_.max_position_embeddings, x_.h,
-                                               0, false},
+                                 EmbeddingArgs{x_.b * x_.sl, cfg_.max_positions(), x_.h,
+                                               position_offset(), false},
                                  em.compute_issue()));
     }
     Tensor out = reduce_partial(em, ctx_, x_, dt, ph, "word", "fwd", emb);
@@ -328,8 +328,8 @@ class EmbeddingLayer final : public LayerBase {
     if (learned() && pos_.g.valid())
       em.computed(ops::embedding(rt, Phase::backward, em.label("position", "bwd_w"), {d},
                                  {pos_.g},
-                                 EmbeddingArgs{x_.b * x_.sl, cfg_.max_position_embeddings, x_.h,
-                                               0, true},
+                                 EmbeddingArgs{x_.b * x_.sl, cfg_.max_positions(), x_.h,
+                                               position_offset(), true},
                                  em.compute_issue()));
     // The word embedding's reduction (all-reduce or reduce-scatter) is an identity or an
     // all-gather backward.
@@ -358,6 +358,9 @@ class EmbeddingLayer final : public LayerBase {
 
  private:
   bool learned() const { return cfg_.position == PositionEmbeddingType::learned; }
+  // A position lookup has no ids: row vocab_offset + (t mod rows' seq). With sequence
+  // parallelism this rank holds positions [tp_rank·s/t, (tp_rank+1)·s/t).
+  I64 position_offset() const { return x_.sp ? x_.tp_rank * x_.sl : 0; }
   TransformerConfig cfg_;
   Dims x_;
   std::shared_ptr<SharedTable> table_;
@@ -809,7 +812,7 @@ void validate(const TransformerConfig& cfg) {
   if (cfg.vocab_size < 1) fail("vocab_size", "must be >= 1");
   if (cfg.seq_length < 1) fail("seq_length", "must be >= 1");
   if (cfg.position == PositionEmbeddingType::learned &&
-      cfg.max_position_embeddings < cfg.seq_length)
+      cfg.max_positions() < cfg.seq_length)
     fail("max_position_embeddings", "must be >= seq_length with learned positions");
   if (cfg.hidden_dropout < 0 || cfg.hidden_dropout >= 1) fail("hidden_dropout", "must be in [0,1)");
   if (cfg.attention_dropout < 0 || cfg.attention_dropout >= 1)
@@ -819,7 +822,7 @@ void validate(const TransformerConfig& cfg) {
 std::int64_t embedding_parameter_count(const TransformerConfig& cfg) {
   I64 p = cfg.vocab_size * cfg.hidden_size;
   if (cfg.position == PositionEmbeddingType::learned)
-    p += cfg.max_position_embeddings * cfg.hidden_size;
+    p += cfg.max_positions() * cfg.hidden_size;
   return p;
 }
 
@@ -844,7 +847,7 @@ std::int64_t parameter_count(const TransformerConfig& cfg) {
 std::int64_t flops_parameter_count(const TransformerConfig& cfg) {
   I64 p = parameter_count(cfg);
   if (cfg.position == PositionEmbeddingType::learned)
-    p -= cfg.max_position_embeddings * cfg.hidden_size;
+    p -= cfg.max_positions() * cfg.hidden_size;
   if (!cfg.tied_embeddings) p -= cfg.vocab_size * cfg.hidden_size;
   return p;
 }

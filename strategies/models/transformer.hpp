@@ -58,7 +58,7 @@ struct TransformerConfig {
   std::int64_t ffn_hidden_size = 0;   // 0 means 4·hidden_size
   std::int64_t kv_channels = 0;       // head dim; 0 means hidden_size / num_attention_heads
   std::int64_t vocab_size = 0;
-  std::int64_t max_position_embeddings = 0;  // rows of the learned position table
+  std::int64_t max_position_embeddings = 0;  // rows of the learned position table; 0: seq_length
   std::int64_t seq_length = 0;               // default training sequence length
   NormType norm = NormType::layernorm;
   ActivationType activation = ActivationType::gelu;
@@ -73,6 +73,9 @@ struct TransformerConfig {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
   }
   std::int64_t ffn_size() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
+  std::int64_t max_positions() const {
+    return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
+  }
   std::int64_t head_dim() const {
     return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
   }

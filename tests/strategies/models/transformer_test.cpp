@@ -394,6 +394,23 @@ TEST(TransformerTest, SequenceParallelUsesReduceScatterAndAllGather) {
   EXPECT_DOUBLE_EQ(r.rt.current_bytes(MemCategory::activations), 0);
 }
 
+TEST(TransformerTest, VocabAndSequenceShardOffsets) {
+  const TransformerModel model(transformer_preset("gpt-tiny"));
+  auto ctx = tp_context(2, true);
+  ctx.tp_rank = 1;
+  Recorded r;
+  record_micro_batch(r, model, shape(2, 32), ctx);
+  const RecordedOp* word = r.rt.find_op("mb0.embedding.word.fwd");
+  const RecordedOp* pos = r.rt.find_op("mb0.embedding.position.fwd");
+  ASSERT_NE(word, nullptr);
+  ASSERT_NE(pos, nullptr);
+  EXPECT_EQ(std::get<EmbeddingArgs>(word->args).vocab_offset, 128);  // rows [128, 256)
+  EXPECT_EQ(std::get<EmbeddingArgs>(word->args).vocab, 128);
+  EXPECT_EQ(std::get<EmbeddingArgs>(pos->args).vocab_offset, 16);    // positions [16, 32)
+  EXPECT_EQ(std::get<EmbeddingArgs>(pos->args).tokens, 2 * 16);
+  EXPECT_TRUE(r.rt.errors().empty());
+}
+
 TEST(TransformerTest, ShardingErrorsAreReported) {
   const TransformerModel model(transformer_preset("gpt-tiny"));
   EXPECT_THROW(model.build_layers(shape(1, 32), tp_context(3, false)), std::invalid_argument);
