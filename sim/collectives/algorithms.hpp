@@ -75,6 +75,10 @@ CollectiveAlgorithm choose_for_shape(OpKind kind, Bytes bytes, const GroupShape&
 // hierarchical on an irregular or single-node group → ring). `shape` is only read for
 // hierarchical.
 CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind kind, const GroupShape& shape);
+// The aggregated form replays the whole group's lockstep schedule (schedule.hpp: replay) while
+// (members × critical-path steps × 3) stays within this budget, and falls back to its closed form
+// above. Tests lower it to measure the closed form; returns the previous value.
+std::int64_t set_replay_budget(std::int64_t transfers);
 // Exact while (steps on the critical path × members) stays within this many transfers.
 inline constexpr std::int64_t kExactTransferLimit = 4096;
 CollectiveFidelity fidelity_for(CollectiveAlgorithm algorithm, OpKind kind, Bytes bytes, const GroupShape& shape);

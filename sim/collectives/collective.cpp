@@ -74,7 +74,7 @@ std::int64_t critical_steps(CollectiveAlgorithm algorithm, OpKind kind, Bytes by
 // ---- the replayed lockstep durations used by the aggregated form, cached per collective shape ----
 
 // Members' transfers a replay may cost before the aggregated form falls back to its closed form.
-constexpr std::int64_t kReplayBudget = 4'000'000;
+std::int64_t replay_budget = 4'000'000;
 
 struct ReplayKey {
   CollectiveAlgorithm algorithm;
@@ -97,7 +97,7 @@ std::shared_ptr<const Durations> replayed_durations(const CollectiveCall& call, 
                                                     const GroupShape& shape, const TopologyView& topology) {
   const int n = static_cast<int>(call.ranks.size());
   const std::int64_t estimate = critical_steps(algorithm, call.kind, call.bytes, n, &shape) * std::int64_t{n} * 3;
-  if (estimate > kReplayBudget) return nullptr;
+  if (estimate > replay_budget) return nullptr;
 
   ReplayKey key{algorithm, call.kind, call.bytes, call.kind == OpKind::broadcast ? call.root : 0, call.ranks, {}, {}, &topology};
   key.nodes.reserve(n);
@@ -125,6 +125,12 @@ std::shared_ptr<const Durations> replayed_durations(const CollectiveCall& call, 
 }
 
 }  // namespace
+
+std::int64_t set_replay_budget(std::int64_t transfers) {
+  const std::int64_t previous = replay_budget;
+  replay_budget = transfers;
+  return previous;
+}
 
 CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind kind, const GroupShape& shape) {
   if (kind == OpKind::all_to_all) return CollectiveAlgorithm::direct;

@@ -117,7 +117,8 @@ void run_aggregated(const Phase& phase, const PhaseModel* modeled, int my_rank, 
     const Seconds extra = std::max(0.0, (now - start) - modeled->flows);
     target = std::max(start + modeled->lockstep + extra, now + (pace - 1) * latency);
   } else {
-    target = start + phase.span * (latency + per_step_transfer);
+    const int pace = std::min(phase.span, std::max(1, phase.pace_steps));
+    target = start + phase.span * latency + (pace + phase.fill_share * (phase.span - pace)) * per_step_transfer;
   }
   if (target > now) simgrid::s4u::this_actor::sleep_until(target);
 }
@@ -132,9 +133,10 @@ void PhaseBuilder::recv(int first, int count, int peer, Bytes bytes_per_step, in
   if (count > 0) intervals_.push_back({first, count, peer, bytes_per_step, false, lane});
 }
 
-Phase PhaseBuilder::build(Seconds latency, int pace_steps) const {
+Phase PhaseBuilder::build(Seconds latency, int pace_steps, double fill_share) const {
   Phase phase;
   phase.latency = latency;
+  phase.fill_share = fill_share;
   // Sweep over the interval boundaries; between two consecutive boundaries the set of active
   // transfers is constant, so that stretch is one run.
   struct Event {

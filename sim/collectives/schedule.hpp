@@ -12,11 +12,14 @@
 //                the peers' messages make them appear where they belong.
 //   aggregated — per phase: one flow per (peer, lane, direction) carrying the edge's bytes summed
 //                over all steps, all posted together and waited together; then the member
-//                sleeps until start + span · (latency + τ), the time the lockstep form takes:
-//                `span` steps, each paying the phase's latency once and τ of transfer, where
-//                τ is the flows' measured transfer time (elapsed − one latency) spread over
-//                the phase's `pace_steps` (the steps the bytes are spread over in the exact
-//                form). For a ring on a star this is exactly (steps−1) extra latencies.
+//                sleeps until the time the lockstep form would end. That time comes from an
+//                analytic replay of all members' schedules (`replay`, cached per collective)
+//                plus whatever delay the real flows met beyond what the replay expected of
+//                them (other traffic); above the replay's budget, from the closed form
+//                span · latency + (pace + fill_share · (span − pace)) · τ, τ being the flows'
+//                measured transfer time (elapsed − one latency) spread over the `pace_steps`
+//                the exact form spreads the bytes over. For a ring on a star both are exactly
+//                (steps−1) extra latencies.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +51,8 @@ struct Phase {
   int active_steps = 0;       // steps with at least one transfer
   int pace_steps = 0;         // steps over which the exact form spreads the bottleneck's bytes
   Seconds latency = 0;        // one-way latency paid by every step (slowest edge of the phase)
+  double fill_share = 1.0;    // closed form: transfer load of the span − pace fill/drain steps,
+                              // relative to a steady step
 };
 
 struct Schedule {
@@ -63,7 +68,7 @@ class PhaseBuilder {
   void recv(int first, int count, int peer, Bytes bytes_per_step, int lane = 0);
   // latency: per-step latency of the phase (group-wide slowest edge);
   // pace_steps: see Phase; 0 means "this member's active steps".
-  Phase build(Seconds latency, int pace_steps = 0) const;
+  Phase build(Seconds latency, int pace_steps = 0, double fill_share = 1.0) const;
 
  private:
   struct Interval {
