@@ -335,14 +335,24 @@ void run_loss(const OpContext& c, const LossArgs& a) {
   cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale);
 }
 
+// OptimizerArgs::offset (ZeRO: the update covers elements [offset, offset + numel) of the
+// parameter and gradient, the states hold just those numel elements); 0 where the field is absent.
+template <typename Args>
+I64 optimizer_offset(const Args& a) {
+  if constexpr (requires { a.offset; }) return static_cast<I64>(a.offset);
+  else return 0;
+}
+
 void run_optimizer(const OpContext& c, const OptimizerArgs& a) {
   // inputs {param, grad, [master], m, v}; outputs are the same tensors (updated in place).
   const bool with_master = c.inputs() == 5;
   if (c.inputs() != 4 && !with_master)
     c.fail("adamw expects inputs {param, grad, [master], m, v}");
   const I64 n = a.numel;
-  float* param = c.in(0, n);
-  const float* grad = c.in(1, n);
+  const I64 offset = optimizer_offset(a);
+  if (offset < 0) c.fail("adamw offset must be >= 0");
+  float* param = c.in(0, offset + n) + offset;
+  const float* grad = c.in(1, offset + n) + offset;
   float* master = with_master ? c.in(2, n) : nullptr;
   float* m = c.in(with_master ? 3 : 2, n);
   float* v = c.in(with_master ? 4 : 3, n);

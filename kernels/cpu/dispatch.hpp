@@ -33,6 +33,9 @@
 //                vocab_offset).
 //   loss         backward scales by 1/args.tokens (mean over tokens); stats = {loss_t, lse_t}.
 //   add          a smaller second input is broadcast (repeated) over the first.
+//   optimizer    inputs {param, grad, [master], m, v}; with OptimizerArgs::offset (ZeRO) the
+//                update reads/writes param and grad at [offset, offset + numel) and the states
+//                (master, m, v) at [0, numel).
 //   cast, memcpy plain copies.
 #pragma once
 

@@ -309,6 +309,32 @@ TEST(DispatchTest, OptimizerWithAndWithoutMasterAndMemcpy) {
   EXPECT_EQ(s.at(dst), s.at(p));
 }
 
+// ZeRO: the update covers [offset, offset + numel) of param and grad; states hold numel.
+// A template so that it still compiles should OptimizerArgs lose its offset.
+template <typename Args>
+void check_optimizer_offset() {
+  Args a;
+  if constexpr (requires(Args x) { x.offset; }) {
+    Store s;
+    const I64 full = 8, n = 3, offset = 4;
+    a.numel = n;
+    a.offset = offset;
+    const Tensor p = s.random({full}, 20), g = s.random({full}, 21);
+    const Tensor m = s.alloc({n}), v = s.alloc({n});
+    std::vector<float> want = s.at(p), wm(n, 0.0f), wv(n, 0.0f);
+    run(make_op(OpKind::optimizer, "zero.adamw", a, {p, g, m, v}, {p, m, v}), s.data());
+    AdamWConfig cfg{a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.grad_scale, a.step};
+    adamw_update(want.data() + offset, nullptr, wm.data(), wv.data(), s.at(g).data() + offset, n,
+                 cfg);
+    EXPECT_EQ(s.at(p), want);  // elements outside the shard untouched
+    EXPECT_EQ(s.at(m), wm);
+  } else {
+    GTEST_SKIP() << "OptimizerArgs has no offset";
+  }
+}
+
+TEST(DispatchTest, OptimizerShardWithOffset) { check_optimizer_offset<OptimizerArgs>(); }
+
 TEST(DispatchTest, UnsupportedCombinationsThrowWithTheLabel) {
   Store s;
   const Tensor a = s.alloc({4}), b = s.alloc({3});

@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace tandem::kernels::cpu::testing {
 
@@ -61,6 +64,16 @@ double rel_error(const std::vector<A>& a, const std::vector<B>& b) {
     den = std::max(den, std::abs(static_cast<double>(b[i])));
   }
   return den == 0.0 ? num : num / den;
+}
+
+// Asserts a backward against finite differences and records the error as a test property
+// ("fd_<what>" in --gtest_output=xml).
+template <typename A>
+void expect_fd(const std::string& what, const std::vector<A>& analytic,
+               const std::vector<double>& fd) {
+  const double err = rel_error(analytic, fd);
+  ::testing::Test::RecordProperty("fd_" + what, std::to_string(err));
+  EXPECT_LT(err, kFdTolerance) << what;
 }
 
 }  // namespace tandem::kernels::cpu::testing
