@@ -75,4 +75,8 @@ void gemm_backward(float* da, float* db, const float* dc, const float* a, const 
   }
 }
 
+int blas_threads() { return openblas_get_num_threads(); }
+
+void set_blas_threads(int threads) { openblas_set_num_threads(std::max(threads, 1)); }
+
 }  // namespace tandem::kernels::cpu

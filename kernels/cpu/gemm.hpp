@@ -35,4 +35,9 @@ void gemm_backward(float* da, float* db, const float* dc, const float* a, const 
                    std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a, bool trans_b,
                    std::int64_t batch = 1);
 
+// OpenBLAS's worker-thread count (process-wide, not per calling thread). A CPU backend running
+// one rank per thread may want 1 (or cores / ranks) to avoid oversubscription.
+int blas_threads();
+void set_blas_threads(int threads);
+
 }  // namespace tandem::kernels::cpu

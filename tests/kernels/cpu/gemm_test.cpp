@@ -66,6 +66,14 @@ TEST(GemmTest, EmptyInnerDimensionWritesZerosOrKeeps) {
   EXPECT_EQ(c[4], 0.0f);
 }
 
+TEST(GemmTest, BlasThreadCountCanBeSet) {
+  const int before = blas_threads();
+  EXPECT_GE(before, 1);
+  set_blas_threads(1);
+  EXPECT_EQ(blas_threads(), 1);
+  set_blas_threads(before);
+}
+
 TEST(GemmTest, BetaZeroIgnoresGarbageInC) {
   std::vector<float> a{1, 2}, b{3, 4};
   std::vector<float> c{std::nanf("")};
