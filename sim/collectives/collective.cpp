@@ -119,7 +119,7 @@ std::shared_ptr<const Durations> replayed_durations(const CollectiveCall& call, 
     members.push_back(build_schedule(other, algorithm, shape, topology, /*phase_latency=*/false));
   }
   auto durations = std::make_shared<const Durations>(replay(members, call.ranks, topology));
-  if (cache.size() >= 64) cache.erase(cache.begin());
+  if (cache.size() >= 256) cache.erase(cache.begin());
   cache.emplace(std::move(key), durations);
   return durations;
 }
@@ -164,9 +164,11 @@ Schedule build_schedule(const CollectiveCall& call, CollectiveAlgorithm algorith
 }  // namespace collectives
 
 CollectiveFidelity choose_fidelity(CollectiveAlgorithm algorithm, OpKind kind, int group_size) {
-  // Without the message size, count one chunk per pipeline (the smallest exact form); without
-  // the group's shape, hierarchical counts as the ring it is bounded by.
-  const std::int64_t steps = collectives::critical_steps(algorithm, kind, 0, group_size, nullptr);
+  // Without the message size, assume the longest pipeline (most chunks), so that a large message
+  // never lands on a slow exact form; without the group's shape, hierarchical counts as the ring
+  // it is bounded by. run_collective with `automatic` decides with the actual size instead.
+  const Bytes largest = collectives::kChunkBytes * collectives::kMaxChunks * 2;
+  const std::int64_t steps = collectives::critical_steps(algorithm, kind, largest, group_size, nullptr);
   return steps * group_size <= collectives::kExactTransferLimit ? CollectiveFidelity::exact
                                                                  : CollectiveFidelity::aggregated;
 }
@@ -196,9 +198,11 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   chosen = effective_algorithm(chosen, call.kind, shape);
   if (fidelity == CollectiveFidelity::automatic) fidelity = fidelity_for(chosen, call.kind, call.bytes, shape);
 
-  const Schedule schedule = build_schedule(call, chosen, shape, topology);
   std::shared_ptr<const std::vector<std::vector<PhaseModel>>> modeled;
   if (fidelity == CollectiveFidelity::aggregated) modeled = replayed_durations(call, chosen, shape, topology);
+  // The phases' group-wide latency scan (O(n)) only serves the aggregated closed form.
+  const bool phase_latency = fidelity == CollectiveFidelity::aggregated && !modeled;
+  const Schedule schedule = build_schedule(call, chosen, shape, topology, phase_latency);
   execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology,
           modeled ? &(*modeled)[call.me] : nullptr);
 }

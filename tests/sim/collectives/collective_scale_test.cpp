@@ -29,6 +29,26 @@ TEST(CollectiveScale, Ring4096AggregatedAllReduce) {
   EXPECT_LT(out.wall_s, 60.0);
 }
 
+TEST(CollectiveScale, Tree4096AggregatedSmallAllReduce) {
+  // What the tuner picks for small messages at scale: the double tree, replayed for the
+  // aggregated form (4096 schedules, once per collective shape).
+  const int n = 4096;
+  Job job;
+  job.kind = OpKind::all_reduce;
+  job.bytes = 64e3;
+  job.ranks = iota_ranks(n);
+  job.algorithm = CollectiveAlgorithm::tree;
+  job.fidelity = CollectiveFidelity::aggregated;
+  const Outcome out = simulate_one(PlatformSpec::star(n, 50e9, 1e-6), job);
+  ASSERT_TRUE(out.ok) << out.error;
+  std::printf("  4096-rank aggregated tree all-reduce of 64 KB: simulated %.1f us, wall %.2f s\n", out.duration() * 1e6,
+              out.wall_s);
+  // 2·12 levels of 2 us latency at least, far below the ring's 2·4095 steps.
+  EXPECT_GT(out.duration(), 24 * 2e-6);
+  EXPECT_LT(out.duration(), 2 * 4095 * 2e-6 / 10);
+  EXPECT_LT(out.wall_s, 60.0);
+}
+
 TEST(CollectiveScale, Automatic4096PicksAggregated) {
   EXPECT_EQ(sim::choose_fidelity(CollectiveAlgorithm::ring, OpKind::all_reduce, 4096), CollectiveFidelity::aggregated);
   EXPECT_EQ(sim::choose_fidelity(CollectiveAlgorithm::ring, OpKind::all_reduce, 32), CollectiveFidelity::exact);
