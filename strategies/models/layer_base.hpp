@@ -66,6 +66,12 @@ class Emitter {
   void release(const Tensor& t) {
     if (t.valid()) rt_.release(t);
   }
+  // Release of a buffer a communication op (on another stream) still reads.
+  void release_after(const Tensor& t, Handle h) {
+    if (!t.valid()) return;
+    if (h.valid()) rt_.release_after(t, h);
+    else rt_.release(t);
+  }
 
  private:
   Runtime& rt_;

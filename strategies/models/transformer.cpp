@@ -174,8 +174,9 @@ Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, DT
     return partial;
   }
   Tensor shard = em.rt().alloc(em.name(std::string(what) + ".out"), {x.b, x.sl, x.h}, dt, kAct);
-  tp_comm(em, ctx, OpKind::reduce_scatter, ph, std::string(what) + ".reducescatter", sf, partial);
-  em.release(partial);
+  const Handle h = tp_comm(em, ctx, OpKind::reduce_scatter, ph,
+                           std::string(what) + ".reducescatter", sf, partial);
+  em.release_after(partial, h);  // the reduce-scatter reads it on the tp stream
   return shard;
 }
 
@@ -235,7 +236,7 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   em.release(d_out);
   if (in_full.id != saved_in.id) em.release(in_full);
   em.release(saved_in);
-  if (d_in.id != d_in_full.id) em.release(d_in_full);
+  if (d_in.id != d_in_full.id) em.release_after(d_in_full, comm);
   return d_in;
 }
 
@@ -333,8 +334,10 @@ class EmbeddingLayer final : public LayerBase {
                                  em.compute_issue()));
     // The word embedding's reduction (all-reduce or reduce-scatter) is an identity or an
     // all-gather backward.
-    Tensor full = gather_full(em, ctx_, x_, dt, Phase::backward, "word", "bwd", d);
-    if (full.id != d.id) rt.release(d);
+    Handle gathered;
+    Tensor full = gather_full(em, ctx_, x_, dt, Phase::backward, "word", "bwd", d, false,
+                              &gathered);
+    if (full.id != d.id) em.release_after(d, gathered);
     Tensor tokens = take(mb, "tokens");
     if (word_.g.valid())
       em.computed(ops::embedding(rt, Phase::backward, em.label("word", "bwd_w"), {full, tokens},
@@ -430,8 +433,10 @@ class TransformerBlock final : public LayerBase {
     // ---- MLP ----
     Tensor d_mlp = dropout_bwd(em, mb, "mlp", dy);
     bias_grad(em, "mlp.fc2.bias", d_mlp, fc2_b_, local_numel);
-    Tensor d_fc2 = gather_full(em, ctx_, x_, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp);
-    if (d_fc2.id != d_mlp.id) release_unless(d_mlp, dy);
+    Handle gathered;
+    Tensor d_fc2 = gather_full(em, ctx_, x_, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp, false,
+                               &gathered);
+    if (d_fc2.id != d_mlp.id && d_mlp.id != dy.id) em.release_after(d_mlp, gathered);
     Tensor act = take(mb, "act");
     Tensor d_act = alloc("mlp.act.dinput", {x_.b, x_.s, x_.fl});
     GemmArgs fc2_dgrad{tokens, x_.fl, x_.h};
@@ -466,8 +471,9 @@ class TransformerBlock final : public LayerBase {
     // ---- attention ----
     Tensor d_attn = dropout_bwd(em, mb, "attn", d_x2);
     bias_grad(em, "attn.proj.bias", d_attn, proj_b_, local_numel);
-    Tensor d_proj = gather_full(em, ctx_, x_, dt, Phase::backward, "attn.proj", "bwd", d_attn);
-    if (d_proj.id != d_attn.id) release_unless(d_attn, d_x2);
+    Tensor d_proj = gather_full(em, ctx_, x_, dt, Phase::backward, "attn.proj", "bwd", d_attn,
+                                false, &gathered);
+    if (d_proj.id != d_attn.id && d_attn.id != d_x2.id) em.release_after(d_attn, gathered);
     Tensor ctx_out = take(mb, "ctx");
     Tensor d_ctx = alloc("attn.core.doutput", {x_.b, x_.s, x_.al * x_.d});
     GemmArgs proj_dgrad{tokens, x_.al * x_.d, x_.h};
