@@ -15,7 +15,7 @@
 //     u(key, i) >= p,   u(key, i) = (splitmix64(key + (i + 1)·0x9E3779B97F4A7C15) >> 40) · 2⁻²⁴
 // i.e. u is the i-th output of a SplitMix64 generator seeded with `key`, reduced to 24 bits (a
 // float in [0, 1) with every value exactly representable). Kept elements are scaled by
-// 1/(1 - p) (inverted dropout), dropped ones are 0. The CUDA kernels compute the same u from
+// 1/(1 - p) (inverted dropout), dropped ones are 0. The CUDA kernels must compute the same u from
 // the same key, so a mask is identical on every backend, on every rank that runs the op with
 // the same label (tensor-parallel ranks holding a replicated activation therefore agree), and
 // whatever the execution order. Indices are local to the tensor the op sees: a sharded
