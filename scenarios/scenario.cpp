@@ -199,13 +199,29 @@ void read_training(const YamlNode& node, Scenario& s) {
 void read_strategy(const YamlNode& node, Scenario& s) {
   node.only_keys({"type", "data_parallel_size", "tensor_model_parallel_size",
                   "pipeline_model_parallel_size", "sequence_parallel", "zero_stage",
-                  "recompute_granularity", "overlap_grad_reduce", "ddp_bucket_size", "batch_split"});
+                  "recompute_granularity", "overlap_grad_reduce", "ddp_bucket_size", "batch_split",
+                  "pipeline_schedule", "virtual_pipeline_model_parallel_size", "rank_order",
+                  "pipeline_partition", "pipeline_layers"});
   SectionReader r(node, s);
   ParallelConfig& p = s.parallel;
+  HybridConfig& h = s.hybrid;
   r.choice("type", [&](const std::string& v) {
-    if (v != "data_parallel") throw std::invalid_argument("unknown strategy type '" + v + "' (expected data_parallel)");
-    s.strategy_type = v;
+    if (v == "megatron" || v == "3d") s.strategy_type = "hybrid";
+    else if (v == "data_parallel" || v == "hybrid") s.strategy_type = v;
+    else throw std::invalid_argument("unknown strategy type '" + v + "' (expected data_parallel or hybrid)");
   });
+  r.choice("pipeline_schedule", [&](const std::string& v) { h.schedule = parse_pipeline_schedule(v); });
+  r.read("virtual_pipeline_model_parallel_size", h.virtual_stages,
+         [](const YamlNode& n) { return static_cast<int>(n.positive_int()); });
+  if (h.virtual_stages > 1 && !node.has("pipeline_schedule")) h.schedule = PipelineSchedule::interleaved_1f1b;
+  r.choice("rank_order", [&](const std::string& v) { h.order = parse_rank_order(v); });
+  r.choice("pipeline_partition", [&](const std::string& v) {
+    if (v == "uniform") h.partition = HybridConfig::Partition::uniform;
+    else if (v == "proportional") h.partition = HybridConfig::Partition::proportional;
+    else throw std::invalid_argument("unknown pipeline partition '" + v + "' (expected uniform or proportional)");
+  });
+  if (auto layers = r.get("pipeline_layers"))
+    for (const auto& item : layers->items()) h.layers_per_stage.push_back(static_cast<int>(item.positive_int()));
   r.positive_int("data_parallel_size", p.data_parallel_size);
   r.positive_int("tensor_model_parallel_size", p.tensor_model_parallel_size);
   r.positive_int("pipeline_model_parallel_size", p.pipeline_model_parallel_size);
@@ -278,17 +294,25 @@ std::shared_ptr<const Model> make_model(const ModelSpec& spec) {
 
 std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
   try {
-    const int devices = s.cluster.device_count();
+    const int device_count = s.cluster.device_count();
     const int world = s.parallel.data_parallel_size * s.parallel.tensor_model_parallel_size *
                       s.parallel.pipeline_model_parallel_size;
-    if (world > devices)
+    if (world > device_count)
       throw StrategyError("strategy.data_parallel_size",
                           "the strategy needs " + std::to_string(world) + " devices; cluster '" +
-                              s.cluster.name + "' has " + std::to_string(devices));
-    // Replica weights for a proportional batch split: the devices' peak speed in the training
-    // dtype (one replica per data-parallel rank here).
+                              s.cluster.name + "' has " + std::to_string(device_count));
+    // What each rank's device can do: peak speed in the training dtype (weights for the
+    // heterogeneity-aware splits), memory, node and kind.
+    std::vector<RankDevice> devices;
+    for (int r = 0; r < world; ++r) {
+      const DeviceProfile& d = s.cluster.device_of(r);
+      devices.push_back({d.peak_flops_per_s(s.training.precision), d.memory_capacity_bytes,
+                         s.cluster.locate(r).global_node, d.name});
+    }
+    if (s.strategy_type == "hybrid")
+      return std::make_unique<HybridParallel>(make_model(s.model), s.training, s.parallel, s.hybrid, devices);
     std::vector<double> speeds;
-    for (int r = 0; r < world; ++r) speeds.push_back(s.cluster.device_of(r).peak_flops_per_s(s.training.precision));
+    for (const RankDevice& d : devices) speeds.push_back(d.speed);
     return std::make_unique<DataParallel>(make_model(s.model), s.training, s.parallel, speeds);
   } catch (const StrategyError& e) {
     const std::string field = e.field();

@@ -14,6 +14,7 @@
 #include "strategies/model.hpp"
 #include "strategies/models/mlp.hpp"
 #include "strategies/models/transformer.hpp"
+#include "strategies/hybrid_parallel.hpp"
 #include "strategies/strategy.hpp"
 
 namespace tandem {
@@ -32,8 +33,9 @@ struct Scenario {
   ModelSpec model;
   Cluster cluster;
   TrainingConfig training;
-  std::string strategy_type = "data_parallel";
+  std::string strategy_type = "data_parallel";  // or "hybrid" (Megatron-style 3D)
   ParallelConfig parallel;
+  HybridConfig hybrid;
   sim::SimulationOptions simulation;
   // Line of every field read, keyed by dotted path ("strategy.data_parallel_size"), so that
   // inconsistencies found after loading still point at the right line.

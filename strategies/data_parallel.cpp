@@ -2,47 +2,12 @@
 
 #include <numeric>
 
+#include "strategies/gradient_sync.hpp"
 #include "strategies/ops.hpp"
 
 namespace tandem {
 
 namespace {
-
-// Gradients gathered in the order backward produces them; a full bucket is all-reduced on the
-// data-parallel stream after the compute that produced it.
-class GradientBuckets {
- public:
-  GradientBuckets(const Group& group, std::int64_t bucket_params) : group_(group), limit_(bucket_params) {}
-
-  void add(Runtime& rt, const std::vector<Tensor>& gradients) {
-    for (const Tensor& g : gradients) {
-      current_.push_back(g);
-      current_params_ += g.numel();
-      if (current_params_ >= limit_) launch(rt);
-    }
-  }
-  void launch(Runtime& rt) {
-    if (current_.empty()) return;
-    const Issue issue{Stream::dp_comm, {rt.record(Stream::compute)}};
-    handles_.push_back(ops::all_reduce(rt, Phase::backward, "dp.bucket" + std::to_string(count_++) + ".all_reduce",
-                                       current_, group_, issue, ReduceOp::sum));
-    current_.clear();
-    current_params_ = 0;
-  }
-  void wait_all(Runtime& rt) {
-    for (const Handle& h : handles_) rt.wait(h);
-    handles_.clear();
-    count_ = 0;
-  }
-
- private:
-  const Group& group_;
-  std::int64_t limit_;
-  std::vector<Tensor> current_;
-  std::int64_t current_params_ = 0;
-  std::vector<Handle> handles_;
-  int count_ = 0;
-};
 
 class DataParallelRank final : public RankProgram {
  public:
@@ -56,24 +21,13 @@ class DataParallelRank final : public RankProgram {
     layers_ = model_->build_layers(batch_, ParallelContext{});
     for (auto& layer : layers_) {
       layer->allocate(rt, /*with_gradients=*/true);
-      // Mixed-precision Adam keeps an fp32 master copy (unless parameters are fp32), m and v.
-      std::vector<std::vector<Tensor>> states;
-      for (const Tensor& p : layer->parameters()) {
-        std::vector<Tensor> s;
-        const std::string base = layer->name() + ".p" + std::to_string(states.size());
-        if (p.dtype != DType::fp32)
-          s.push_back(rt.alloc(base + ".master", {p.numel()}, DType::fp32, MemCategory::optimizer_state));
-        s.push_back(rt.alloc(base + ".exp_avg", {p.numel()}, DType::fp32, MemCategory::optimizer_state));
-        s.push_back(rt.alloc(base + ".exp_avg_sq", {p.numel()}, DType::fp32, MemCategory::optimizer_state));
-        states.push_back(std::move(s));
-      }
-      optimizer_states_.push_back(std::move(states));
+      optimizer_.allocate(rt, layer->name(), layer->parameters());
     }
   }
 
   void train_step(Runtime& rt, int iteration) override {
     zero_gradients(rt);
-    GradientBuckets buckets(group_, parallel_.ddp_bucket_size);
+    GradientBuckets buckets(group_, parallel_.ddp_bucket_size, GradientBuckets::Reduction::all_reduce);
     for (int mb = 0; mb < micro_batches_; ++mb) {
       const bool last = mb + 1 == micro_batches_;
       forward(rt, mb);
@@ -111,20 +65,10 @@ class DataParallelRank final : public RankProgram {
   }
 
   void optimizer_step(Runtime& rt, int iteration) {
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const auto& params = layers_[l]->parameters();
-      const auto& grads = layers_[l]->gradients();
-      for (std::size_t j = 0; j < params.size(); ++j) {
-        OptimizerArgs args;
-        args.numel = params[j].numel();
-        args.lr = training_.lr;
-        args.weight_decay = training_.weight_decay;
-        args.grad_scale = 1.0f / static_cast<float>(all_micro_batches_);
-        args.step = iteration + 1;
-        ops::adamw(rt, layers_[l]->name() + ".p" + std::to_string(j) + ".adamw", params[j], grads[j],
-                   optimizer_states_[l][j], args);
-      }
-    }
+    const float grad_scale = 1.0f / static_cast<float>(all_micro_batches_);
+    for (auto& layer : layers_)
+      optimizer_.step(rt, layer->name(), layer->parameters(), layer->gradients(), training_, grad_scale,
+                      iteration, 0);
   }
 
   std::shared_ptr<const Model> model_;
@@ -135,7 +79,7 @@ class DataParallelRank final : public RankProgram {
   std::int64_t micro_batches_;
   std::int64_t all_micro_batches_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<std::vector<std::vector<Tensor>>> optimizer_states_;  // [layer][param][state]
+  ShardedAdam optimizer_;  // whole state: plain data parallelism shards nothing
 };
 
 }  // namespace

@@ -62,6 +62,11 @@ class Layer {
   virtual Tensor forward(Runtime& rt, const Tensor& input, int micro_batch) = 0;
   virtual Tensor backward(Runtime& rt, const Tensor& grad_output, int micro_batch) = 0;
 
+  // The gradient of a parameter this layer shares with a layer on another pipeline stage (a
+  // tied word embedding and its copy on the last stage), which the strategy all-reduces between
+  // the holders; nullptr when there is none.
+  virtual const Tensor* tied_gradient() const { return nullptr; }
+
   // Analytic figures of one micro-batch on this rank (tested against published formulas).
   virtual Flops forward_flops() const = 0;
   virtual Flops backward_flops() const = 0;

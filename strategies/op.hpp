@@ -83,6 +83,9 @@ struct OptimizerArgs {  // AdamW on a flat shard
   // since each micro-batch's loss is a mean and gradients are summed over micro-batches and ranks.
   float grad_scale = 1.0f;
   std::int64_t step = 1;  // 1-based, for bias correction
+  // ZeRO: the update covers elements [offset, offset + numel) of the parameter and gradient;
+  // the state tensors hold just those numel elements.
+  std::int64_t offset = 0;
 };
 struct MemcpyArgs {
   std::int64_t numel = 0;
@@ -119,7 +122,8 @@ struct CommOp {
   std::string label;
   Tensor buffer;  // send buffer (in place for all-reduce); for all-gather: the full output
   // A gradient bucket: when not empty, the collective covers these tensors as one flat buffer
-  // (as DDP and Megatron reduce a contiguous bucket) and `buffer` is unused.
+  // (as DDP and Megatron reduce a contiguous bucket) and `buffer` is unused. A bucket's
+  // reduce-scatter / all-gather shards each tensor element-wise (gradient_sync.hpp).
   std::vector<Tensor> bucket;
   Bytes bytes = 0;  // payload in the nccl-tests sense: the full tensor for all-reduce/all-gather/
                     // reduce-scatter (the concatenated size), the message for send/recv/broadcast

@@ -257,6 +257,10 @@ class EmbeddingLayer final : public LayerBase {
         x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
 
   std::int64_t parameter_count() const override { return embedding_parameter_count(cfg_); }
+  // A tied table held here has a copy on the last pipeline stage (see LMHead).
+  const Tensor* tied_gradient() const override {
+    return cfg_.tied_embeddings && owns_table_ && word_.g.valid() ? &word_.g : nullptr;
+  }
   std::int64_t local_parameter_count() const override {
     return x_.vl * x_.h + (learned() ? cfg_.max_positions() * x_.h : 0);
   }
@@ -264,7 +268,8 @@ class EmbeddingLayer final : public LayerBase {
   void allocate(Runtime& rt, bool with_gradients) override {
     params_.clear();
     grads_.clear();
-    if (table_->rt == &rt && table_->weight.valid()) {
+    owns_table_ = !(table_->rt == &rt && table_->weight.valid());
+    if (!owns_table_) {
       word_ = {table_->weight, table_->grad};
     } else {
       word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g);
@@ -367,6 +372,7 @@ class EmbeddingLayer final : public LayerBase {
   TransformerConfig cfg_;
   Dims x_;
   std::shared_ptr<SharedTable> table_;
+  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
   Param word_, pos_;
 };
 
@@ -700,6 +706,10 @@ class LMHead final : public LayerBase {
         x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
 
   std::int64_t parameter_count() const override { return head_parameter_count(cfg_); }
+  // The last stage's copy of a tied table (the first stage holds the original).
+  const Tensor* tied_gradient() const override {
+    return cfg_.tied_embeddings && owns_table_ && out_.g.valid() ? &out_.g : nullptr;
+  }
   std::int64_t local_parameter_count() const override {
     return norm_params(cfg_) + (cfg_.tied_embeddings ? 0 : x_.vl * x_.h);
   }
@@ -710,7 +720,8 @@ class LMHead final : public LayerBase {
     norm_w_.w = add_parameter(rt, "norm.weight", {x_.h}, g, &norm_w_.g);
     if (cfg_.norm == NormType::layernorm)
       norm_b_.w = add_parameter(rt, "norm.bias", {x_.h}, g, &norm_b_.g);
-    if (table_->rt == &rt && table_->weight.valid()) {
+    owns_table_ = !(table_->rt == &rt && table_->weight.valid());
+    if (!owns_table_) {
       out_ = {table_->weight, table_->grad};
     } else {
       // Untied: the output layer. Tied without the embedding on this runtime: its copy.
@@ -794,6 +805,7 @@ class LMHead final : public LayerBase {
   TransformerConfig cfg_;
   Dims x_;
   std::shared_ptr<SharedTable> table_;
+  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
   Param norm_w_, norm_b_, out_;
 };
 

@@ -1,0 +1,70 @@
+// How data-parallel replicas agree on gradients and step the optimizer; shared by every strategy
+// with a data-parallel dimension (data_parallel, hybrid_parallel):
+//   * GradientBuckets gathers gradients in the order backward produces them and reduces each
+//     full bucket on the data-parallel stream while backward goes on (all-reduce, or
+//     reduce-scatter when the optimizer state is sharded: ZeRO);
+//   * ShardedAdam holds mixed-precision AdamW state (fp32 master, m, v), whole or as this rank's
+//     1/N shard of every parameter (ZeRO-1/2/3), and steps it.
+// A sharded parameter is split element-wise: member i of an N-member group owns elements
+// [i*ceil(n/N), min(n, (i+1)*ceil(n/N))) of every tensor; a bucket's reduce-scatter and
+// all-gather apply to each of its tensors that way.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strategies/runtime.hpp"
+#include "strategies/strategy.hpp"
+
+namespace tandem {
+
+// Elements of an n-element tensor that one member of `shards` owns.
+std::int64_t shard_numel(std::int64_t n, int shards);
+
+class GradientBuckets {
+ public:
+  enum class Reduction { all_reduce, reduce_scatter };
+  // `label` prefixes op labels ("dp" -> "dp.bucket3.all_reduce"); it must make them unique
+  // within an iteration (add the micro-batch when buckets are reduced more than once).
+  GradientBuckets(Group group, std::int64_t bucket_params, Reduction reduction);
+
+  void set_label(std::string label) { label_ = std::move(label); }
+  // ZeRO-2/3: free each bucket's full gradients once its reduce-scatter is done.
+  void set_release_after_reduce(bool release) { release_after_reduce_ = release; }
+
+  void add(Runtime& rt, const std::vector<Tensor>& gradients);  // launches full buckets
+  void launch(Runtime& rt);                                     // launches what is left
+  void wait_all(Runtime& rt);                                   // host waits for every bucket
+  const Group& group() const { return group_; }
+
+ private:
+  Group group_;
+  std::int64_t limit_;
+  Reduction reduction_;
+  std::string label_ = "dp";
+  bool release_after_reduce_ = false;
+  std::vector<Tensor> current_;
+  std::int64_t current_params_ = 0;
+  std::vector<Handle> handles_;
+  int count_ = 0;
+};
+
+class ShardedAdam {
+ public:
+  explicit ShardedAdam(int shards = 1) : shards_(shards) {}
+  // Allocates master (unless parameters are fp32), m and v for each parameter, 1/shards each.
+  void allocate(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params);
+  // One AdamW step of this rank's shard of `owner`'s parameters (same order as allocate).
+  void step(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params,
+            const std::vector<Tensor>& grads, const TrainingConfig& training, float grad_scale,
+            int iteration, int shard_index);
+  int shards() const { return shards_; }
+
+ private:
+  int shards_;
+  std::map<std::string, std::vector<std::vector<Tensor>>> states_;  // owner -> [param][state]
+};
+
+}  // namespace tandem

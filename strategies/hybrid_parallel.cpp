@@ -1,0 +1,457 @@
+#include "strategies/hybrid_parallel.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "strategies/gradient_sync.hpp"
+#include "strategies/null_runtime.hpp"
+#include "strategies/ops.hpp"
+
+namespace tandem {
+
+namespace {
+
+// Activation shapes at every layer boundary, found by running one micro-batch's forward on a
+// runtime that executes nothing: a receiving pipeline stage allocates its input buffer from it.
+std::vector<Tensor> boundary_tensors(const Model& model, const BatchShape& batch, const ParallelContext& ctx) {
+  NullRuntime probe;
+  auto layers = model.build_layers(batch, ctx);
+  std::vector<Tensor> out;
+  Tensor x = model.make_input(probe, batch, 0);
+  for (auto& layer : layers) {
+    layer->allocate(probe, false);
+    x = layer->forward(probe, x, 0);
+    out.push_back(x);
+  }
+  return out;
+}
+
+class HybridRank final : public RankProgram {
+ public:
+  struct Plan {
+    std::shared_ptr<const Model> model;
+    BatchShape batch;
+    TrainingConfig training;
+    ParallelConfig parallel;
+    HybridConfig hybrid;
+    const RankLayout* layout = nullptr;
+    std::vector<int> first_layer_of_virtual_stage;  // index into the model's layers, size p*v+1
+    std::int64_t micro_batches = 1;                 // of this rank's replica
+    std::int64_t all_micro_batches = 1;
+  };
+
+  HybridRank(Plan plan, int rank) : plan_(std::move(plan)), rank_(rank), me_(plan_.layout->coord_of(rank)) {
+    const RankLayout& l = *plan_.layout;
+    ctx_.tp_size = l.tp_size();
+    ctx_.tp_rank = me_.tp;
+    ctx_.tp_group = l.tensor_group(rank);
+    ctx_.sequence_parallel = plan_.parallel.sequence_parallel;
+    ctx_.recompute = plan_.parallel.recompute_granularity;
+    data_group_ = l.data_group(rank);
+  }
+
+  void setup(Runtime& rt) override {
+    const int p = plan_.layout->pp_size(), v = plan_.hybrid.virtual_stages;
+    auto all = plan_.model->build_layers(plan_.batch, ctx_);
+    if (p > 1) boundaries_ = boundary_tensors(*plan_.model, plan_.batch, ctx_);
+    const int zero = plan_.parallel.zero_stage;
+    optimizer_ = ShardedAdam(zero >= 1 ? plan_.layout->dp_size() : 1);
+    chunks_.resize(v);
+    for (int c = 0; c < v; ++c) {
+      const int k = c * p + me_.pp;
+      for (int i = plan_.first_layer_of_virtual_stage[k]; i < plan_.first_layer_of_virtual_stage[k + 1]; ++i) {
+        Layer& layer = *all[i];
+        // ZeRO-2/3 keep no persistent full gradient: a shard accumulator instead.
+        layer.allocate(rt, /*with_gradients=*/true);
+        optimizer_.allocate(rt, layer.name(), layer.parameters());
+        Shards& shards = shards_[layer.name()];
+        if (zero >= 2) {
+          for (const Tensor& g : layer.gradients()) {
+            rt.release(g);
+            shards.grads.push_back(rt.alloc(layer.name() + ".grad_shard", {shard_numel(g.numel(), optimizer_.shards())},
+                                            g.dtype, MemCategory::gradients));
+          }
+        }
+        if (zero >= 3) {
+          for (const Tensor& w : layer.parameters()) {
+            rt.release(w);
+            shards.params.push_back(rt.alloc(layer.name() + ".param_shard", {shard_numel(w.numel(), optimizer_.shards())},
+                                             w.dtype, MemCategory::parameters));
+          }
+        }
+        chunks_[c].push_back(std::move(all[i]));
+      }
+    }
+  }
+
+  void train_step(Runtime& rt, int iteration) override {
+    const int p = plan_.layout->pp_size(), v = plan_.hybrid.virtual_stages;
+    const auto actions = pipeline_actions(plan_.hybrid.schedule, me_.pp, p, static_cast<int>(plan_.micro_batches), v);
+    // The last backward of each chunk: its gradients are then final (ZeRO-0/1 reduce them).
+    std::vector<int> last_backward(v, -1);
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i)
+      if (actions[i].kind == PipelineAction::Kind::backward) last_backward[actions[i].chunk] = i;
+
+    zero_gradients(rt);
+    const auto reduction = plan_.parallel.zero_stage >= 1 ? GradientBuckets::Reduction::reduce_scatter
+                                                          : GradientBuckets::Reduction::all_reduce;
+    GradientBuckets buckets(data_group_, plan_.parallel.ddp_bucket_size, reduction);
+    buckets.set_release_after_reduce(plan_.parallel.zero_stage >= 2);
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const PipelineAction& a = actions[i];
+      if (a.kind == PipelineAction::Kind::forward) {
+        forward(rt, a.micro_batch, a.chunk);
+      } else {
+        // ZeRO-2/3 reduce every micro-batch (no full gradient survives it); others only once.
+        const bool reduce = plan_.parallel.zero_stage >= 2 || i == last_backward[a.chunk];
+        buckets.set_label("dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
+        backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr);
+        if (reduce) buckets.launch(rt);
+      }
+    }
+    buckets.wait_all(rt);
+    sync_tied_embedding(rt);
+    optimizer_step(rt, iteration);
+  }
+
+ private:
+  int virtual_stages() const { return plan_.layout->pp_size() * plan_.hybrid.virtual_stages; }
+  int stage_of(int k) const { return k % plan_.layout->pp_size(); }
+  int peer_of(int k) const { return plan_.layout->rank_of({me_.tp, me_.dp, stage_of(k)}); }
+  std::string tag_label(int mb, int k, const char* what) const {
+    return "mb" + std::to_string(mb) + ".vs" + std::to_string(k) + "." + what;
+  }
+
+  void forward(Runtime& rt, int mb, int c) {
+    const int k = c * plan_.layout->pp_size() + me_.pp;
+    Tensor x;
+    if (k == 0) {
+      x = plan_.model->make_input(rt, plan_.batch, mb);
+    } else {
+      // The activation from the previous virtual stage (tag 2k: forward traffic into k).
+      const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k] - 1];
+      x = rt.alloc(tag_label(mb, k, "input"), spec.shape, spec.dtype, MemCategory::activations);
+      rt.wait(ops::recv(rt, Phase::forward, tag_label(mb, k, "recv_act"), x, peer_of(k - 1),
+                        Issue{Stream::pp_recv, {}}, 2 * k));
+    }
+    for (auto& layer : chunks_[c]) {
+      gather_parameters(rt, *layer, Phase::forward, mb);
+      x = layer->forward(rt, x, mb);
+      scatter_parameters(rt, *layer);
+    }
+    if (k == virtual_stages() - 1) {
+      rt.release(x);  // the loss
+    } else {
+      const Handle sent = ops::send(rt, Phase::forward, tag_label(mb, k, "send_act"), x, peer_of(k + 1),
+                                    Issue{Stream::pp_send, {rt.record(Stream::compute)}}, 2 * (k + 1));
+      rt.release_after(x, sent);
+    }
+  }
+
+  void backward(Runtime& rt, int mb, int c, GradientBuckets* buckets) {
+    const int k = c * plan_.layout->pp_size() + me_.pp;
+    Tensor grad;
+    if (k != virtual_stages() - 1) {
+      // The gradient of this stage's output from the next virtual stage (tag 2k+1).
+      const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k + 1] - 1];
+      grad = rt.alloc(tag_label(mb, k, "output_grad"), spec.shape, spec.dtype, MemCategory::activations);
+      rt.wait(ops::recv(rt, Phase::backward, tag_label(mb, k, "recv_grad"), grad, peer_of(k + 1),
+                        Issue{Stream::pp_recv, {}}, 2 * k + 1));
+    }
+    auto& layers = chunks_[c];
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      Layer& layer = **it;
+      if (plan_.parallel.zero_stage >= 2) {
+        // A fresh full gradient for this micro-batch; its reduce-scatter frees it again.
+        int j = 0;
+        for (const Tensor& g : layer.gradients()) {
+          rt.reacquire(g, MemCategory::gradients);
+          ops::elementwise(rt, Phase::backward, "mb" + std::to_string(mb) + "." + layer.name() + ".g" +
+                                                    std::to_string(j++) + ".zero",
+                           {g}, {g}, ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
+        }
+      }
+      gather_parameters(rt, layer, Phase::backward, mb);
+      grad = layer.backward(rt, grad, mb);
+      scatter_parameters(rt, layer);
+      if (buckets != nullptr) buckets->add(rt, layer.gradients());
+    }
+    if (k == 0) {
+      if (grad.valid()) rt.release(grad);
+    } else {
+      const Handle sent = ops::send(rt, Phase::backward, tag_label(mb, k, "send_grad"), grad, peer_of(k - 1),
+                                    Issue{Stream::pp_send, {rt.record(Stream::compute)}}, 2 * (k - 1) + 1);
+      rt.release_after(grad, sent);
+    }
+  }
+
+  // ZeRO-3: a layer's full parameters exist only while it computes.
+  void gather_parameters(Runtime& rt, Layer& layer, Phase phase, int mb) {
+    if (plan_.parallel.zero_stage < 3) return;
+    for (const Tensor& w : layer.parameters()) rt.reacquire(w, MemCategory::parameters);
+    const std::string label = "mb" + std::to_string(mb) + "." + layer.name() + ".zero3_gather." +
+                              (phase == Phase::forward ? "fwd" : "bwd");
+    rt.wait(ops::all_gather(rt, phase, label, layer.parameters(), data_group_,
+                            Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
+  }
+  void scatter_parameters(Runtime& rt, Layer& layer) {
+    if (plan_.parallel.zero_stage < 3) return;
+    for (const Tensor& w : layer.parameters()) rt.release(w);
+  }
+
+  void zero_gradients(Runtime& rt) {
+    if (plan_.parallel.zero_stage >= 2) return;  // full gradients are reacquired fresh
+    for (auto& chunk : chunks_)
+      for (auto& layer : chunk) {
+        int j = 0;
+        for (const Tensor& g : layer->gradients())
+          ops::elementwise(rt, Phase::other, layer->name() + ".g" + std::to_string(j++) + ".zero", {g}, {g},
+                           ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
+      }
+  }
+
+  // Megatron keeps a copy of a tied word embedding on the last pipeline stage; the first and last
+  // stage all-reduce its gradient so both copies stay equal.
+  void sync_tied_embedding(Runtime& rt) {
+    const int p = plan_.layout->pp_size();
+    if (p == 1 || (me_.pp != 0 && me_.pp != p - 1)) return;
+    const Layer* holder = me_.pp == 0 ? chunks_.front().front().get() : chunks_.back().back().get();
+    const Tensor* grad = holder->tied_gradient();
+    if (grad == nullptr) return;
+    if (plan_.parallel.zero_stage >= 2) return;  // reduced into the shards already, per micro-batch
+    rt.wait(ops::all_reduce(rt, Phase::backward, "embedding.tied_grad.all_reduce", *grad,
+                            plan_.layout->embedding_group(rank_), Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
+  }
+
+  void optimizer_step(Runtime& rt, int iteration) {
+    const float grad_scale = 1.0f / static_cast<float>(plan_.all_micro_batches);
+    std::vector<Tensor> updated;
+    for (auto& chunk : chunks_)
+      for (auto& layer : chunk) {
+        // ZeRO-2/3 step on the gradient (and parameter) shards this rank holds.
+        const Shards& shards = shards_[layer->name()];
+        const auto& grads = plan_.parallel.zero_stage >= 2 ? shards.grads : layer->gradients();
+        const auto& params = plan_.parallel.zero_stage >= 3 ? shards.params : layer->parameters();
+        optimizer_.step(rt, layer->name(), params, grads, plan_.training, grad_scale, iteration,
+                        plan_.parallel.zero_stage >= 2 ? 0 : me_.dp);
+        for (const Tensor& w : layer->parameters()) updated.push_back(w);
+      }
+    // ZeRO-1/2: every rank updated its shard; the new parameters are all-gathered (ZeRO-3 keeps
+    // them sharded until the next forward gathers them).
+    const int zero = plan_.parallel.zero_stage;
+    if ((zero == 1 || zero == 2) && data_group_.size() > 1) {
+      rt.wait(ops::all_gather(rt, Phase::optimizer, "dp.params.all_gather", updated, data_group_,
+                              Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
+    }
+  }
+
+  Plan plan_;
+  int rank_;
+  RankCoord me_;
+  ParallelContext ctx_;
+  Group data_group_;
+  std::vector<Tensor> boundaries_;
+  std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
+  ShardedAdam optimizer_;
+  struct Shards {
+    std::vector<Tensor> grads, params;  // ZeRO-2 gradient and ZeRO-3 parameter shards
+  };
+  std::map<std::string, Shards> shards_;  // by layer name
+};
+
+}  // namespace
+
+HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfig training,
+                               ParallelConfig parallel, HybridConfig hybrid, std::vector<RankDevice> devices)
+    : model_(std::move(model)),
+      training_(std::move(training)),
+      parallel_(parallel),
+      hybrid_(std::move(hybrid)),
+      layout_(parallel.tensor_model_parallel_size, parallel.data_parallel_size,
+              parallel.pipeline_model_parallel_size, hybrid_.order) {
+  if (static_cast<int>(devices.size()) != layout_.world_size())
+    throw StrategyError("strategy", "one device description per rank is needed");
+  if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
+    throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
+  if (training_.global_batch_size % training_.micro_batch_size != 0)
+    throw StrategyError("training.global_batch_size", "global_batch_size " + std::to_string(training_.global_batch_size) +
+                                                          " is not divisible by micro_batch_size " +
+                                                          std::to_string(training_.micro_batch_size));
+  try {
+    model_->build_layers(batch_shape(), ParallelContext{layout_.tp_size(), 0, layout_.tensor_group(0),
+                                                        parallel_.sequence_parallel, parallel_.recompute_granularity});
+  } catch (const StrategyError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw StrategyError("strategy.tensor_model_parallel_size", e.what());
+  }
+  check_tensor_groups(devices);
+  split_batch(devices);
+  partition_layers(devices);
+  try {
+    for (std::int64_t m : micro_batches_)
+      validate_pipeline(hybrid_.schedule, layout_.pp_size(), static_cast<int>(m), hybrid_.virtual_stages);
+  } catch (const std::invalid_argument& e) {
+    throw StrategyError("strategy.pipeline_schedule", e.what());
+  }
+}
+
+BatchShape HybridParallel::batch_shape() const {
+  BatchShape b;
+  b.micro_batch = training_.micro_batch_size;
+  b.seq_len = training_.seq_length;
+  b.dtype = training_.precision;
+  b.param_dtype = training_.precision;
+  b.grad_dtype = training_.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training_.precision;
+  return b;
+}
+
+void HybridParallel::check_tensor_groups(const std::vector<RankDevice>& devices) const {
+  // A tensor-parallel group talks at every layer: it must not cross nodes or device kinds.
+  for (int r = 0; r < layout_.world_size(); ++r) {
+    const Group g = layout_.tensor_group(r);
+    for (int member : g.ranks)
+      if (devices[member].node != devices[g.ranks[0]].node || devices[member].kind != devices[g.ranks[0]].kind)
+        throw StrategyError("strategy.tensor_model_parallel_size",
+                            "tensor-parallel group of rank " + std::to_string(r) + " spans " +
+                                (devices[member].kind != devices[g.ranks[0]].kind ? "device kinds" : "nodes") +
+                                " (ranks " + std::to_string(g.ranks.front()) + ".." + std::to_string(g.ranks.back()) +
+                                "); choose a size that fits in one node");
+  }
+}
+
+void HybridParallel::split_batch(const std::vector<RankDevice>& devices) {
+  const int dp = layout_.dp_size();
+  const std::int64_t micro_batches = training_.global_batch_size / training_.micro_batch_size;
+  if (parallel_.batch_split == BatchSplit::even) {
+    if (micro_batches % dp != 0)
+      throw StrategyError("training.global_batch_size",
+                          "global_batch_size " + std::to_string(training_.global_batch_size) +
+                              " is not divisible by micro_batch_size x data_parallel_size = " +
+                              std::to_string(training_.micro_batch_size * dp));
+    micro_batches_.assign(dp, micro_batches / dp);
+    return;
+  }
+  if (micro_batches < dp)
+    throw StrategyError("training.global_batch_size", "fewer micro-batches than data-parallel replicas");
+  // A replica runs as fast as its slowest device.
+  std::vector<double> speed(dp, 0);
+  for (int d = 0; d < dp; ++d) {
+    double slowest = devices[layout_.rank_of({0, d, 0})].speed;
+    for (int s = 0; s < layout_.pp_size(); ++s)
+      for (int t = 0; t < layout_.tp_size(); ++t) slowest = std::min(slowest, devices[layout_.rank_of({t, d, s})].speed);
+    speed[d] = slowest;
+  }
+  micro_batches_ = split_proportionally(micro_batches, speed);
+}
+
+void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
+  const int p = layout_.pp_size(), v = hybrid_.virtual_stages, stages = p * v;
+  // Layers that move between stages: all but the first (embedding) and the last (head + loss).
+  const auto layers = model_->build_layers(batch_shape(), ParallelContext{});
+  const int movable = static_cast<int>(layers.size()) - 2;
+  std::vector<int> per_stage;  // per pipeline stage (all chunks of it together)
+  if (!hybrid_.layers_per_stage.empty()) {
+    if (static_cast<int>(hybrid_.layers_per_stage.size()) != p)
+      throw StrategyError("strategy.pipeline_layers", "needs one layer count per pipeline stage (" + std::to_string(p) + ")");
+    if (std::accumulate(hybrid_.layers_per_stage.begin(), hybrid_.layers_per_stage.end(), 0) != movable)
+      throw StrategyError("strategy.pipeline_layers", "layer counts must add up to the model's " +
+                                                          std::to_string(movable) + " layers");
+    per_stage = hybrid_.layers_per_stage;
+  } else if (hybrid_.partition == HybridConfig::Partition::uniform || p == 1) {
+    if (movable % stages != 0)
+      throw StrategyError("strategy.pipeline_model_parallel_size",
+                          std::to_string(movable) + " layers do not split evenly over " + std::to_string(stages) +
+                              " (virtual) pipeline stages");
+    per_stage.assign(p, movable / p);
+  } else {
+    // Heterogeneity: layer counts in proportion to each stage's speed (its slowest device) ...
+    std::vector<double> speed(p);
+    for (int s = 0; s < p; ++s) {
+      speed[s] = devices[layout_.rank_of({0, 0, s})].speed;
+      for (int d = 0; d < layout_.dp_size(); ++d)
+        for (int t = 0; t < layout_.tp_size(); ++t)
+          speed[s] = std::min(speed[s], devices[layout_.rank_of({t, d, s})].speed);
+    }
+    if (movable < p) throw StrategyError("strategy.pipeline_model_parallel_size", "more stages than layers");
+    const auto shares = split_proportionally(movable, speed);
+    per_stage.assign(shares.begin(), shares.end());
+    // ... and within their memory: model states (16 bytes per parameter, sharded by TP and ZeRO)
+    // plus the activations of the micro-batches a stage keeps in flight (1F1B: p - s).
+    const double bytes_per_layer_param = 16.0 / layout_.tp_size() /
+                                         (parallel_.zero_stage >= 1 ? layout_.dp_size() : 1);
+    const double params_per_layer = static_cast<double>(layers[1]->parameter_count());
+    const double act_per_layer = layers[1]->saved_activation_bytes();
+    auto demand = [&](int s, int count) {
+      return count * (params_per_layer * bytes_per_layer_param + act_per_layer * (p - s));
+    };
+    auto capacity = [&](int s) {
+      double c = devices[layout_.rank_of({0, 0, s})].memory_bytes;
+      for (int d = 0; d < layout_.dp_size(); ++d)
+        for (int t = 0; t < layout_.tp_size(); ++t) c = std::min(c, devices[layout_.rank_of({t, d, s})].memory_bytes);
+      return c;
+    };
+    for (int guard = 0; guard < movable * p; ++guard) {
+      int worst = -1;
+      for (int s = 0; s < p; ++s)
+        if (per_stage[s] > 1 && demand(s, per_stage[s]) > capacity(s) && (worst < 0 || demand(s, per_stage[s]) - capacity(s) > demand(worst, per_stage[worst]) - capacity(worst)))
+          worst = s;
+      if (worst < 0) break;
+      int roomiest = -1;
+      for (int s = 0; s < p; ++s)
+        if (s != worst && demand(s, per_stage[s] + 1) <= capacity(s) &&
+            (roomiest < 0 || capacity(s) - demand(s, per_stage[s]) > capacity(roomiest) - demand(roomiest, per_stage[roomiest])))
+          roomiest = s;
+      if (roomiest < 0) break;  // nowhere to go: the prediction will say out of memory
+      per_stage[worst]--, per_stage[roomiest]++;
+    }
+  }
+  // Chunks of a stage share its layers evenly (interleaving needs that).
+  std::vector<int> per_virtual(stages);
+  for (int s = 0; s < p; ++s) {
+    if (per_stage[s] % v != 0)
+      throw StrategyError("strategy.virtual_pipeline_model_parallel_size",
+                          "stage " + std::to_string(s) + "'s " + std::to_string(per_stage[s]) +
+                              " layers do not split into " + std::to_string(v) + " chunks");
+    for (int c = 0; c < v; ++c) per_virtual[c * p + s] = per_stage[s] / v;
+  }
+  virtual_stage_layers_ = per_virtual;
+}
+
+std::string HybridParallel::name() const {
+  std::string n = "hybrid(tp=" + std::to_string(layout_.tp_size()) + ", pp=" + std::to_string(layout_.pp_size()) +
+                  ", dp=" + std::to_string(layout_.dp_size());
+  if (parallel_.sequence_parallel) n += ", sp";
+  if (parallel_.zero_stage > 0) n += ", zero" + std::to_string(parallel_.zero_stage);
+  if (parallel_.recompute_granularity != Recompute::none) n += std::string(", recompute ") + to_string(parallel_.recompute_granularity);
+  if (layout_.pp_size() > 1) n += std::string(", ") + to_string(hybrid_.schedule);
+  if (hybrid_.virtual_stages > 1) n += " v=" + std::to_string(hybrid_.virtual_stages);
+  if (parallel_.batch_split == BatchSplit::proportional) n += ", proportional batch";
+  if (hybrid_.partition == HybridConfig::Partition::proportional && layout_.pp_size() > 1) n += ", proportional stages";
+  return n + ")";
+}
+
+std::unique_ptr<RankProgram> HybridParallel::program_for(int rank) const {
+  HybridRank::Plan plan;
+  plan.model = model_;
+  plan.batch = batch_shape();
+  plan.training = training_;
+  plan.parallel = parallel_;
+  plan.hybrid = hybrid_;
+  plan.layout = &layout_;
+  // Virtual stage k holds layers [first[k], first[k+1]) of the model's list: the embedding joins
+  // virtual stage 0, the head the last one.
+  plan.first_layer_of_virtual_stage.push_back(0);
+  for (std::size_t k = 0; k < virtual_stage_layers_.size(); ++k)
+    plan.first_layer_of_virtual_stage.push_back(plan.first_layer_of_virtual_stage.back() + virtual_stage_layers_[k] +
+                                                (k == 0 ? 1 : 0));
+  plan.first_layer_of_virtual_stage.back() += 1;  // the head
+  const RankCoord me = layout_.coord_of(rank);
+  plan.micro_batches = micro_batches_.at(me.dp);
+  plan.all_micro_batches = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
+  return std::make_unique<HybridRank>(std::move(plan), rank);
+}
+
+}  // namespace tandem
