@@ -189,8 +189,7 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
       SimulationContext::Choice choice{context_.options.algorithm, context_.options.collective_fidelity};
       if (choice.algorithm == CollectiveAlgorithm::automatic)
         choice.algorithm = choose_algorithm(op.kind, op.bytes, op.group.ranks, context_.topology);
-      if (choice.fidelity == CollectiveFidelity::automatic)
-        choice.fidelity = choose_fidelity(choice.algorithm, op.kind, op.group.size());
+      // An automatic fidelity stays automatic: run_collective decides it from the message size.
       chosen = context_.choices.emplace(key, choice).first;
     }
     run_collective(call, chosen->second.algorithm, chosen->second.fidelity, *this, context_.topology);

@@ -42,8 +42,8 @@ struct SimulationContext {
   };
   std::unordered_map<std::string, Rendezvous> rendezvous;
 
-  // The algorithm and fidelity chosen for a collective depend only on its group, kind and size,
-  // so every member reuses the first member's choice (choosing costs O(group size)).
+  // The algorithm chosen for a collective depends only on its group, kind and size, so every
+  // member reuses the first member's choice (choosing costs O(group size)).
   struct Choice {
     CollectiveAlgorithm algorithm;
     CollectiveFidelity fidelity;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platforms/cluster.hpp"
+#include "scenarios/scenario.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
@@ -55,6 +56,33 @@ void BM_DataParallelIteration_Gpt3_1_3B(benchmark::State& state) {
 BENCHMARK(BM_DataParallelIteration_Gpt3_1_3B)
     ->Arg(64)->Arg(512)->Arg(4096)
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+
+// Issue 3's yardstick: one iteration of GPT-3 175B on 1024 A100s, tensor 8 x pipeline 16 x data 8
+// (the bundled scenario gpt3-175b-3d), relative to the 64-device data-parallel reference.
+void BM_Hybrid3dIteration_Gpt3_175B_1024(benchmark::State& state) {
+  nlohmann::json last;
+  for (auto _ : state) {
+    auto child = sim_test::run_in_child([] {
+      const Scenario scenario = load_scenario("gpt3-175b-3d");
+      auto strategy = make_strategy(scenario);
+      const sim::SimulationResult r = sim::simulate(*strategy, scenario.cluster, scenario.simulation);
+      return nlohmann::json{{"wall_s", r.wall_time_s}, {"iteration_s", r.iteration_time_s},
+                            {"ops", r.compute_ops + r.comm_ops}}
+          .dump();
+    }, 3600);
+    if (!child.ok) {
+      state.SkipWithError(child.describe().c_str());
+      return;
+    }
+    last = nlohmann::json::parse(child.output);
+    state.SetIterationTime(last["wall_s"].get<double>());
+  }
+  state.counters["devices"] = 1024;
+  state.counters["predicted_iteration_s"] = last["iteration_s"].get<double>();
+  state.counters["ops_issued"] = last["ops"].get<double>();
+  if (g_reference_s > 0) state.counters["vs_64_devices"] = last["wall_s"].get<double>() / g_reference_s;
+}
+BENCHMARK(BM_Hybrid3dIteration_Gpt3_175B_1024)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 
 }  // namespace
 
