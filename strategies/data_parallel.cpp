@@ -55,13 +55,7 @@ class DataParallelRank final : public RankProgram {
   }
 
   void zero_gradients(Runtime& rt) {
-    for (auto& layer : layers_) {
-      int j = 0;
-      for (const Tensor& g : layer->gradients()) {
-        ElementwiseArgs args{ElementwiseFn::scale, g.numel(), false};
-        ops::elementwise(rt, Phase::other, layer->name() + ".g" + std::to_string(j++) + ".zero", {g}, {g}, args);
-      }
-    }
+    for (auto& layer : layers_) tandem::zero_gradients(rt, *layer, Phase::other, "");
   }
 
   void optimizer_step(Runtime& rt, int iteration) {
@@ -96,29 +90,7 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
     throw StrategyError("strategy.zero_stage", "data_parallel keeps full optimizer state (zero_stage 0)");
   if (parallel_.sequence_parallel)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor parallelism");
-  if (dp < 1) throw StrategyError("strategy.data_parallel_size", "must be at least 1");
-  if (training_.global_batch_size % training_.micro_batch_size != 0)
-    throw StrategyError("training.global_batch_size",
-                        "global_batch_size " + std::to_string(training_.global_batch_size) +
-                            " is not divisible by micro_batch_size " + std::to_string(training_.micro_batch_size));
-  const std::int64_t micro_batches = training_.global_batch_size / training_.micro_batch_size;
-  if (parallel_.batch_split == BatchSplit::even) {
-    if (micro_batches % dp != 0)
-      throw StrategyError("training.global_batch_size",
-                          "global_batch_size " + std::to_string(training_.global_batch_size) +
-                              " is not divisible by micro_batch_size x data_parallel_size = " +
-                              std::to_string(training_.micro_batch_size * dp));
-    micro_batches_.assign(dp, micro_batches / dp);
-  } else {
-    if (static_cast<int>(replica_speeds.size()) < dp)
-      throw StrategyError("strategy.batch_split", "proportional split needs a speed for every replica");
-    if (micro_batches < dp)
-      throw StrategyError("training.global_batch_size",
-                          "fewer micro-batches (" + std::to_string(micro_batches) + ") than replicas (" +
-                              std::to_string(dp) + ")");
-    replica_speeds.resize(dp);
-    micro_batches_ = split_proportionally(micro_batches, replica_speeds);
-  }
+  micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
   group_.id = 0;
   group_.ranks.resize(dp);
   std::iota(group_.ranks.begin(), group_.ranks.end(), 0);
@@ -129,15 +101,7 @@ std::string DataParallel::name() const {
          (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") + ")";
 }
 
-BatchShape DataParallel::batch_shape() const {
-  BatchShape b;
-  b.micro_batch = training_.micro_batch_size;
-  b.seq_len = training_.seq_length;
-  b.dtype = training_.precision;
-  b.param_dtype = training_.precision;
-  b.grad_dtype = training_.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training_.precision;
-  return b;
-}
+BatchShape DataParallel::batch_shape() const { return batch_shape_of(training_); }
 
 std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   const std::int64_t all = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});

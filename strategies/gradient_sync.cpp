@@ -6,6 +6,13 @@ namespace tandem {
 
 std::int64_t shard_numel(std::int64_t n, int shards) { return (n + shards - 1) / shards; }
 
+void zero_gradients(Runtime& rt, const Layer& layer, Phase phase, const std::string& label_prefix) {
+  int j = 0;
+  for (const Tensor& g : layer.gradients())
+    ops::elementwise(rt, phase, label_prefix + layer.name() + ".g" + std::to_string(j++) + ".zero", {g}, {g},
+                     ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
+}
+
 GradientBuckets::GradientBuckets(Group group, std::int64_t bucket_params, Reduction reduction)
     : group_(std::move(group)), limit_(bucket_params), reduction_(reduction) {}
 

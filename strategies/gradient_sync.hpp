@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "strategies/model.hpp"
 #include "strategies/runtime.hpp"
 #include "strategies/strategy.hpp"
 
@@ -22,6 +23,9 @@ namespace tandem {
 
 // Elements of an n-element tensor that one member of `shards` owns.
 std::int64_t shard_numel(std::int64_t n, int shards);
+
+// Zeroes a layer's gradient buffers (labels "<prefix><layer>.g<j>.zero").
+void zero_gradients(Runtime& rt, const Layer& layer, Phase phase, const std::string& label_prefix);
 
 class GradientBuckets {
  public:

@@ -94,7 +94,7 @@ class HybridRank final : public RankProgram {
     for (int i = 0; i < static_cast<int>(actions.size()); ++i)
       if (actions[i].kind == PipelineAction::Kind::backward) last_backward[actions[i].chunk] = i;
 
-    zero_gradients(rt);
+    zero_all_gradients(rt);
     const auto reduction = plan_.parallel.zero_stage >= 1 ? GradientBuckets::Reduction::reduce_scatter
                                                           : GradientBuckets::Reduction::all_reduce;
     GradientBuckets buckets(data_group_, plan_.parallel.ddp_bucket_size, reduction);
@@ -165,13 +165,8 @@ class HybridRank final : public RankProgram {
       Layer& layer = **it;
       if (plan_.parallel.zero_stage >= 2) {
         // A fresh full gradient for this micro-batch; its reduce-scatter frees it again.
-        int j = 0;
-        for (const Tensor& g : layer.gradients()) {
-          rt.reacquire(g, MemCategory::gradients);
-          ops::elementwise(rt, Phase::backward, "mb" + std::to_string(mb) + "." + layer.name() + ".g" +
-                                                    std::to_string(j++) + ".zero",
-                           {g}, {g}, ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
-        }
+        for (const Tensor& g : layer.gradients()) rt.reacquire(g, MemCategory::gradients);
+        zero_gradients(rt, layer, Phase::backward, "mb" + std::to_string(mb) + ".");
       }
       gather_parameters(rt, layer, Phase::backward, mb);
       grad = layer.backward(rt, grad, mb);
@@ -201,15 +196,10 @@ class HybridRank final : public RankProgram {
     for (const Tensor& w : layer.parameters()) rt.release(w);
   }
 
-  void zero_gradients(Runtime& rt) {
+  void zero_all_gradients(Runtime& rt) {
     if (plan_.parallel.zero_stage >= 2) return;  // full gradients are reacquired fresh
     for (auto& chunk : chunks_)
-      for (auto& layer : chunk) {
-        int j = 0;
-        for (const Tensor& g : layer->gradients())
-          ops::elementwise(rt, Phase::other, layer->name() + ".g" + std::to_string(j++) + ".zero", {g}, {g},
-                           ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
-      }
+      for (auto& layer : chunk) zero_gradients(rt, *layer, Phase::other, "");
   }
 
   // Megatron keeps a copy of a tied word embedding on the last pipeline stage; the first and last
@@ -275,10 +265,6 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
-  if (training_.global_batch_size % training_.micro_batch_size != 0)
-    throw StrategyError("training.global_batch_size", "global_batch_size " + std::to_string(training_.global_batch_size) +
-                                                          " is not divisible by micro_batch_size " +
-                                                          std::to_string(training_.micro_batch_size));
   try {
     model_->build_layers(batch_shape(), ParallelContext{layout_.tp_size(), 0, layout_.tensor_group(0),
                                                         parallel_.sequence_parallel, parallel_.recompute_granularity});
@@ -298,15 +284,7 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   }
 }
 
-BatchShape HybridParallel::batch_shape() const {
-  BatchShape b;
-  b.micro_batch = training_.micro_batch_size;
-  b.seq_len = training_.seq_length;
-  b.dtype = training_.precision;
-  b.param_dtype = training_.precision;
-  b.grad_dtype = training_.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training_.precision;
-  return b;
-}
+BatchShape HybridParallel::batch_shape() const { return batch_shape_of(training_); }
 
 void HybridParallel::check_tensor_groups(const std::vector<RankDevice>& devices) const {
   // A tensor-parallel group talks at every layer: it must not cross nodes or device kinds.
@@ -323,28 +301,14 @@ void HybridParallel::check_tensor_groups(const std::vector<RankDevice>& devices)
 }
 
 void HybridParallel::split_batch(const std::vector<RankDevice>& devices) {
-  const int dp = layout_.dp_size();
-  const std::int64_t micro_batches = training_.global_batch_size / training_.micro_batch_size;
-  if (parallel_.batch_split == BatchSplit::even) {
-    if (micro_batches % dp != 0)
-      throw StrategyError("training.global_batch_size",
-                          "global_batch_size " + std::to_string(training_.global_batch_size) +
-                              " is not divisible by micro_batch_size x data_parallel_size = " +
-                              std::to_string(training_.micro_batch_size * dp));
-    micro_batches_.assign(dp, micro_batches / dp);
-    return;
-  }
-  if (micro_batches < dp)
-    throw StrategyError("training.global_batch_size", "fewer micro-batches than data-parallel replicas");
   // A replica runs as fast as its slowest device.
-  std::vector<double> speed(dp, 0);
-  for (int d = 0; d < dp; ++d) {
-    double slowest = devices[layout_.rank_of({0, d, 0})].speed;
+  std::vector<double> speed(layout_.dp_size(), 0);
+  for (int d = 0; d < layout_.dp_size(); ++d) {
+    speed[d] = devices[layout_.rank_of({0, d, 0})].speed;
     for (int s = 0; s < layout_.pp_size(); ++s)
-      for (int t = 0; t < layout_.tp_size(); ++t) slowest = std::min(slowest, devices[layout_.rank_of({t, d, s})].speed);
-    speed[d] = slowest;
+      for (int t = 0; t < layout_.tp_size(); ++t) speed[d] = std::min(speed[d], devices[layout_.rank_of({t, d, s})].speed);
   }
-  micro_batches_ = split_proportionally(micro_batches, speed);
+  micro_batches_ = tandem::micro_batches_per_replica(training_, layout_.dp_size(), parallel_.batch_split, speed);
 }
 
 void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {

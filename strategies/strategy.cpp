@@ -36,6 +36,42 @@ std::vector<std::int64_t> split_proportionally(std::int64_t total, const std::ve
   return shares;
 }
 
+BatchShape batch_shape_of(const TrainingConfig& training) {
+  BatchShape b;
+  b.micro_batch = training.micro_batch_size;
+  b.seq_len = training.seq_length;
+  b.dtype = training.precision;
+  b.param_dtype = training.precision;
+  b.grad_dtype = training.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training.precision;
+  return b;
+}
+
+std::vector<std::int64_t> micro_batches_per_replica(const TrainingConfig& training, int replicas,
+                                                    BatchSplit split, const std::vector<double>& replica_speeds) {
+  if (replicas < 1) throw StrategyError("strategy.data_parallel_size", "must be at least 1");
+  if (training.global_batch_size % training.micro_batch_size != 0)
+    throw StrategyError("training.global_batch_size",
+                        "global_batch_size " + std::to_string(training.global_batch_size) +
+                            " is not divisible by micro_batch_size " + std::to_string(training.micro_batch_size));
+  const std::int64_t micro_batches = training.global_batch_size / training.micro_batch_size;
+  if (split == BatchSplit::even) {
+    if (micro_batches % replicas != 0)
+      throw StrategyError("training.global_batch_size",
+                          "global_batch_size " + std::to_string(training.global_batch_size) +
+                              " is not divisible by micro_batch_size x data_parallel_size = " +
+                              std::to_string(training.micro_batch_size * replicas));
+    return std::vector<std::int64_t>(replicas, micro_batches / replicas);
+  }
+  if (static_cast<int>(replica_speeds.size()) < replicas)
+    throw StrategyError("strategy.batch_split", "proportional split needs a speed for every replica");
+  if (micro_batches < replicas)
+    throw StrategyError("training.global_batch_size", "fewer micro-batches (" + std::to_string(micro_batches) +
+                                                          ") than data-parallel replicas (" +
+                                                          std::to_string(replicas) + ")");
+  return split_proportionally(micro_batches,
+                              std::vector<double>(replica_speeds.begin(), replica_speeds.begin() + replicas));
+}
+
 const char* to_string(Recompute recompute) {
   switch (recompute) {
     case Recompute::none: return "none";

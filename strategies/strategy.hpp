@@ -75,6 +75,15 @@ class Strategy {
   virtual std::int64_t sequences_per_iteration() const = 0;
 };
 
+// The micro-batch shape every strategy derives from the training configuration.
+BatchShape batch_shape_of(const TrainingConfig& training);
+
+// Micro-batches each of `replicas` data-parallel replicas runs per iteration: the global batch
+// in micro-batches, evenly or in proportion to `replica_speeds`. Throws StrategyError naming the
+// knob at fault.
+std::vector<std::int64_t> micro_batches_per_replica(const TrainingConfig& training, int replicas,
+                                                    BatchSplit split, const std::vector<double>& replica_speeds);
+
 // Splits `total` micro-batches over replicas in proportion to `weights` (largest remainder, every
 // replica gets at least one; ties go to the lower index). Equal weights give an even split.
 std::vector<std::int64_t> split_proportionally(std::int64_t total, const std::vector<double>& weights);
