@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/run_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
 #include "strategies/strategy.hpp"
@@ -16,6 +17,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   SimulateOptions simulate;
   CLI::App* simulate_cmd = add_simulate_command(app, simulate);
+  RunCommandOptions run_options;
+  CLI::App* run_cmd = add_run_command(app, run_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -24,6 +27,7 @@ int run(int argc, char** argv) {
   }
   try {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
+    if (run_cmd->parsed()) return run_run(run_options);
   } catch (const InputError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitBadInput;

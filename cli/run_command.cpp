@@ -1,0 +1,98 @@
+#include "cli/run_command.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "analysis/chrome_trace.hpp"
+#include "analysis/trace.hpp"
+#include "common/input_error.hpp"
+#include "exec/cpu/cpu_run.hpp"
+#include "scenarios/scenario.hpp"
+
+namespace tandem::cli {
+
+CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand("run", "train a scenario for real and measure every op");
+  cmd->add_option("scenario", o.scenario, "scenario file, or the name of a bundled scenario")->required();
+  cmd->add_option("--backend", o.backend, "execution backend: cpu");
+  cmd->add_option("--iterations", o.iterations, "training iterations (default 10)")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o.seed, "seed of the initial parameters and dropout");
+  cmd->add_option("--timeout", o.timeout_s, "seconds any rank may wait for its peers before the run fails")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--trace", o.trace_path, "write the measured trace (Tandem schema) to FILE");
+  cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
+  cmd->add_option("--json", o.json_path, "write the summary as JSON to FILE ('-' for stdout)");
+  return cmd;
+}
+
+int run_run(const RunCommandOptions& o) {
+  if (o.backend != "cpu")
+    throw InputError("command line", 0, "--backend",
+                     "backend '" + o.backend + "' is not available (this build runs: cpu)");
+  Scenario scenario = load_scenario(o.scenario);
+  if (scenario.cluster.name != "localhost")
+    scenario.fail("cluster", "the cpu backend runs on the 'localhost' cluster (this machine's CPU "
+                             "cores as devices), not on '" + scenario.cluster.name + "'");
+  auto strategy = make_strategy(scenario);
+  auto model = make_model(scenario.model);
+
+  exec::cpu::RunOptions options;
+  if (o.seed) options.seed = *o.seed;
+  exec::cpu::configure_for_model(options, *model, scenario.training.seq_length);
+  options.iterations = o.iterations.value_or(10);
+  options.warmup_iterations = o.warmup.value_or(0);
+  if (o.timeout_s) options.timeout_s = *o.timeout_s;
+  options.record_trace = !o.trace_path.empty() || !o.chrome_trace_path.empty();
+  const bool quiet = o.json_path == "-";
+  if (!quiet) {
+    std::cout << "scenario    " << scenario.name << "\n"
+              << "strategy    " << strategy->name() << " on " << strategy->world_size()
+              << " CPU rank(s)\n"
+              << "model       " << model->describe().name << " (" << model->describe().parameter_count
+              << " parameters)\n";
+    options.on_iteration = [](const exec::cpu::IterationStats& s) {
+      char line[160];
+      std::snprintf(line, sizeof line, "iter %4d%s  loss %8.4f  time %8.4f s  %10.0f tokens/s\n",
+                    s.iteration, s.warmup ? " (warm-up)" : "", s.loss, s.time_s, s.tokens_per_s);
+      std::cout << line << std::flush;
+    };
+  }
+
+  const exec::cpu::RunResult result = exec::cpu::run_cpu(*strategy, options);
+
+  const nlohmann::json summary = [&] {
+    nlohmann::json j = exec::cpu::to_json(result);
+    j["scenario"] = scenario.name;
+    j["model"] = model->describe().name;
+    return j;
+  }();
+  if (quiet) {
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    char line[200];
+    std::snprintf(line, sizeof line, "mean        %.4f s/iteration, %.0f tokens/s\n",
+                  result.iteration_time_s, result.tokens_per_s);
+    std::cout << line;
+    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+      std::snprintf(line, sizeof line, "rank %-4zu   peak memory %.2f MiB\n", r,
+                    result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
+      std::cout << line;
+    }
+    if (!o.json_path.empty()) write_file_atomically(o.json_path, summary.dump(2) + "\n");
+  }
+  Trace trace = result.trace;
+  trace.scenario = scenario.name;
+  if (!o.trace_path.empty()) {
+    write_trace_json(trace, o.trace_path);
+    if (!quiet) std::cout << "trace       " << o.trace_path << "\n";
+  }
+  if (!o.chrome_trace_path.empty()) {
+    write_chrome_trace(trace, o.chrome_trace_path);
+    if (!quiet) std::cout << "timeline    " << o.chrome_trace_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace tandem::cli

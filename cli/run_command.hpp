@@ -1,0 +1,31 @@
+// `tandem run SCENARIO --backend cpu`: trains the scenario's strategy for real and measures it.
+// Prints loss and throughput per iteration; writes the measured trace (Tandem's trace schema,
+// the same op ids as `tandem simulate --tandem-trace`) and a JSON summary on request. The cpu
+// backend runs on the `localhost` cluster only (CPU cores as devices); any other cluster, or
+// another backend, is refused with exit status 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tandem::cli {
+
+struct RunCommandOptions {
+  std::string scenario;
+  std::string backend = "cpu";
+  std::optional<int> iterations;  // default 10
+  std::optional<int> warmup;      // default 0
+  std::optional<std::uint64_t> seed;
+  std::optional<double> timeout_s;
+  std::string trace_path;         // --trace: the measured trace (Tandem schema)
+  std::string chrome_trace_path;  // --chrome-trace: a Chrome-trace/Perfetto timeline
+  std::string json_path;          // --json: the summary as JSON ('-' for stdout)
+};
+
+CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);
+int run_run(const RunCommandOptions& options);
+
+}  // namespace tandem::cli

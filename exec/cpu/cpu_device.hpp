@@ -1,0 +1,237 @@
+// The CPU backend of the per-rank interface (strategies/runtime.hpp): one CpuDevice per rank;
+// ranks are threads of this process, each with its own memory.
+//
+// Memory. Every tensor is a zero-filled array of numel() fp32 values whatever its declared dtype
+// (the storage contract of kernels/cpu/dispatch.hpp); a MemoryLedger counts the DECLARED bytes
+// by category, so peak memory means the same as in the simulator. At alloc() a parameter gets
+// its deterministic initial value (data.hpp: init_parameter), a data tensor ("mb{k}.tokens",
+// "mb{k}.labels", "mb{k}.features") its batch from the run's DataSource, and an fp32 master copy
+// ("....master", optimizer state) is filled from its parameter by the first optimizer op that
+// uses it (mixed-precision frameworks copy the parameters into the master at setup; the device
+// does it at the first use, where it knows which parameter the master belongs to).
+//
+// Streams. The compute stream is the host thread, as in the simulator: a compute op runs
+// synchronously in compute() through kernels::cpu::run, timed with steady_clock, and returns an
+// already complete Handle. Communication on another stream is queued to one worker thread per
+// (rank, stream), started on first use, which runs its ops in issue order after their
+// Issue::after handles, so a gradient all-reduce on dp_comm overlaps the backward still running
+// on the host. Communication on Stream::compute runs on the host thread. wait() blocks the host
+// on a condition variable; record(stream) returns the last op issued on that stream;
+// release_after() frees the buffer when the op completes (on the worker).
+//
+// Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp);
+// a collective instance is keyed "g{group}s{stream}#{n}", n counting this rank's collectives on
+// that group and stream (members issue them in the same order).
+//
+// Failures. Every op's exception is reported once to the run (CpuRunContext::fail: the first
+// failure wins, names the rank and the op label) and aborts the run: every blocking wait (host
+// waits, worker dependencies, collectives) then throws AbortedError within ~20 ms, so the other
+// ranks unwind instead of hanging. Waits also end after the run's timeout.
+//
+// Trace. Every op gives one TraceRecord (analysis/trace.hpp) with op_id = label, times relative
+// to the run's epoch: a compute op from kernel start to end, a communication op from when its
+// worker starts it (dependencies met) to its completion, as the simulator records them.
+//
+// Micro-batches. `micro_batch_offset` maps this rank's micro-batch k to the global micro-batch
+// offset + k: the data it reads, and the dropout masks (kernels draw them from the op label, so
+// the label's "mb{k}." is rewritten to the global index before the kernel runs; the trace keeps
+// the original label). Losses: the loss-mean op (an elementwise scale whose output is smaller
+// than its input, kernels/cpu/dispatch.hpp) is recognised and its scalar recorded per global
+// micro-batch, so no strategy has to hand the loss over.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/trace.hpp"
+#include "exec/cpu/data.hpp"
+#include "exec/cpu/shared_memory_collectives.hpp"
+#include "strategies/memory_ledger.hpp"
+#include "strategies/runtime.hpp"
+
+namespace tandem::exec::cpu {
+
+// An op's failure, carrying its label (the driver names rank and op in the run's error).
+class OpError : public std::runtime_error {
+ public:
+  OpError(std::string label, const std::string& message)
+      : std::runtime_error(message), label_(std::move(label)) {}
+  const std::string& label() const { return label_; }
+
+ private:
+  std::string label_;
+};
+
+struct DeviceSettings {
+  std::uint64_t seed = 1234;     // parameters, dropout
+  float init_std = 0.02f;        // N(0, std²) for weights
+  float hidden_dropout = 0.0f;   // kernels::cpu::RunOptions: set from the model config
+  float attention_dropout = 0.0f;
+  std::shared_ptr<const DataSource> data;  // null: data tensors stay zero
+  std::int64_t sequences_per_iteration = 1;
+  bool record_trace = true;
+  std::chrono::milliseconds timeout{60'000};
+  // Failure injection (tests): rank `fail_rank` throws when it executes the op `fail_op`.
+  int fail_rank = -1;
+  std::string fail_op;
+};
+
+// What a run's devices share: settings, the communicator, the clock, the first failure.
+class CpuRunContext {
+ public:
+  CpuRunContext(int world_size, DeviceSettings settings);
+
+  const DeviceSettings& settings() const { return settings_; }
+  SharedMemoryComm& comm() { return comm_; }
+  int world_size() const { return world_; }
+  double now_s() const;  // seconds since the run's epoch
+
+  // Records a failure (the first one wins) and aborts the run.
+  void fail(int rank, const std::string& op_label, const std::string& message);
+  bool aborted() const { return comm_.aborted(); }
+  bool failed() const;
+  // "rank 1 failed in op mb0.layer0.attn.qkv.fwd: ..." (empty when nothing failed).
+  std::string failure() const;
+
+ private:
+  int world_;
+  DeviceSettings settings_;
+  SharedMemoryComm comm_;
+  std::chrono::steady_clock::time_point epoch_;
+  mutable std::mutex mutex_;
+  std::string failure_;
+};
+
+struct LossRecord {
+  int iteration = 0;
+  std::int64_t micro_batch = 0;  // global
+  float value = 0;
+};
+
+class CpuDevice final : public Runtime {
+ public:
+  CpuDevice(int rank, CpuRunContext& context, std::int64_t micro_batch_offset = 0);
+  ~CpuDevice() override;  // shutdown()
+  CpuDevice(const CpuDevice&) = delete;
+  CpuDevice& operator=(const CpuDevice&) = delete;
+
+  // Runtime
+  int rank() const override { return rank_; }
+  int world_size() const override { return context_.world_size(); }
+  Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
+               MemCategory category) override;
+  void release(const Tensor& tensor) override;
+  void reacquire(const Tensor& tensor, MemCategory category) override;
+  void release_after(const Tensor& tensor, Handle handle) override;
+  Handle compute(ComputeOp op, const Issue& issue) override;
+  Handle communicate(CommOp op, const Issue& issue) override;
+  void wait(Handle handle) override;
+  Handle record(Stream stream) override;
+  void synchronize() override;
+  void begin_iteration(int iteration) override;
+  void end_iteration() override;
+
+  // Stops and joins the stream workers (idempotent). The driver calls it for every device only
+  // once all ranks are done: a worker may still be inside a collective reading another rank's
+  // buffers, so no device's memory may go away before every worker has stopped.
+  void shutdown();
+
+  // ---- results (read after the run) ----
+  float* data(const Tensor& tensor);  // this rank's storage of a live tensor
+  const MemoryLedger& memory() const { return memory_; }
+  const std::vector<TraceRecord>& trace_records() const { return trace_; }
+  const std::vector<LossRecord>& losses() const { return losses_; }
+  const std::vector<std::pair<double, double>>& iteration_windows() const { return windows_; }
+  double compute_s() const { return compute_s_; }
+  double comm_busy_s() const { return comm_busy_s_; }
+  std::size_t compute_ops() const { return compute_ops_; }
+  std::size_t comm_ops() const { return comm_ops_; }
+  // Live tensors of the given categories by name (e.g. parameters for equivalence tests and
+  // checkpoints). Names must be unique among them.
+  std::map<std::string, std::vector<float>> snapshot(const std::set<MemCategory>& categories) const;
+  // Overwrites live tensors by name (restoring a checkpoint); returns how many were written.
+  // Throws std::runtime_error when a name is live with a different size.
+  std::size_t restore(const std::map<std::string, std::vector<float>>& values,
+                      const std::set<MemCategory>& categories);
+
+ private:
+  struct Buffer {
+    std::unique_ptr<float[]> data;
+    std::int64_t numel = 0;
+    MemCategory category = MemCategory::activations;
+  };
+  struct OpState {
+    bool done = false;
+    bool failed = false;
+    std::string label;
+    std::vector<int> release_on_completion;
+  };
+  struct PendingComm {
+    CommOp op;
+    std::vector<Handle> after;
+    Stream stream = Stream::compute;
+    std::int64_t handle = -1;
+    std::string key;  // collective instance
+    int iteration = 0;
+  };
+  struct Worker {
+    std::deque<PendingComm> queue;
+    std::thread thread;
+    std::int64_t last_handle = -1;
+  };
+
+  float* storage_locked(const Tensor& tensor, const std::string& label);
+  void release_locked(int tensor_id);
+  void wait_handle(std::int64_t handle);
+  void worker_loop(Stream stream);
+  void run_comm(PendingComm& pending);
+  void complete(std::int64_t handle, bool failed);
+  void check_injection(const std::string& label) const;
+  void check_aborted() const;
+  void add_trace(TraceRecord record);
+  FlatBuffer flat_buffer(const CommOp& op);
+
+  int rank_;
+  CpuRunContext& context_;
+  std::int64_t micro_batch_offset_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable op_done_;   // an op completed (or failed)
+  std::condition_variable has_work_;  // a worker's queue grew, or shutdown
+  bool stopping_ = false;
+
+  std::unordered_map<int, Buffer> buffers_;
+  std::unordered_map<int, std::string> names_;
+  std::unordered_set<int> masters_to_fill_;
+  MemoryLedger memory_;
+  int next_tensor_id_ = 0;
+
+  std::deque<OpState> ops_;  // by handle id
+  std::array<Worker, kStreamCount> workers_;
+  std::map<std::string, int> channel_instances_;
+
+  int iteration_ = -1;
+  double iteration_start_s_ = 0;
+  std::vector<std::pair<double, double>> windows_;
+  std::vector<TraceRecord> trace_;
+  std::vector<LossRecord> losses_;
+  double compute_s_ = 0, comm_busy_s_ = 0;
+  std::size_t compute_ops_ = 0, comm_ops_ = 0;
+};
+
+}  // namespace tandem::exec::cpu

@@ -1,0 +1,250 @@
+#include "exec/cpu/cpu_run.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "exec/cpu/cpu_device.hpp"
+#include "strategies/data_parallel.hpp"
+#include "strategies/models/transformer.hpp"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace tandem::exec::cpu {
+
+namespace {
+
+// Joins the ranks' iterations: the last rank to finish an iteration closes its statistics.
+class IterationBoard {
+ public:
+  IterationBoard(int world, int iterations, int warmup, std::int64_t tokens_per_iteration,
+                 const std::function<void(const IterationStats&)>& callback)
+      : world_(world), warmup_(warmup), tokens_(tokens_per_iteration), callback_(callback),
+        slots_(static_cast<std::size_t>(iterations)) {}
+
+  void arrive(int iteration, std::pair<double, double> window,
+              const std::vector<LossRecord>& losses) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Slot& slot = slots_.at(static_cast<std::size_t>(iteration));
+    slot.start = slot.arrived == 0 ? window.first : std::min(slot.start, window.first);
+    slot.end = slot.arrived == 0 ? window.second : std::max(slot.end, window.second);
+    for (const LossRecord& l : losses) {
+      if (l.iteration != iteration) continue;
+      auto& [sum, count] = slot.losses[l.micro_batch];
+      sum += l.value;
+      ++count;
+    }
+    if (++slot.arrived < world_) return;
+    IterationStats stats;
+    stats.iteration = iteration;
+    stats.warmup = iteration < warmup_;
+    stats.time_s = slot.end - slot.start;
+    stats.tokens_per_s = stats.time_s > 0 ? static_cast<double>(tokens_) / stats.time_s : 0;
+    stats.micro_batches = static_cast<std::int64_t>(slot.losses.size());
+    if (slot.losses.empty()) {
+      stats.loss = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      double total = 0;
+      for (const auto& [mb, entry] : slot.losses) total += entry.first / entry.second;
+      stats.loss = total / static_cast<double>(slot.losses.size());
+    }
+    slot.stats = stats;
+    slot.closed = true;
+    if (callback_) callback_(stats);
+  }
+
+  std::vector<IterationStats> results() const {
+    std::vector<IterationStats> out;
+    for (const Slot& s : slots_)
+      if (s.closed) out.push_back(s.stats);
+    return out;
+  }
+
+ private:
+  struct Slot {
+    int arrived = 0;
+    double start = 0, end = 0;
+    std::map<std::int64_t, std::pair<double, int>> losses;  // global micro-batch -> sum, count
+    IterationStats stats;
+    bool closed = false;
+  };
+  int world_, warmup_;
+  std::int64_t tokens_;
+  const std::function<void(const IterationStats&)>& callback_;
+  std::mutex mutex_;
+  std::vector<Slot> slots_;
+};
+
+std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& o) {
+  const int world = strategy.world_size();
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(world), 0);
+  if (o.micro_batch_offset) {
+    for (int r = 0; r < world; ++r) offsets[r] = o.micro_batch_offset(r);
+  } else if (const auto* dp = dynamic_cast<const DataParallel*>(&strategy)) {
+    const auto& counts = dp->micro_batches_per_replica();
+    std::int64_t sum = 0;
+    for (int r = 0; r < world; ++r) {
+      offsets[r] = sum;
+      sum += counts.at(static_cast<std::size_t>(r));
+    }
+  }
+  return offsets;
+}
+
+}  // namespace
+
+void configure_for_model(RunOptions& options, const Model& model, std::int64_t seq_length) {
+  options.data = make_data_source(model, options.seed);
+  options.seq_length = seq_length;
+  if (const auto* t = dynamic_cast<const TransformerModel*>(&model)) {
+    options.hidden_dropout = static_cast<float>(t->config().hidden_dropout);
+    options.attention_dropout = static_cast<float>(t->config().attention_dropout);
+  } else {
+    options.hidden_dropout = 0;
+    options.attention_dropout = 0;
+  }
+}
+
+RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (o.iterations < 1) throw std::invalid_argument("run_cpu: at least one iteration");
+  if (o.warmup_iterations < 0) throw std::invalid_argument("run_cpu: negative warm-up");
+  if (!o.data) throw std::invalid_argument("run_cpu: RunOptions::data is required (configure_for_model)");
+  if (!(o.timeout_s > 0)) throw std::invalid_argument("run_cpu: timeout_s must be positive");
+  const int world = strategy.world_size();
+  if (world < 1) throw std::invalid_argument("run_cpu: empty strategy");
+  const int total_iterations = o.warmup_iterations + o.iterations;
+  const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
+
+  DeviceSettings settings;
+  settings.seed = o.seed;
+  settings.init_std = o.init_std;
+  settings.hidden_dropout = o.hidden_dropout;
+  settings.attention_dropout = o.attention_dropout;
+  settings.data = o.data;
+  settings.sequences_per_iteration = strategy.sequences_per_iteration();
+  settings.record_trace = o.record_trace;
+  settings.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000.0));
+  settings.fail_rank = o.fail_rank;
+  settings.fail_op = o.fail_op;
+  CpuRunContext context(world, settings);
+
+  const std::vector<std::int64_t> offsets = micro_batch_offsets(strategy, o);
+  std::vector<std::unique_ptr<CpuDevice>> devices;
+  for (int r = 0; r < world; ++r)
+    devices.push_back(std::make_unique<CpuDevice>(r, context, offsets[r]));
+  openblas_set_num_threads(std::max(1, o.blas_threads));
+
+  IterationBoard board(world, total_iterations, o.warmup_iterations, tokens_per_iteration,
+                       o.on_iteration);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      CpuDevice& device = *devices[r];
+      try {
+        auto program = strategy.program_for(r);
+        program->setup(device);
+        for (int it = 0; it < total_iterations; ++it) {
+          device.begin_iteration(it);
+          program->train_step(device, it);
+          device.end_iteration();
+          board.arrive(it, device.iteration_windows().back(), device.losses());
+        }
+      } catch (const AbortedError&) {
+        // Another rank failed first; its error is the run's.
+      } catch (const OpError& e) {
+        context.fail(r, e.label(), e.what());
+      } catch (const std::exception& e) {
+        context.fail(r, "", e.what());
+      } catch (...) {
+        context.fail(r, "", "unknown exception");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& d : devices) d->shutdown();
+  if (context.failed()) throw RunError(context.failure());
+
+  RunResult result;
+  result.strategy = strategy.name();
+  result.world_size = world;
+  result.iterations = board.results();
+  result.tokens_per_iteration = tokens_per_iteration;
+  double measured_time = 0;
+  int measured = 0;
+  for (const IterationStats& s : result.iterations) {
+    if (s.warmup) continue;
+    measured_time += s.time_s;
+    ++measured;
+  }
+  if (measured > 0) {
+    result.iteration_time_s = measured_time / measured;
+    result.tokens_per_s =
+        measured_time > 0 ? static_cast<double>(tokens_per_iteration) * measured / measured_time : 0;
+  }
+  result.trace.source = "cpu";
+  for (int r = 0; r < world; ++r) {
+    const CpuDevice& d = *devices[r];
+    RankStats rs;
+    rs.peak_memory_bytes = d.memory().peak();
+    rs.memory_at_peak = d.memory().at_peak();
+    rs.compute_s = d.compute_s();
+    rs.comm_busy_s = d.comm_busy_s();
+    rs.compute_ops = d.compute_ops();
+    rs.comm_ops = d.comm_ops();
+    result.ranks.push_back(rs);
+    if (o.record_trace)
+      result.trace.records.insert(result.trace.records.end(), d.trace_records().begin(),
+                                  d.trace_records().end());
+    if (o.capture_parameters) result.parameters.push_back(d.snapshot({MemCategory::parameters}));
+  }
+  std::stable_sort(result.trace.records.begin(), result.trace.records.end(),
+                   [](const TraceRecord& a, const TraceRecord& b) {
+                     return a.rank != b.rank ? a.rank < b.rank : a.start_s < b.start_s;
+                   });
+  result.wall_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+nlohmann::json to_json(const RunResult& r) {
+  using nlohmann::json;
+  json iterations = json::array();
+  for (const IterationStats& s : r.iterations) {
+    json it = {{"iteration", s.iteration},
+               {"warmup", s.warmup},
+               {"time_s", s.time_s},
+               {"tokens_per_s", s.tokens_per_s},
+               {"micro_batches", s.micro_batches}};
+    it["loss"] = std::isnan(s.loss) ? json(nullptr) : json(s.loss);
+    iterations.push_back(it);
+  }
+  json ranks = json::array();
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankStats& rs = r.ranks[i];
+    json by_category = json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      by_category[to_string(static_cast<MemCategory>(c))] = rs.memory_at_peak.by_category[c];
+    ranks.push_back({{"rank", i},
+                     {"peak_memory_bytes", rs.peak_memory_bytes},
+                     {"memory_at_peak", by_category},
+                     {"compute_s", rs.compute_s},
+                     {"comm_busy_s", rs.comm_busy_s},
+                     {"compute_ops", rs.compute_ops},
+                     {"comm_ops", rs.comm_ops}});
+  }
+  return json{{"backend", "cpu"},
+              {"strategy", r.strategy},
+              {"world_size", r.world_size},
+              {"tokens_per_iteration", r.tokens_per_iteration},
+              {"iteration_time_s", r.iteration_time_s},
+              {"tokens_per_s", r.tokens_per_s},
+              {"wall_time_s", r.wall_time_s},
+              {"iterations", iterations},
+              {"ranks", ranks}};
+}
+
+}  // namespace tandem::exec::cpu

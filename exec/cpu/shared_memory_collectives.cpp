@@ -1,0 +1,409 @@
+#include "exec/cpu/shared_memory_collectives.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <numeric>
+
+namespace tandem::exec::cpu {
+
+namespace {
+
+using I64 = std::int64_t;
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  const double s = static_cast<double>(ms.count()) / 1000.0;
+  std::string text = std::to_string(s);
+  while (!text.empty() && text.back() == '0') text.pop_back();
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + " s";
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+// Walks several flat buffers over the same flat range in runs that are contiguous in all of
+// them, calling f(pointers, length) for each run.
+class Runs {
+ public:
+  explicit Runs(std::vector<const FlatBuffer*> buffers) : buffers_(std::move(buffers)) {}
+
+  template <class F>
+  void over(I64 lo, I64 hi, F&& f) const {
+    const std::size_t n = buffers_.size();
+    std::vector<std::size_t> seg(n, 0);
+    std::vector<I64> off(n, 0);
+    for (std::size_t b = 0; b < n; ++b) {  // position every cursor at `lo`
+      I64 skip = lo;
+      const FlatBuffer& buf = *buffers_[b];
+      while (seg[b] < buf.size() && skip >= buf[seg[b]].size) {
+        skip -= buf[seg[b]].size;
+        ++seg[b];
+      }
+      off[b] = skip;
+    }
+    std::vector<float*> ptrs(n);
+    I64 pos = lo;
+    while (pos < hi) {
+      I64 len = hi - pos;
+      for (std::size_t b = 0; b < n; ++b) {
+        const FlatBuffer& buf = *buffers_[b];
+        while (seg[b] < buf.size() && off[b] >= buf[seg[b]].size) {  // skip empty segments
+          ++seg[b];
+          off[b] = 0;
+        }
+        if (seg[b] >= buf.size()) throw std::logic_error("shared-memory collective: buffer overrun");
+        len = std::min(len, buf[seg[b]].size - off[b]);
+        ptrs[b] = buf[seg[b]].data + off[b];
+      }
+      f(ptrs, len);
+      for (std::size_t b = 0; b < n; ++b) off[b] += len;
+      pos += len;
+    }
+  }
+
+ private:
+  std::vector<const FlatBuffer*> buffers_;
+};
+
+// Reduces in[0..k) element-wise in the given order into `out` (fp32, left to right).
+void reduce_block(float* out, const std::vector<float*>& in, I64 len, ReduceOp reduce, int members) {
+  std::memcpy(out, in[0], sizeof(float) * static_cast<std::size_t>(len));
+  for (std::size_t j = 1; j < in.size(); ++j) {
+    const float* x = in[j];
+    if (reduce == ReduceOp::max) {
+      for (I64 k = 0; k < len; ++k) out[k] = std::max(out[k], x[k]);
+    } else {
+      for (I64 k = 0; k < len; ++k) out[k] += x[k];
+    }
+  }
+  if (reduce == ReduceOp::avg) {
+    const float n = static_cast<float>(members);
+    for (I64 k = 0; k < len; ++k) out[k] /= n;
+  }
+}
+
+}  // namespace
+
+std::int64_t flat_size(const FlatBuffer& buffer) {
+  I64 total = 0;
+  for (const Span& s : buffer) total += s.size;
+  return total;
+}
+
+std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t size, int members, int index) {
+  if (members < 1 || index < 0 || index >= members)
+    throw std::logic_error("shard_range: bad member index");
+  const I64 chunk = (size + members - 1) / members;
+  const I64 begin = std::min(size, chunk * index);
+  return {begin, std::min(size, begin + chunk)};
+}
+
+struct SharedMemoryComm::Instance {
+  OpKind kind = OpKind::all_reduce;
+  std::string label;  // of the first member to arrive
+  int group_id = -1;
+  std::vector<int> ranks;  // the group, in group order
+  int root = -1;
+  std::vector<FlatBuffer> buffers;  // by group index
+  std::vector<bool> posted, finished_by;
+  int arrived = 0, finished = 0, departed = 0;
+};
+
+struct SharedMemoryComm::Message {
+  FlatBuffer buffer;
+  std::string label;
+  bool taken = false, done = false;
+  std::string error;  // set by the receiver when the message is refused
+};
+
+SharedMemoryComm::SharedMemoryComm(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+void SharedMemoryComm::abort() {
+  aborted_.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mutex_);
+  cv_.notify_all();
+}
+
+std::size_t SharedMemoryComm::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::size_t n = instances_.size();
+  for (const auto& [key, queue] : mailboxes_) n += queue.size();
+  return n;
+}
+
+template <class Pred, class Describe>
+void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
+                            Describe describe_timeout) {
+  while (!ready()) {
+    if (aborted()) throw AbortedError("aborted: another rank failed");
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+      if (aborted()) throw AbortedError("aborted: another rank failed");
+      throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
+    }
+  }
+}
+
+std::shared_ptr<SharedMemoryComm::Instance> SharedMemoryComm::arrive(
+    const std::string& key, const std::string& label, OpKind kind, const Group& group, int rank,
+    const FlatBuffer& buffer, int root) {
+  const int index = group.index_of(rank);
+  if (index < 0)
+    throw std::logic_error("rank " + std::to_string(rank) + " is not a member of group " +
+                           std::to_string(group.id));
+  if (aborted()) throw AbortedError("aborted: another rank failed");
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto& slot = instances_[key];
+  if (!slot) {
+    slot = std::make_shared<Instance>();
+    slot->kind = kind;
+    slot->label = label;
+    slot->group_id = group.id;
+    slot->ranks = group.ranks;
+    slot->root = root;
+    slot->buffers.resize(group.ranks.size());
+    slot->posted.assign(group.ranks.size(), false);
+    slot->finished_by.assign(group.ranks.size(), false);
+  }
+  std::shared_ptr<Instance> inst = slot;
+  if (inst->kind != kind || inst->ranks != group.ranks || inst->root != root)
+    throw std::runtime_error(
+        "mismatched collectives on group " + std::to_string(group.id) + ": rank " +
+        std::to_string(rank) + " issued " + to_string(kind) + " '" + label +
+        "' where another member issued " + to_string(inst->kind) + " '" + inst->label + "'");
+  if (inst->posted[index])
+    throw std::logic_error("rank " + std::to_string(rank) + " joined collective " + key + " twice");
+  inst->buffers[index] = buffer;
+  inst->posted[index] = true;
+  ++inst->arrived;
+  const int members = group.size();
+  if (inst->arrived == members) cv_.notify_all();
+  wait(lock, deadline, [&] { return inst->arrived == members; }, [&] {
+    std::vector<int> missing;
+    for (int i = 0; i < members; ++i)
+      if (!inst->posted[i]) missing.push_back(inst->ranks[i]);
+    return std::string("in ") + to_string(kind) + " '" + label + "' (group " +
+           std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
+  });
+  // Every member checks the sizes: a mismatch fails all of them alike.
+  const I64 size = flat_size(inst->buffers[0]);
+  for (int i = 1; i < members; ++i)
+    if (flat_size(inst->buffers[i]) != size)
+      throw std::runtime_error(std::string(to_string(kind)) + " '" + label + "' (group " +
+                               std::to_string(group.id) + "): rank " +
+                               std::to_string(inst->ranks[0]) + " has " + std::to_string(size) +
+                               " elements, rank " + std::to_string(inst->ranks[i]) + " has " +
+                               std::to_string(flat_size(inst->buffers[i])));
+  return inst;
+}
+
+void SharedMemoryComm::depart(const std::string& key, const std::string& label, Instance& inst) {
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  const int members = static_cast<int>(inst.ranks.size());
+  ++inst.finished;
+  if (inst.finished == members) cv_.notify_all();
+  wait(lock, deadline, [&] { return inst.finished == members; }, [&] {
+    return std::string("in ") + to_string(inst.kind) + " '" + label + "' (group " +
+           std::to_string(inst.group_id) + "): waiting for the other members to finish";
+  });
+  if (++inst.departed == members) instances_.erase(key);
+}
+
+namespace {
+// Group indices ordered by ascending global rank: the reduction order.
+std::vector<int> rank_order(const std::vector<int>& ranks) {
+  std::vector<int> order(ranks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
+  return order;
+}
+
+constexpr I64 kBlock = 4096;
+}  // namespace
+
+void SharedMemoryComm::all_reduce(const std::string& key, const std::string& label,
+                                  const Group& group, int rank, const FlatBuffer& buffer,
+                                  ReduceOp reduce) {
+  auto inst = arrive(key, label, OpKind::all_reduce, group, rank, buffer, -1);
+  const int n = group.size();
+  const int me = group.index_of(rank);
+  std::vector<const FlatBuffer*> bufs;
+  for (int i : rank_order(group.ranks)) bufs.push_back(&inst->buffers[i]);
+  const auto [lo, hi] = shard_range(flat_size(buffer), n, me);
+  std::array<float, kBlock> tmp;
+  Runs(bufs).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
+    for (I64 at = 0; at < len; at += kBlock) {
+      const I64 k = std::min(kBlock, len - at);
+      std::vector<float*> in(p.size());
+      for (std::size_t j = 0; j < p.size(); ++j) in[j] = p[j] + at;
+      reduce_block(tmp.data(), in, k, reduce, n);
+      for (float* dst : in) std::memcpy(dst, tmp.data(), sizeof(float) * static_cast<std::size_t>(k));
+    }
+  });
+  depart(key, label, *inst);
+}
+
+void SharedMemoryComm::reduce_scatter(const std::string& key, const std::string& label,
+                                      const Group& group, int rank, const FlatBuffer& buffer,
+                                      ReduceOp reduce) {
+  auto inst = arrive(key, label, OpKind::reduce_scatter, group, rank, buffer, -1);
+  const int n = group.size();
+  const int me = group.index_of(rank);
+  std::vector<const FlatBuffer*> bufs;
+  std::size_t mine = 0;
+  for (int i : rank_order(group.ranks)) {
+    if (i == me) mine = bufs.size();
+    bufs.push_back(&inst->buffers[i]);
+  }
+  const auto [lo, hi] = shard_range(flat_size(buffer), n, me);
+  std::array<float, kBlock> tmp;
+  Runs(bufs).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
+    for (I64 at = 0; at < len; at += kBlock) {
+      const I64 k = std::min(kBlock, len - at);
+      std::vector<float*> in(p.size());
+      for (std::size_t j = 0; j < p.size(); ++j) in[j] = p[j] + at;
+      reduce_block(tmp.data(), in, k, reduce, n);
+      std::memcpy(in[mine], tmp.data(), sizeof(float) * static_cast<std::size_t>(k));
+    }
+  });
+  depart(key, label, *inst);
+}
+
+void SharedMemoryComm::all_gather(const std::string& key, const std::string& label,
+                                  const Group& group, int rank, const FlatBuffer& buffer) {
+  auto inst = arrive(key, label, OpKind::all_gather, group, rank, buffer, -1);
+  const int n = group.size();
+  const int me = group.index_of(rank);
+  const I64 size = flat_size(buffer);
+  for (int j = 0; j < n; ++j) {
+    if (j == me) continue;
+    const auto [lo, hi] = shard_range(size, n, j);
+    Runs({&buffer, &inst->buffers[j]}).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
+      std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+    });
+  }
+  depart(key, label, *inst);
+}
+
+void SharedMemoryComm::broadcast(const std::string& key, const std::string& label,
+                                 const Group& group, int rank, const FlatBuffer& buffer, int root) {
+  const int root_index = group.index_of(root);
+  if (root_index < 0)
+    throw std::logic_error("broadcast '" + label + "': root " + std::to_string(root) +
+                           " is not in group " + std::to_string(group.id));
+  auto inst = arrive(key, label, OpKind::broadcast, group, rank, buffer, root);
+  if (rank != root) {
+    Runs({&buffer, &inst->buffers[root_index]})
+        .over(0, flat_size(buffer), [&](const std::vector<float*>& p, I64 len) {
+          std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+        });
+  }
+  depart(key, label, *inst);
+}
+
+void SharedMemoryComm::all_to_all(const std::string& key, const std::string& label,
+                                  const Group& group, int rank, const FlatBuffer& buffer) {
+  const int n = group.size();
+  const I64 size = flat_size(buffer);
+  if (size % n != 0)
+    throw std::logic_error("all_to_all '" + label + "': " + std::to_string(size) +
+                           " elements do not split into " + std::to_string(n) + " equal chunks");
+  // In place: stage a private copy that the other members read from.
+  std::vector<float> staged(static_cast<std::size_t>(size));
+  const FlatBuffer staged_view{Span{staged.data(), size}};
+  Runs({&staged_view, &buffer}).over(0, size, [&](const std::vector<float*>& p, I64 len) {
+    std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+  });
+  auto inst = arrive(key, label, OpKind::all_to_all, group, rank, staged_view, -1);
+  const int me = group.index_of(rank);
+  const I64 chunk = size / n;
+  for (int j = 0; j < n; ++j) {
+    if (j == me) continue;
+    // My chunk j <- member j's chunk me.
+    const float* src = inst->buffers[j][0].data + chunk * me;
+    Runs({&buffer}).over(chunk * j, chunk * (j + 1), [&](const std::vector<float*>& p, I64 len) {
+      std::memcpy(p[0], src, sizeof(float) * static_cast<std::size_t>(len));
+      src += len;
+    });
+  }
+  depart(key, label, *inst);
+}
+
+void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label,
+                            const FlatBuffer& buffer) {
+  if (aborted()) throw AbortedError("aborted: another rank failed");
+  auto msg = std::make_shared<Message>();
+  msg->buffer = buffer;
+  msg->label = label;
+  const auto key = std::make_tuple(src, dst, tag);
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  mailboxes_[key].push_back(msg);
+  cv_.notify_all();
+  try {
+    wait(lock, deadline, [&] { return msg->done; }, [&] {
+      return "in send '" + label + "' to rank " + std::to_string(dst) + " (tag " +
+             std::to_string(tag) + "): rank " + std::to_string(dst) + " never received it";
+    });
+  } catch (...) {
+    if (msg->taken) {
+      // The receiver is copying from our buffer right now: let it finish (bounded) first.
+      cv_.wait(lock, [&] { return msg->done; });
+    } else {
+      auto& queue = mailboxes_[key];
+      queue.erase(std::remove(queue.begin(), queue.end(), msg), queue.end());
+      if (queue.empty()) mailboxes_.erase(key);
+    }
+    throw;
+  }
+  if (!msg->error.empty()) throw std::runtime_error(msg->error);
+}
+
+void SharedMemoryComm::recv(int src, int dst, int tag, const std::string& label,
+                            const FlatBuffer& buffer) {
+  if (aborted()) throw AbortedError("aborted: another rank failed");
+  const auto key = std::make_tuple(src, dst, tag);
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
+  std::shared_ptr<Message> msg;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wait(lock, deadline, [&] {
+      auto it = mailboxes_.find(key);
+      return it != mailboxes_.end() && !it->second.empty();
+    }, [&] {
+      return "in recv '" + label + "' from rank " + std::to_string(src) + " (tag " +
+             std::to_string(tag) + "): rank " + std::to_string(src) + " never sent";
+    });
+    auto it = mailboxes_.find(key);
+    msg = it->second.front();
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) mailboxes_.erase(it);
+    msg->taken = true;
+  }
+  const I64 size = flat_size(buffer);
+  const I64 sent = flat_size(msg->buffer);
+  std::string error;
+  if (size != sent) {
+    error = "recv '" + label + "' on rank " + std::to_string(dst) + " expects " +
+            std::to_string(size) + " elements, send '" + msg->label + "' from rank " +
+            std::to_string(src) + " has " + std::to_string(sent);
+  } else {
+    Runs({&buffer, &msg->buffer}).over(0, size, [&](const std::vector<float*>& p, I64 len) {
+      std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+    });
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    msg->error = error;
+    msg->done = true;
+    cv_.notify_all();
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+}  // namespace tandem::exec::cpu

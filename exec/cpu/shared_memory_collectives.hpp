@@ -1,0 +1,138 @@
+// Real collectives and point-to-point messages between ranks that are threads of one process
+// (the CPU backend, exec/cpu/cpu_device.hpp). The data moves through shared memory: no copy to a
+// staging area except where an in-place algorithm needs one (all-to-all).
+//
+// One SharedMemoryComm per run is shared by all ranks. It holds a rendezvous table: a collective
+// instance is keyed by a string every member computes identically (the CPU device uses
+// "g{group id}s{stream}#{n}": the n-th collective its rank issued on that group and stream, as
+// the simulator does). Each member
+//   1. posts its buffer (pointers, no copy) and waits until every member has posted (barrier 1);
+//   2. does its own share of the work, reading the other members' posted buffers directly;
+//   3. waits until every member has finished (barrier 2), so no buffer is reused or freed while
+//      another member may still read or write it, and leaves.
+// Shares never overlap, so the work needs no locks and the result does not depend on timing.
+//
+// Buffers. A FlatBuffer is a list of spans treated as one flat array (CommOp::bucket: several
+// tensors reduced as one buffer; a single tensor is one span). Every member's flat size must be
+// equal; a mismatch is an error on every member. Conventions (strategies/ops.hpp):
+//   all_reduce      in place on the whole buffer. Member i reduces the flat slice
+//                   shard_range(size, n, i) over all members and writes the result into every
+//                   member's buffer.
+//   reduce_scatter  `buffer` is the full (concatenated) input; member i's result is written in
+//                   place into ITS OWN slice shard_range(size, n, i) (NCCL's in-place layout);
+//                   the rest of its buffer is left untouched.
+//   all_gather      `buffer` is the full output; member i's input is its own slice
+//                   shard_range(size, n, i), which it copies to nobody: every member copies the
+//                   other members' slices from their buffers into its own.
+//   broadcast       every member copies the root's buffer (root: a global rank of the group).
+//   all_to_all      the buffer is n equal chunks; chunk j of member i goes to chunk i of member
+//                   j. Each member stages a private copy of its buffer before barrier 1 (the
+//                   exchange is in place). The size must be divisible by n.
+// Slices: shard_range(size, n, i) = [i·c, min((i+1)·c, size)) with c = ceil(size / n), i.e.
+// equal slices when n divides size (always the case for the models' padded shards), else the
+// last ones shorter (as the models' ceil(V/t) vocab shards).
+//
+// Determinism. Reductions sum member values in ascending GLOBAL RANK order, left to right in
+// fp32: result = ((x_r0 + x_r1) + x_r2) + ..., whatever the group's ring order and the timing;
+// avg divides that sum by n; max takes the maximum. Results are therefore bit-identical from
+// run to run and equal to a naive loop over the ranks in that order, and every member receives
+// the same bits (data-parallel replicas stay identical).
+//
+// Point-to-point. send/recv are matched by (src, dst, tag) in FIFO order (issue order of each
+// side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once its
+// receiver has copied the message (straight from the sender's buffer). Sizes must match.
+//
+// Never hang. Every blocking wait ends after `timeout` (a std::runtime_error naming the
+// collective, the group and the members that never arrived) or as soon as abort() is called
+// (AbortedError): a failed rank aborts the run and every other rank unblocks within ~10 ms.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "strategies/op.hpp"
+
+namespace tandem::exec::cpu {
+
+struct Span {
+  float* data = nullptr;
+  std::int64_t size = 0;  // floats
+};
+using FlatBuffer = std::vector<Span>;
+std::int64_t flat_size(const FlatBuffer& buffer);
+
+// The run was aborted (another rank failed): not a failure of the op that sees it.
+class AbortedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// [begin, end) of member `index`'s slice of a flat buffer of `size` elements over `members`.
+std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t size, int members, int index);
+
+class SharedMemoryComm {
+ public:
+  explicit SharedMemoryComm(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  SharedMemoryComm(const SharedMemoryComm&) = delete;
+  SharedMemoryComm& operator=(const SharedMemoryComm&) = delete;
+
+  // Unblocks every waiter (they throw AbortedError); later calls throw at once.
+  void abort();
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // A collective by global rank `rank` (a member of `group`). `key` identifies this instance
+  // (the same on every member); `label` names the op in errors. `root` is a global rank.
+  void all_reduce(const std::string& key, const std::string& label, const Group& group, int rank,
+                  const FlatBuffer& buffer, ReduceOp reduce);
+  void reduce_scatter(const std::string& key, const std::string& label, const Group& group,
+                      int rank, const FlatBuffer& buffer, ReduceOp reduce);
+  void all_gather(const std::string& key, const std::string& label, const Group& group, int rank,
+                  const FlatBuffer& buffer);
+  void broadcast(const std::string& key, const std::string& label, const Group& group, int rank,
+                 const FlatBuffer& buffer, int root);
+  void all_to_all(const std::string& key, const std::string& label, const Group& group, int rank,
+                  const FlatBuffer& buffer);
+
+  // Point-to-point between global ranks.
+  void send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+  void recv(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+
+  // Instances currently in the rendezvous table (0 after a clean run).
+  std::size_t pending() const;
+
+ private:
+  struct Instance;
+  struct Message;
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  // Barrier 1: posts `buffer` and returns the instance once every member has posted.
+  std::shared_ptr<Instance> arrive(const std::string& key, const std::string& label,
+                                   OpKind kind, const Group& group, int rank,
+                                   const FlatBuffer& buffer, int root);
+  // Barrier 2: waits until every member has finished its share, then leaves.
+  void depart(const std::string& key, const std::string& label, Instance& inst);
+  // Waits on cv_ for `ready` (under lock), polling abort and the deadline.
+  template <class Pred, class Describe>
+  void wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
+            Describe describe_timeout);
+
+  std::chrono::milliseconds timeout_;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Instance>> instances_;
+  std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>> mailboxes_;
+};
+
+}  // namespace tandem::exec::cpu

@@ -1,0 +1,93 @@
+// `tandem run SCENARIO --backend cpu` end to end: the real binary, its exit status, its outputs.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/trace.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+fs::path test_dir() {
+  const fs::path dir = fs::temp_directory_path() / "tandem-run-cli-test";
+  fs::create_directories(dir);
+  return dir;
+}
+
+CliRun run_tandem(const std::string& args) {
+  const std::string err_path = (test_dir() / "stderr.txt").string();
+  const std::string command = std::string(TANDEM_BINARY) + " " + args + " 2>" + err_path;
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  run.err = ss.str();
+  return run;
+}
+
+TEST(RunCli, TrainsGptTinyPrintingLossAndThroughputAndWritesTraceAndSummary) {
+  const std::string trace = (test_dir() / "trace.json").string();
+  const std::string summary = (test_dir() / "summary.json").string();
+  fs::remove(trace);
+  fs::remove(summary);
+  const CliRun run = run_tandem("run gpt-tiny-localhost --backend cpu --iterations 3 --trace " + trace +
+                                " --json " + summary);
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* needle : {"iter    0", "iter    2", "loss", "tokens/s", "peak memory"})
+    EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
+
+  const tandem::Trace t = tandem::read_trace_json(trace);
+  EXPECT_EQ(t.source, "cpu");
+  EXPECT_EQ(t.scenario, "gpt-tiny-localhost");
+  EXPECT_GT(t.records.size(), 100u);
+
+  std::ifstream in(summary);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("backend"), "cpu");
+  EXPECT_EQ(j.at("world_size"), 2);
+  ASSERT_EQ(j.at("iterations").size(), 3u);
+  EXPECT_GT(j.at("iterations")[0].at("loss").get<double>(), 5.0);
+  EXPECT_GT(j.at("tokens_per_s").get<double>(), 0);
+  EXPECT_EQ(j.at("ranks").size(), 2u);
+}
+
+TEST(RunCli, JsonToStdoutIsTheOnlyOutput) {
+  const CliRun run = run_tandem("run mlp-localhost --iterations 1 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j.at("scenario"), "mlp-localhost");
+}
+
+TEST(RunCli, RefusesAClusterOtherThanLocalhost) {
+  const CliRun run = run_tandem("run gpt2-124m-dp8 --backend cpu --iterations 1");
+  EXPECT_EQ(run.status, 2) << run.out;
+  EXPECT_NE(run.err.find("localhost"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("cluster"), std::string::npos) << run.err;
+}
+
+TEST(RunCli, RefusesAnUnknownBackend) {
+  const CliRun run = run_tandem("run gpt-tiny-localhost --backend cuda");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("cuda"), std::string::npos) << run.err;
+}
+
+}  // namespace
