@@ -9,6 +9,7 @@
 
 #include "exec/cpu/cpu_device.hpp"
 #include "strategies/data_parallel.hpp"
+#include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/transformer.hpp"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -89,6 +90,14 @@ std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const Ru
     for (int r = 0; r < world; ++r) {
       offsets[r] = sum;
       sum += counts.at(static_cast<std::size_t>(r));
+    }
+  } else if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) {
+    // Every rank of data-parallel replica d (its tensor and pipeline groups) runs the same
+    // micro-batches: those after the replicas before d.
+    const auto& counts = hybrid->micro_batches_per_replica();
+    for (int r = 0; r < world; ++r) {
+      const int d = hybrid->layout().coord_of(r).dp;
+      for (int j = 0; j < d; ++j) offsets[r] += counts.at(static_cast<std::size_t>(j));
     }
   }
   return offsets;

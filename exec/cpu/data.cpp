@@ -64,6 +64,9 @@ void init_parameter(std::string_view name, float* data, std::int64_t n, std::uin
   } else if (ends_with(name, ".bias")) {
     for (I64 i = 0; i < n; ++i) data[i] = 0.0f;
   } else {
+    // The last pipeline stage's copy of a tied word embedding is the same logical parameter as
+    // the first stage's table (Megatron initialises the copy from it).
+    if (ends_with(name, "word_embedding_copy.weight")) name = "embedding.word.weight";
     const std::uint64_t key = splitmix64(seed) ^ hash_name(name);
     for (I64 i = 0; i < n; ++i)
       data[i] = std_dev * hashed_normal(key, static_cast<std::uint64_t>(i));

@@ -27,7 +27,9 @@
 //
 // Parameter initialisation (init_parameter): a parameter named "...norm.weight" starts at 1,
 // "....bias" at 0 (norm biases included), every other one ~ N(0, std²) drawn from a
-// counter-based hash of (seed, parameter name, element index). Every strategy therefore
+// counter-based hash of (seed, parameter name, element index); the last pipeline stage's copy
+// of a tied word embedding ("...word_embedding_copy.weight") draws as "embedding.word.weight".
+// Every strategy therefore
 // initialises the same logical parameter identically as long as it holds the whole tensor under
 // the same name (data parallel). A tensor-parallel shard would draw from its local indices:
 // equivalence with unsharded runs needs a global index (not done yet).
