@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "sim/collectives/algorithms.hpp"
 
@@ -173,6 +174,28 @@ CollectiveFidelity choose_fidelity(CollectiveAlgorithm algorithm, OpKind kind, i
                                                                  : CollectiveFidelity::aggregated;
 }
 
+namespace {
+// Every member of a collective needs its group's shape, which depends only on the members: it is
+// computed once per channel (a group on a stream) and shared, instead of O(n) work per member
+// (O(n^2) per collective). One engine per process, so one cache per simulation.
+const collectives::GroupShape& shared_group_shape(const CollectiveCall& call, const TopologyView& topology) {
+  struct Entry {
+    const TopologyView* topology;
+    std::vector<int> ranks;
+    collectives::GroupShape shape;
+  };
+  static std::unordered_map<std::string, Entry> cache;
+  auto it = cache.find(call.channel);
+  // Group ids are unique per member set; size and ends guard against a reused channel name.
+  if (it == cache.end() || it->second.topology != &topology || it->second.ranks.size() != call.ranks.size() ||
+      it->second.ranks.front() != call.ranks.front() || it->second.ranks.back() != call.ranks.back()) {
+    Entry entry{&topology, call.ranks, collectives::analyze_group(call.ranks, topology)};
+    it = cache.insert_or_assign(call.channel, std::move(entry)).first;
+  }
+  return it->second.shape;
+}
+}  // namespace
+
 void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, CollectiveFidelity fidelity,
                     PointToPoint& p2p, const TopologyView& topology) {
   using namespace collectives;
@@ -186,12 +209,12 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   if (n <= 1) return;
 
   // The group's full shape costs O(n); the ring, tree and direct algorithms do not need it.
-  GroupShape shape;
-  if (algorithm == CollectiveAlgorithm::automatic || algorithm == CollectiveAlgorithm::hierarchical) {
-    shape = analyze_group(call.ranks, topology);
-  } else {
-    shape.size = n;
-  }
+  GroupShape plain;
+  plain.size = n;
+  const GroupShape& shape =
+      (algorithm == CollectiveAlgorithm::automatic || algorithm == CollectiveAlgorithm::hierarchical)
+          ? shared_group_shape(call, topology)
+          : plain;
   CollectiveAlgorithm chosen = algorithm == CollectiveAlgorithm::automatic
                                    ? choose_for_shape(call.kind, call.bytes, shape)
                                    : algorithm;
