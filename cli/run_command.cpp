@@ -24,6 +24,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--trace", o.trace_path, "write the measured trace (Tandem schema) to FILE");
   cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
   cmd->add_option("--json", o.json_path, "write the summary as JSON to FILE ('-' for stdout)");
+  cmd->add_option("--checkpoint", o.checkpoint_path, "save the full training state to FILE at the end (atomically)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "also save it every N iterations")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--resume", o.resume_path, "continue training from the checkpoint FILE");
   return cmd;
 }
 
@@ -44,6 +48,11 @@ int run_run(const RunCommandOptions& o) {
   options.iterations = o.iterations.value_or(10);
   options.warmup_iterations = o.warmup.value_or(0);
   if (o.timeout_s) options.timeout_s = *o.timeout_s;
+  if (o.checkpoint_every && o.checkpoint_path.empty())
+    throw InputError("command line", 0, "--checkpoint-every", "needs --checkpoint FILE");
+  options.checkpoint_path = o.checkpoint_path;
+  options.checkpoint_every = o.checkpoint_every.value_or(0);
+  options.resume_path = o.resume_path;
   options.record_trace = !o.trace_path.empty() || !o.chrome_trace_path.empty();
   const bool quiet = o.json_path == "-";
   if (!quiet) {
@@ -81,6 +90,7 @@ int run_run(const RunCommandOptions& o) {
       std::cout << line;
     }
     if (!o.json_path.empty()) write_file_atomically(o.json_path, summary.dump(2) + "\n");
+    if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
   }
   Trace trace = result.trace;
   trace.scenario = scenario.name;

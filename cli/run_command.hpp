@@ -2,7 +2,8 @@
 // Prints loss and throughput per iteration; writes the measured trace (Tandem's trace schema,
 // the same op ids as `tandem simulate --tandem-trace`) and a JSON summary on request. The cpu
 // backend runs on the `localhost` cluster only (CPU cores as devices); any other cluster, or
-// another backend, is refused with exit status 2.
+// another backend, is refused with exit status 2, as is a corrupted, truncated or mismatched
+// checkpoint given to --resume.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,9 @@ struct RunCommandOptions {
   std::string trace_path;         // --trace: the measured trace (Tandem schema)
   std::string chrome_trace_path;  // --chrome-trace: a Chrome-trace/Perfetto timeline
   std::string json_path;          // --json: the summary as JSON ('-' for stdout)
+  std::string checkpoint_path;    // --checkpoint: save the training state there (atomically)
+  std::optional<int> checkpoint_every;  // --checkpoint-every N iterations (and at the end)
+  std::string resume_path;        // --resume: continue from a checkpoint
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

@@ -118,7 +118,8 @@ void CpuDevice::check_aborted() const {
 
 void CpuDevice::check_injection(const std::string& label) const {
   const DeviceSettings& s = context_.settings();
-  if (rank_ == s.fail_rank && label == s.fail_op) throw std::runtime_error("injected failure");
+  if (rank_ == s.fail_rank && label == s.fail_op && (s.fail_iteration < 0 || iteration_ == s.fail_iteration))
+    throw std::runtime_error("injected failure");
 }
 
 // ---------------------------------------------------------------- memory
@@ -219,23 +220,33 @@ std::map<std::string, std::vector<float>> CpuDevice::snapshot(
   return out;
 }
 
-std::size_t CpuDevice::restore(const std::map<std::string, std::vector<float>>& values,
-                               const std::set<MemCategory>& categories) {
+void CpuDevice::restore(const std::map<std::string, std::vector<float>>& values,
+                        const std::set<MemCategory>& categories) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::size_t written = 0;
+  std::vector<std::pair<Buffer*, const std::vector<float>*>> plan;
+  std::size_t matched = 0;
   for (auto& [id, buffer] : buffers_) {
     if (!categories.count(buffer.category)) continue;
-    auto it = values.find(names_.at(id));
-    if (it == values.end()) continue;
+    const std::string& name = names_.at(id);
+    auto it = values.find(name);
+    if (it == values.end()) throw std::runtime_error("the checkpoint has no tensor '" + name + "'");
     if (static_cast<I64>(it->second.size()) != buffer.numel)
-      throw std::runtime_error("restore: '" + it->first + "' has " +
-                               std::to_string(it->second.size()) + " values, the tensor " +
-                               std::to_string(buffer.numel));
-    std::copy(it->second.begin(), it->second.end(), buffer.data.get());
-    masters_to_fill_.erase(id);
-    ++written;
+      throw std::runtime_error("the checkpoint's '" + name + "' has " + std::to_string(it->second.size()) +
+                               " values, this run's has " + std::to_string(buffer.numel));
+    plan.emplace_back(&buffer, &it->second);
+    ++matched;
   }
-  return written;
+  if (matched != values.size()) {
+    for (const auto& [name, v] : values) {
+      bool live = false;
+      for (const auto& [id, buffer] : buffers_)
+        if (categories.count(buffer.category) && names_.at(id) == name) live = true;
+      if (!live) throw std::runtime_error("the checkpoint's tensor '" + name + "' has no counterpart in this run");
+    }
+  }
+  for (auto& [buffer, v] : plan) std::copy(v->begin(), v->end(), buffer->data.get());
+  for (const auto& [id, buffer] : buffers_)
+    if (categories.count(buffer.category)) masters_to_fill_.erase(id);
 }
 
 // ---------------------------------------------------------------- compute

@@ -89,6 +89,7 @@ struct DeviceSettings {
   // Failure injection (tests): rank `fail_rank` throws when it executes the op `fail_op`.
   int fail_rank = -1;
   std::string fail_op;
+  int fail_iteration = -1;  // -1: any iteration
 };
 
 // What a run's devices share: settings, the communicator, the clock, the first failure.
@@ -164,10 +165,11 @@ class CpuDevice final : public Runtime {
   // Live tensors of the given categories by name (e.g. parameters for equivalence tests and
   // checkpoints). Names must be unique among them.
   std::map<std::string, std::vector<float>> snapshot(const std::set<MemCategory>& categories) const;
-  // Overwrites live tensors by name (restoring a checkpoint); returns how many were written.
-  // Throws std::runtime_error when a name is live with a different size.
-  std::size_t restore(const std::map<std::string, std::vector<float>>& values,
-                      const std::set<MemCategory>& categories);
+  // Overwrites the live tensors of these categories from `values` by name (restoring a
+  // checkpoint). Every live tensor must get a value of its size and every value must find its
+  // tensor; otherwise std::runtime_error naming the first mismatch (nothing is half-restored).
+  void restore(const std::map<std::string, std::vector<float>>& values,
+               const std::set<MemCategory>& categories);
 
  private:
   struct Buffer {

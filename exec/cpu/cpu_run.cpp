@@ -1,12 +1,16 @@
 #include "exec/cpu/cpu_run.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <set>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
 
+#include "common/input_error.hpp"
+#include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/cpu_device.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/hybrid_parallel.hpp"
@@ -21,15 +25,15 @@ namespace {
 // Joins the ranks' iterations: the last rank to finish an iteration closes its statistics.
 class IterationBoard {
  public:
-  IterationBoard(int world, int iterations, int warmup, std::int64_t tokens_per_iteration,
+  IterationBoard(int world, int first, int iterations, int warmup, std::int64_t tokens_per_iteration,
                  const std::function<void(const IterationStats&)>& callback)
-      : world_(world), warmup_(warmup), tokens_(tokens_per_iteration), callback_(callback),
+      : world_(world), first_(first), warmup_(warmup), tokens_(tokens_per_iteration), callback_(callback),
         slots_(static_cast<std::size_t>(iterations)) {}
 
   void arrive(int iteration, std::pair<double, double> window,
               const std::vector<LossRecord>& losses) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Slot& slot = slots_.at(static_cast<std::size_t>(iteration));
+    Slot& slot = slots_.at(static_cast<std::size_t>(iteration - first_));
     slot.start = slot.arrived == 0 ? window.first : std::min(slot.start, window.first);
     slot.end = slot.arrived == 0 ? window.second : std::max(slot.end, window.second);
     for (const LossRecord& l : losses) {
@@ -41,7 +45,7 @@ class IterationBoard {
     if (++slot.arrived < world_) return;
     IterationStats stats;
     stats.iteration = iteration;
-    stats.warmup = iteration < warmup_;
+    stats.warmup = iteration - first_ < warmup_;
     stats.time_s = slot.end - slot.start;
     stats.tokens_per_s = stats.time_s > 0 ? static_cast<double>(tokens_) / stats.time_s : 0;
     stats.micro_batches = static_cast<std::int64_t>(slot.losses.size());
@@ -72,12 +76,58 @@ class IterationBoard {
     IterationStats stats;
     bool closed = false;
   };
-  int world_, warmup_;
+  int world_, first_, warmup_;
   std::int64_t tokens_;
   const std::function<void(const IterationStats&)>& callback_;
   std::mutex mutex_;
   std::vector<Slot> slots_;
 };
+
+// Mid-run checkpoints: every rank stops after the iteration; the last to arrive saves the state
+// of all ranks (all of them are idle: their streams were drained by end_iteration) and releases
+// the others. Waits poll the run's abort flag.
+class CheckpointBarrier {
+ public:
+  CheckpointBarrier(int world, CpuRunContext& context) : world_(world), context_(context) {}
+
+  // Returns once the checkpoint is saved; `save` runs on the last rank to arrive.
+  void arrive(const std::function<void()>& save) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const long generation = generation_;
+    if (++arrived_ == world_) {
+      arrived_ = 0;
+      save();  // under the lock: nobody proceeds before the state is on disk
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    while (generation_ == generation) {
+      if (context_.aborted()) throw AbortedError("aborted: another rank failed");
+      cv_.wait_for(lock, std::chrono::milliseconds(20));
+    }
+  }
+
+ private:
+  int world_;
+  CpuRunContext& context_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  long generation_ = 0;
+};
+
+const std::set<MemCategory> kTrainingState{MemCategory::parameters, MemCategory::optimizer_state};
+
+Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_iteration,
+                        const std::vector<std::unique_ptr<CpuDevice>>& devices) {
+  Checkpoint ck;
+  ck.strategy = strategy.name();
+  ck.world_size = strategy.world_size();
+  ck.next_iteration = next_iteration;
+  ck.seed = o.seed;
+  for (const auto& d : devices) ck.ranks.push_back(d->snapshot(kTrainingState));
+  return ck;
+}
 
 std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& o) {
   const int world = strategy.world_size();
@@ -125,7 +175,22 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   if (!(o.timeout_s > 0)) throw std::invalid_argument("run_cpu: timeout_s must be positive");
   const int world = strategy.world_size();
   if (world < 1) throw std::invalid_argument("run_cpu: empty strategy");
+  if (o.checkpoint_every < 0) throw std::invalid_argument("run_cpu: negative checkpoint interval");
   const int total_iterations = o.warmup_iterations + o.iterations;
+  Checkpoint resume;
+  int first_iteration = 0;
+  if (!o.resume_path.empty()) {
+    resume = load_checkpoint(o.resume_path);
+    if (resume.strategy != strategy.name() || resume.world_size != world)
+      throw InputError(o.resume_path, 0, "",
+                       "checkpoint of '" + resume.strategy + "' on " + std::to_string(resume.world_size) +
+                           " rank(s) cannot resume '" + strategy.name() + "' on " + std::to_string(world));
+    if (resume.seed != o.seed)
+      throw InputError(o.resume_path, 0, "",
+                       "checkpoint written with seed " + std::to_string(resume.seed) + ", this run has seed " +
+                           std::to_string(o.seed) + " (dropout masks would differ)");
+    first_iteration = resume.next_iteration;
+  }
   const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
 
   DeviceSettings settings;
@@ -139,6 +204,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   settings.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000.0));
   settings.fail_rank = o.fail_rank;
   settings.fail_op = o.fail_op;
+  settings.fail_iteration = o.fail_iteration;
   CpuRunContext context(world, settings);
 
   const std::vector<std::int64_t> offsets = micro_batch_offsets(strategy, o);
@@ -147,8 +213,11 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
     devices.push_back(std::make_unique<CpuDevice>(r, context, offsets[r]));
   openblas_set_num_threads(std::max(1, o.blas_threads));
 
-  IterationBoard board(world, total_iterations, o.warmup_iterations, tokens_per_iteration,
-                       o.on_iteration);
+  IterationBoard board(world, first_iteration, total_iterations, o.warmup_iterations,
+                       tokens_per_iteration, o.on_iteration);
+  CheckpointBarrier barrier(world, context);
+  std::mutex resume_mutex;
+  std::string resume_mismatch;  // the checkpoint does not fit this run's tensors
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -156,11 +225,26 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
       try {
         auto program = strategy.program_for(r);
         program->setup(device);
-        for (int it = 0; it < total_iterations; ++it) {
+        if (!o.resume_path.empty()) {
+          try {
+            device.restore(resume.ranks.at(static_cast<std::size_t>(r)), kTrainingState);
+          } catch (const std::runtime_error& e) {
+            {
+              std::lock_guard<std::mutex> lock(resume_mutex);
+              if (resume_mismatch.empty()) resume_mismatch = e.what();
+            }
+            throw std::runtime_error("cannot resume from " + o.resume_path + ": " + e.what());
+          }
+        }
+        for (int i = 0; i < total_iterations; ++i) {
+          const int it = first_iteration + i;
           device.begin_iteration(it);
           program->train_step(device, it);
           device.end_iteration();
           board.arrive(it, device.iteration_windows().back(), device.losses());
+          if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (i + 1) % o.checkpoint_every == 0 &&
+              i + 1 < total_iterations)
+            barrier.arrive([&] { save_checkpoint(snapshot_run(strategy, o, it + 1, devices), o.checkpoint_path); });
         }
       } catch (const AbortedError&) {
         // Another rank failed first; its error is the run's.
@@ -175,12 +259,17 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   }
   for (auto& t : threads) t.join();
   for (auto& d : devices) d->shutdown();
+  if (!resume_mismatch.empty())
+    throw InputError(o.resume_path, 0, "", "checkpoint does not match this run: " + resume_mismatch);
   if (context.failed()) throw RunError(context.failure());
+  if (!o.checkpoint_path.empty())
+    save_checkpoint(snapshot_run(strategy, o, first_iteration + total_iterations, devices), o.checkpoint_path);
 
   RunResult result;
   result.strategy = strategy.name();
   result.world_size = world;
   result.iterations = board.results();
+  result.first_iteration = first_iteration;
   result.tokens_per_iteration = tokens_per_iteration;
   double measured_time = 0;
   int measured = 0;
@@ -249,6 +338,7 @@ nlohmann::json to_json(const RunResult& r) {
               {"strategy", r.strategy},
               {"world_size", r.world_size},
               {"tokens_per_iteration", r.tokens_per_iteration},
+              {"first_iteration", r.first_iteration},
               {"iteration_time_s", r.iteration_time_s},
               {"tokens_per_s", r.tokens_per_s},
               {"wall_time_s", r.wall_time_s},

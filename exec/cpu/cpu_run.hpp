@@ -60,6 +60,7 @@ struct RunResult {
   std::string strategy;
   int world_size = 0;
   std::vector<IterationStats> iterations;  // warm-up ones included (flagged)
+  int first_iteration = 0;                 // > 0 when resumed from a checkpoint
   Seconds iteration_time_s = 0;            // mean over measured iterations
   double tokens_per_s = 0;                 // measured tokens / measured time
   std::int64_t tokens_per_iteration = 0;
@@ -89,9 +90,19 @@ struct RunOptions {
   bool capture_parameters = false;
   int blas_threads = 1;
   double timeout_s = 60;  // any blocking wait longer than this fails the run
-  // Failure injection (tests): rank `fail_rank` throws when it executes op `fail_op`.
+  // Checkpoints (checkpoint.hpp): with `checkpoint_path`, the full training state is saved
+  // there atomically every `checkpoint_every` iterations (0: never mid-run) and at the end of a
+  // successful run. With `resume_path`, the run continues from that checkpoint: iterations are
+  // numbered on from its next_iteration, and `iterations` more are run. The checkpoint must come
+  // from the same strategy (name and world size) and seed: otherwise an InputError.
+  std::string checkpoint_path;
+  int checkpoint_every = 0;
+  std::string resume_path;
+  // Failure injection (tests): rank `fail_rank` throws when it executes op `fail_op` (in
+  // iteration `fail_iteration`, or any when -1).
   int fail_rank = -1;
   std::string fail_op;
+  int fail_iteration = -1;
   // Called once per iteration as soon as every rank has finished it (from a rank thread).
   std::function<void(const IterationStats&)> on_iteration;
 };

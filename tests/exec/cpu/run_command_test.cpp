@@ -84,6 +84,22 @@ TEST(RunCli, RefusesAClusterOtherThanLocalhost) {
   EXPECT_NE(run.err.find("cluster"), std::string::npos) << run.err;
 }
 
+TEST(RunCli, CheckpointThenResumeContinuesTheIterationsAndRefusesADamagedFile) {
+  const std::string ck = (test_dir() / "cli.ck").string();
+  ASSERT_EQ(run_tandem("run gpt-tiny-localhost --iterations 2 --checkpoint " + ck).status, 0);
+  const CliRun resumed = run_tandem("run gpt-tiny-localhost --iterations 1 --resume " + ck);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("iter    2"), std::string::npos) << resumed.out;
+
+  std::fstream f(ck, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(200);
+  f.put('\x7f');
+  f.close();
+  const CliRun damaged = run_tandem("run gpt-tiny-localhost --iterations 1 --resume " + ck);
+  EXPECT_EQ(damaged.status, 2);
+  EXPECT_NE(damaged.err.find(ck), std::string::npos) << damaged.err;
+}
+
 TEST(RunCli, RefusesAnUnknownBackend) {
   const CliRun run = run_tandem("run gpt-tiny-localhost --backend cuda");
   EXPECT_EQ(run.status, 2);
