@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/cli_test_support.hpp"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -11,33 +13,13 @@
 #include <set>
 #include <sstream>
 
+namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun run_tandem(const std::string& args) {
-  const fs::path dir = fs::temp_directory_path() / "tandem-cli-test";
-  fs::create_directories(dir);
-  const std::string err_path = (dir / "stderr.txt").string();
-  const std::string command = std::string(TANDEM_BINARY) + " " + args + " 2>" + err_path;
-  CliRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  run.err = ss.str();
-  return run;
-}
+using cli_test::CliRun;
+using cli_test::run_tandem;
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const fs::path path = fs::temp_directory_path() / "tandem-cli-test" / name;
@@ -107,3 +89,4 @@ TEST(SimulateCli, UnknownOptionGivesStatusTwo) {
 }
 
 }  // namespace
+}  // namespace tandem

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/cli_test_support.hpp"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -12,36 +14,18 @@
 
 #include "analysis/trace.hpp"
 
+namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using cli_test::CliRun;
+using cli_test::run_tandem;
 
 fs::path test_dir() {
   const fs::path dir = fs::temp_directory_path() / "tandem-run-cli-test";
   fs::create_directories(dir);
   return dir;
-}
-
-CliRun run_tandem(const std::string& args) {
-  const std::string err_path = (test_dir() / "stderr.txt").string();
-  const std::string command = std::string(TANDEM_BINARY) + " " + args + " 2>" + err_path;
-  CliRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  run.err = ss.str();
-  return run;
 }
 
 TEST(RunCli, TrainsGptTinyPrintingLossAndThroughputAndWritesTraceAndSummary) {
@@ -107,3 +91,4 @@ TEST(RunCli, RefusesAnUnknownBackend) {
 }
 
 }  // namespace
+}  // namespace tandem

@@ -1,0 +1,45 @@
+// Running the real `tandem` binary from a test: exit status, stdout and stderr. Each call captures
+// stderr in a file of its own, so tests running in parallel (ctest -j) never read each other's.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tandem::cli_test {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+inline CliRun run_tandem(const std::string& args) {
+  static std::atomic<int> calls{0};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem-cli-stderr";
+  std::filesystem::create_directories(dir);
+  const std::string err_path =
+      (dir / (std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".txt")).string();
+  const std::string command = std::string(TANDEM_BINARY) + " " + args + " 2>" + err_path;
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  run.err = ss.str();
+  std::filesystem::remove(err_path);
+  return run;
+}
+
+}  // namespace tandem::cli_test
