@@ -116,9 +116,9 @@ void CpuDevice::check_aborted() const {
   if (context_.aborted()) throw AbortedError("aborted: another rank failed");
 }
 
-void CpuDevice::check_injection(const std::string& label) const {
+void CpuDevice::check_injection(const std::string& label, int iteration) const {
   const DeviceSettings& s = context_.settings();
-  if (rank_ == s.fail_rank && label == s.fail_op && (s.fail_iteration < 0 || iteration_ == s.fail_iteration))
+  if (rank_ == s.fail_rank && label == s.fail_op && (s.fail_iteration < 0 || iteration == s.fail_iteration))
     throw std::runtime_error("injected failure");
 }
 
@@ -157,6 +157,9 @@ Tensor CpuDevice::alloc(std::string_view name, std::vector<std::int64_t> shape, 
 
 void CpuDevice::release_locked(int tensor_id) {
   memory_.release(tensor_id);  // unknown ids: std::logic_error
+  auto it = buffers_.find(tensor_id);
+  // Activations are never reacquired: forget their names (a run allocates thousands per step).
+  if (it != buffers_.end() && it->second.category == MemCategory::activations) names_.erase(tensor_id);
   buffers_.erase(tensor_id);
   masters_to_fill_.erase(tensor_id);
 }
@@ -259,7 +262,7 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
   ++compute_ops_;
   const DeviceSettings& s = context_.settings();
   try {
-    check_injection(op.label);
+    check_injection(op.label, iteration_);
     // The fp32 master copy starts as the parameter (the first optimizer op that uses it).
     if (op.kind == OpKind::optimizer && op.inputs.size() == 5) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -392,7 +395,7 @@ FlatBuffer CpuDevice::flat_buffer(const CommOp& op) {
 void CpuDevice::run_comm(PendingComm& pending) {
   const CommOp& op = pending.op;
   try {
-    check_injection(op.label);
+    check_injection(op.label, pending.iteration);  // (iteration_ belongs to the host thread)
     const FlatBuffer buffer = flat_buffer(op);
     SharedMemoryComm& comm = context_.comm();
     const double start = context_.now_s();

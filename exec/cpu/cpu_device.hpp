@@ -203,7 +203,7 @@ class CpuDevice final : public Runtime {
   void worker_loop(Stream stream);
   void run_comm(PendingComm& pending);
   void complete(std::int64_t handle, bool failed);
-  void check_injection(const std::string& label) const;
+  void check_injection(const std::string& label, int iteration) const;
   void check_aborted() const;
   void add_trace(TraceRecord record);
   FlatBuffer flat_buffer(const CommOp& op);
