@@ -19,8 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Each test its own directory (ctest runs tests in parallel processes).
 fs::path dir() {
-  const fs::path d = fs::temp_directory_path() / "tandem-checkpoint-test";
+  const fs::path d = fs::temp_directory_path() / "tandem-checkpoint-test" /
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
   fs::create_directories(d);
   return d;
 }
