@@ -224,8 +224,10 @@ class HybridRank final : public RankProgram {
         const Shards& shards = shards_[layer->name()];
         const auto& grads = plan_.parallel.zero_stage >= 2 ? shards.grads : layer->gradients();
         const auto& params = plan_.parallel.zero_stage >= 3 ? shards.params : layer->parameters();
-        optimizer_.step(rt, layer->name(), params, grads, plan_.training, grad_scale, iteration,
-                        plan_.parallel.zero_stage >= 2 ? 0 : me_.dp);
+        // Which shard of the full tensors this rank updates: its own under ZeRO-1; the whole
+        // tensor without ZeRO; offset 0 of the shard tensors themselves under ZeRO-2/3.
+        const int shard_index = plan_.parallel.zero_stage == 1 ? me_.dp : 0;
+        optimizer_.step(rt, layer->name(), params, grads, plan_.training, grad_scale, iteration, shard_index);
         for (const Tensor& w : layer->parameters()) updated.push_back(w);
       }
     // ZeRO-1/2: every rank updated its shard; the new parameters are all-gathered (ZeRO-3 keeps

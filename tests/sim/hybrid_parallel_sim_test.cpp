@@ -80,6 +80,8 @@ TEST(HybridParallelSim, PipelineSizeOneEqualsDataParallel) {
   });
   std::cout << "data_parallel " << dp.iteration_s << " s, hybrid(pp=1,tp=1) " << hybrid.iteration_s << " s\n";
   EXPECT_DOUBLE_EQ(dp.iteration_s, hybrid.iteration_s);
+  // Every rank, not only the slowest: each replica does the same work (its optimizer step too).
+  EXPECT_EQ(dp.compute_s, hybrid.compute_s);
 }
 
 TEST(HybridParallelSim, PipelineBubbleFollowsTheFormula) {
