@@ -21,13 +21,18 @@ struct CliRun {
   std::string err;
 };
 
+// The `tandem` binary built beside the test binary (same build folder), so no path is compiled in.
+inline std::string tandem_binary() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "tandem").string();
+}
+
 inline CliRun run_tandem(const std::string& args) {
   static std::atomic<int> calls{0};
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem-cli-stderr";
   std::filesystem::create_directories(dir);
   const std::string err_path =
       (dir / (std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".txt")).string();
-  const std::string command = std::string(TANDEM_BINARY) + " " + args + " 2>" + err_path;
+  const std::string command = tandem_binary() + " " + args + " 2>" + err_path;
   CliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
