@@ -22,6 +22,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--algorithm", o.algorithm, "collective algorithm: auto, ring, tree, hierarchical, direct");
   cmd->add_option("--fidelity", o.fidelity, "collective fidelity: auto, exact, aggregated");
   cmd->add_option("--compute-fidelity", o.compute_fidelity, "compute fidelity: fused, per_op");
+  cmd->add_option("--replica-folding", o.replica_folding,
+                  "simulate one block of identical data-parallel replicas and mirror the rest: auto, off");
   return cmd;
 }
 
@@ -35,6 +37,7 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.algorithm.empty()) options.algorithm = sim::parse_collective_algorithm(o.algorithm);
     if (!o.fidelity.empty()) options.collective_fidelity = sim::parse_collective_fidelity(o.fidelity);
     if (!o.compute_fidelity.empty()) options.compute_fidelity = sim::parse_compute_fidelity(o.compute_fidelity);
+    if (!o.replica_folding.empty()) options.replica_folding = sim::parse_replica_folding(o.replica_folding);
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
   }

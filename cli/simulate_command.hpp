@@ -18,6 +18,7 @@ struct SimulateOptions {
   std::string algorithm;          // overrides the scenario's collective algorithm
   std::string fidelity;           // overrides the scenario's collective fidelity
   std::string compute_fidelity;
+  std::string replica_folding;    // auto, off
 };
 
 // Registers the sub-command; `run_simulate` is called with the parsed options.

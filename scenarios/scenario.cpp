@@ -248,7 +248,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
 
 void read_simulation(const YamlNode& node, Scenario& s) {
   node.only_keys({"iterations", "warmup_iterations", "collective_algorithm", "collective_fidelity",
-                  "compute_fidelity"});
+                  "compute_fidelity", "replica_folding"});
   SectionReader r(node, s);
   sim::SimulationOptions& o = s.simulation;
   r.positive_int("iterations", o.iterations);
@@ -260,6 +260,7 @@ void read_simulation(const YamlNode& node, Scenario& s) {
   r.choice("collective_algorithm", [&](const std::string& v) { o.algorithm = sim::parse_collective_algorithm(v); });
   r.choice("collective_fidelity", [&](const std::string& v) { o.collective_fidelity = sim::parse_collective_fidelity(v); });
   r.choice("compute_fidelity", [&](const std::string& v) { o.compute_fidelity = sim::parse_compute_fidelity(v); });
+  r.choice("replica_folding", [&](const std::string& v) { o.replica_folding = sim::parse_replica_folding(v); });
 }
 
 std::string resolve_scenario(const std::string& name_or_path) {

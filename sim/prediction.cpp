@@ -94,6 +94,8 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
   p.simulation_wall_time_s = result.wall_time_s;
   p.simulated_compute_ops = result.compute_ops;
   p.simulated_comm_ops = result.comm_ops;
+  p.simulated_ranks = result.simulated_ranks;
+  p.folding = result.folding;
   return p;
 }
 
@@ -127,7 +129,9 @@ nlohmann::json to_json(const Prediction& p) {
           {"simulation",
            {{"wall_time_s", p.simulation_wall_time_s},
             {"compute_ops", p.simulated_compute_ops},
-            {"comm_ops", p.simulated_comm_ops}}}};
+            {"comm_ops", p.simulated_comm_ops},
+            {"simulated_ranks", p.simulated_ranks},
+            {"replica_folding", p.folding}}}};
 }
 
 std::string to_text(const Prediction& p) {
@@ -162,7 +166,8 @@ std::string to_text(const Prediction& p) {
       << "\n";
   out << "energy      " << fmt("%.4g", p.energy_per_iteration_j) << " J per iteration\n";
   out << "simulated   " << p.simulated_compute_ops << " compute + " << p.simulated_comm_ops
-      << " comm ops in " << fmt("%.2f", p.simulation_wall_time_s) << " s wall\n";
+      << " comm ops on " << p.simulated_ranks << " of " << p.devices << " ranks in "
+      << fmt("%.2f", p.simulation_wall_time_s) << " s wall (" << p.folding << ")\n";
   return out.str();
 }
 

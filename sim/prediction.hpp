@@ -52,6 +52,8 @@ struct Prediction {
   double simulation_wall_time_s = 0;
   std::size_t simulated_compute_ops = 0;
   std::size_t simulated_comm_ops = 0;
+  int simulated_ranks = 0;  // fewer than `devices` when replicas were folded
+  std::string folding;      // how, or why not
 };
 
 struct PredictionInputs {

@@ -107,7 +107,9 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     if (op.group.index_of(rank_) < 0)
       throw std::logic_error("op " + op.label + ": rank " + std::to_string(rank_) + " is not in its group");
     pending.channel = "g" + std::to_string(op.group.id) + "s" + std::to_string(static_cast<int>(issue.stream));
-    pending.members = op.group.size();
+    // Ghosts (folded replicas) never arrive: their rendezvous is their mirror's.
+    pending.members = 0;
+    for (int member : op.group.ranks) pending.members += is_ghost(member) ? 0 : 1;
     const int instance = channel_instances_[pending.channel]++;
     pending.rendezvous_key = pending.channel + "#" + std::to_string(instance);
   } else {
@@ -117,7 +119,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     const int src = op.kind == OpKind::send ? rank_ : op.peer;
     const int dst = op.kind == OpKind::send ? op.peer : rank_;
     const std::string pair = mailbox_name(pending.channel, src, dst);
-    pending.members = 2;
+    pending.members = is_ghost(op.peer) ? 1 : 2;
     pending.rendezvous_key = pair + "#" + std::to_string(channel_instances_[pair]++);
   }
   pending.op = std::move(op);
@@ -192,11 +194,17 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
       // An automatic fidelity stays automatic: run_collective decides it from the message size.
       chosen = context_.choices.emplace(key, choice).first;
     }
-    run_collective(call, chosen->second.algorithm, chosen->second.fidelity, *this, context_.topology);
+    // With ghosts in the group only the aggregated form is sound: it times the collective from
+    // every member's schedule (ghosts included), where the exact form would need ghosts to pace
+    // their steps.
+    CollectiveFidelity fidelity = chosen->second.fidelity;
+    if (std::any_of(op.group.ranks.begin(), op.group.ranks.end(), [&](int r) { return is_ghost(r); }))
+      fidelity = CollectiveFidelity::aggregated;
+    run_collective(call, chosen->second.algorithm, fidelity, *this, context_.topology);
   } else if (op.kind == OpKind::send) {
     send_async(op.peer, op.bytes, pending.channel)->wait();
   } else {
-    recv_async(op.peer, pending.channel)->wait();
+    recv_async(op.peer, op.bytes, pending.channel)->wait();
   }
 
   state.end_s = s4u::Engine::get_clock();
@@ -215,11 +223,17 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
 }
 
 s4u::CommPtr SimDevice::send_async(int dst_rank, Bytes bytes, const std::string& channel) {
+  // A ghost has no actor to receive: the bytes still cross the real links to its host.
+  if (is_ghost(dst_rank))
+    return s4u::Comm::sendto_async(host_, context_.hosts[dst_rank], static_cast<std::uint64_t>(bytes));
   return s4u::Mailbox::by_name(mailbox_name(channel, rank_, dst_rank))
       ->put_async(&kPayload, static_cast<std::uint64_t>(bytes));
 }
 
-s4u::CommPtr SimDevice::recv_async(int src_rank, const std::string& channel) {
+s4u::CommPtr SimDevice::recv_async(int src_rank, Bytes bytes, const std::string& channel) {
+  // A ghost sends, by symmetry, when its mirror would: now, as this member posts the receive.
+  if (is_ghost(src_rank))
+    return s4u::Comm::sendto_async(context_.hosts[src_rank], host_, static_cast<std::uint64_t>(bytes));
   return s4u::Mailbox::by_name(mailbox_name(channel, src_rank, rank_))->get_async<void>(&g_receive_sink);
 }
 

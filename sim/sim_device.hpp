@@ -32,7 +32,8 @@ namespace tandem::sim {
 struct SimulationContext {
   const Cluster* cluster = nullptr;
   SimulationOptions options;
-  std::vector<simgrid::s4u::Host*> hosts;  // by global rank
+  const FoldPlan* fold = nullptr;          // which ranks run an actor; the others are ghosts
+  std::vector<simgrid::s4u::Host*> hosts;  // by global rank, ghosts included
   TopologyView topology;
 
   struct Rendezvous {
@@ -74,7 +75,7 @@ class SimDevice final : public Runtime, public PointToPoint {
 
   // PointToPoint (used by collectives running on this device's stream actors)
   simgrid::s4u::CommPtr send_async(int dst_rank, Bytes bytes, const std::string& channel) override;
-  simgrid::s4u::CommPtr recv_async(int src_rank, const std::string& channel) override;
+  simgrid::s4u::CommPtr recv_async(int src_rank, Bytes bytes, const std::string& channel) override;
 
   // Results, read after the simulation.
   const MemoryLedger& memory() const { return memory_; }
@@ -116,6 +117,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   void add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream, Seconds start,
                  Seconds end, Flops flops, Bytes bytes, int peer, const Group* group);
   bool measuring() const;
+  bool is_ghost(int rank) const { return context_.fold != nullptr && !context_.fold->simulated(rank); }
 
   int rank_;
   SimulationContext& context_;

@@ -64,17 +64,21 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   if (options.iterations < 1) throw std::invalid_argument("at least one measured iteration");
 
   s4u::Engine& engine = make_engine();
+  const FoldPlan fold = plan_replica_folding(strategy, cluster, options.replica_folding, options.record_trace);
   SimulationContext context;
   context.cluster = &cluster;
   context.options = options;
+  context.fold = &fold;
   BuiltPlatform platform = build_platform(cluster);
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
   context.topology = topology_view(cluster);
 
-  // 1. One actor per device runs that rank's program.
+  // 1. One actor per simulated device runs that rank's program (every device, unless replicas
+  //    are folded: then ghosts have a host on the platform but no actor).
   std::vector<RankOutcome> outcomes(world);
   const int total_iterations = options.warmup_iterations + options.iterations;
   for (int r = 0; r < world; ++r) {
+    if (!fold.simulated(r)) continue;
     s4u::Actor::create("rank" + std::to_string(r), context.hosts[r], [&, r] {
       RankOutcome& out = outcomes[r];
       try {
@@ -104,7 +108,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
       throw std::runtime_error("rank " + std::to_string(r) + " failed: " + outcomes[r].error);
   std::vector<int> stuck;
   for (int r = 0; r < world; ++r)
-    if (!outcomes[r].finished) stuck.push_back(r);
+    if (fold.simulated(r) && !outcomes[r].finished) stuck.push_back(r);
   if (!stuck.empty()) {
     std::string list;
     for (std::size_t i = 0; i < std::min<std::size_t>(stuck.size(), 8); ++i)
@@ -115,15 +119,20 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
                              "): their communication has no matching peer");
   }
 
-  // 3. Gather: iteration times over all ranks, each rank's breakdown, memory, energy, trace.
+  // 3. Gather: iteration times over all ranks, each rank's breakdown, memory, energy, trace. A
+  //    ghost's figures are those of the rank it mirrors.
   SimulationResult result;
+  result.simulated_ranks = fold.simulated_ranks();
+  result.folding = fold.note;
+  const auto device_of = [&](int r) -> SimDevice& { return *outcomes[fold.mirror_of[r]].device; };
   Seconds window_start = 0, window_end = 0;
   for (int it = 0; it < options.iterations; ++it) {
-    Seconds start = outcomes[0].device->iteration_windows()[it].first;
-    Seconds end = outcomes[0].device->iteration_windows()[it].second;
-    for (const auto& o : outcomes) {
-      start = std::min(start, o.device->iteration_windows()[it].first);
-      end = std::max(end, o.device->iteration_windows()[it].second);
+    Seconds start = device_of(0).iteration_windows()[it].first;
+    Seconds end = device_of(0).iteration_windows()[it].second;
+    for (int r = 0; r < world; ++r) {
+      if (!fold.simulated(r)) continue;
+      start = std::min(start, device_of(r).iteration_windows()[it].first);
+      end = std::max(end, device_of(r).iteration_windows()[it].second);
     }
     result.iteration_times_s.push_back(end - start);
     if (it == 0) window_start = start;
@@ -134,15 +143,16 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
 
   Joules energy = 0;
   for (int r = 0; r < world; ++r) {
-    SimDevice& dev = *outcomes[r].device;
+    SimDevice& dev = device_of(r);
     RankResult rr = dev.totals();
     rr.idle_s = std::max(0.0, (window_end - window_start) - rr.compute_s - rr.exposed_comm_s);
     rr.peak_memory_bytes = dev.memory().peak();
     rr.memory_at_peak = dev.memory().at_peak();
     rr.out_of_memory = rr.peak_memory_bytes > cluster.device_of(r).memory_capacity_bytes;
-    rr.energy_j = sg_host_get_consumed_energy(context.hosts[r]);
+    rr.energy_j = sg_host_get_consumed_energy(context.hosts[fold.mirror_of[r]]);
     energy += rr.energy_j;
     result.ranks.push_back(rr);
+    if (!fold.simulated(r)) continue;
     result.compute_executions += dev.compute_executions();
     result.compute_ops += dev.compute_ops();
     result.comm_ops += dev.comm_ops();

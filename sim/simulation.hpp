@@ -13,6 +13,7 @@
 #include "common/units.hpp"
 #include "platforms/cluster.hpp"
 #include "sim/collectives/collective.hpp"
+#include "sim/replica_folding.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/strategy.hpp"
 
@@ -31,6 +32,7 @@ struct SimulationOptions {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic;
   CollectiveFidelity collective_fidelity = CollectiveFidelity::automatic;
   ComputeFidelity compute_fidelity = ComputeFidelity::fused;
+  ReplicaFolding replica_folding = ReplicaFolding::automatic;  // see replica_folding.hpp
   bool record_trace = false;
 };
 
@@ -56,6 +58,8 @@ struct SimulationResult {
   std::size_t compute_ops = 0;         // ops issued by the strategy
   std::size_t comm_ops = 0;
   double wall_time_s = 0;  // how long the simulation itself took
+  int simulated_ranks = 0;  // ranks run by an actor (fewer than the world when replicas are folded)
+  std::string folding;      // how replicas were folded, or why not
   Trace trace;             // filled when record_trace
 };
 

@@ -286,6 +286,18 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   }
 }
 
+std::optional<ReplicaStructure> HybridParallel::identical_replicas() const {
+  if (!replicas_balanced(micro_batches_)) return std::nullopt;
+  ReplicaStructure r;
+  r.replicas = layout_.dp_size();
+  for (int rank = 0; rank < layout_.world_size(); ++rank) {
+    const RankCoord c = layout_.coord_of(rank);
+    r.replica_of.push_back(c.dp);
+    r.position_of.push_back(c.tp + layout_.tp_size() * c.pp);
+  }
+  return r;
+}
+
 BatchShape HybridParallel::batch_shape() const { return batch_shape_of(training_); }
 
 void HybridParallel::check_tensor_groups(const std::vector<RankDevice>& devices) const {

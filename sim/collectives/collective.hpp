@@ -37,12 +37,14 @@ struct CollectiveCall {
 };
 
 // How the calling actor moves bytes to and from peers. Implemented by the sim runtime with
-// mailboxes; a collective may keep many transfers in flight and wait on them together.
+// mailboxes; a collective may keep many transfers in flight and wait on them together. A receive
+// names the bytes the peer sends: a peer that is not simulated (a folded replica) has no actor
+// to send them, so the runtime moves them itself.
 class PointToPoint {
  public:
   virtual ~PointToPoint() = default;
   virtual simgrid::s4u::CommPtr send_async(int dst_rank, Bytes bytes, const std::string& channel) = 0;
-  virtual simgrid::s4u::CommPtr recv_async(int src_rank, const std::string& channel) = 0;
+  virtual simgrid::s4u::CommPtr recv_async(int src_rank, Bytes bytes, const std::string& channel) = 0;
 };
 
 // What algorithm choice needs to know about where ranks sit and how fast links are.

@@ -22,7 +22,7 @@ void run_exact(const Phase& phase, PointToPoint& p2p, const std::string& channel
     comms.reserve(run.sends.size() + run.recvs.size());
     for (int i = 0; i < run.count; ++i) {
       comms.clear();
-      for (const Transfer& t : run.recvs) comms.push_back(p2p.recv_async(t.peer, channel));
+      for (const Transfer& t : run.recvs) comms.push_back(p2p.recv_async(t.peer, static_cast<Bytes>(wire_bytes(t.bytes)), channel));
       for (const Transfer& t : run.sends) comms.push_back(p2p.send_async(t.peer, static_cast<Bytes>(wire_bytes(t.bytes)), channel));
       simgrid::s4u::Comm::wait_all(comms);
     }
@@ -38,7 +38,7 @@ void run_aggregated(const Phase& phase, const PhaseModel* modeled, int my_rank, 
   // One flow per (peer, lane, direction); std::map keeps the posting order deterministic and the
   // same on both ends of an edge.
   std::map<std::pair<int, int>, double> send_bytes;
-  std::map<std::pair<int, int>, int> recv_peers;
+  std::map<std::pair<int, int>, double> recv_bytes;
   int class_steps[2] = {0, 0};  // steps in which a class of edges carries something
   for (const StepRun& run : phase.runs) {
     bool used[2] = {false, false};
@@ -47,23 +47,22 @@ void run_aggregated(const Phase& phase, const PhaseModel* modeled, int my_rank, 
       used[edge_class(topology, my_rank, t.peer)] = true;
     }
     for (const Transfer& t : run.recvs) {
-      recv_peers[{t.peer, t.lane}] += run.count;
+      recv_bytes[{t.peer, t.lane}] += static_cast<double>(wire_bytes(t.bytes)) * run.count;
       used[edge_class(topology, t.peer, my_rank)] = true;
     }
     for (int k = 0; k < 2; ++k)
       if (used[k]) class_steps[k] += run.count;
   }
-  if (send_bytes.empty() && recv_peers.empty()) return;
+  if (send_bytes.empty() && recv_bytes.empty()) return;
 
   const double start = simgrid::s4u::Engine::get_clock();
   std::vector<simgrid::s4u::CommPtr> comms;
   std::vector<int> comm_class;
   std::vector<Seconds> comm_latency;
-  comms.reserve(send_bytes.size() + recv_peers.size());
-  for (const auto& [edge, count] : recv_peers) {
-    (void)count;
+  comms.reserve(send_bytes.size() + recv_bytes.size());
+  for (const auto& [edge, bytes] : recv_bytes) {
     const int peer = edge.first;
-    comms.push_back(p2p.recv_async(peer, channel));
+    comms.push_back(p2p.recv_async(peer, bytes, channel));
     comm_class.push_back(edge_class(topology, peer, my_rank));
     comm_latency.push_back(edge_latency(topology, peer, my_rank));
   }

@@ -115,7 +115,7 @@ class MailboxP2P final : public sim::PointToPoint {
   simgrid::s4u::CommPtr send_async(int dst_rank, Bytes bytes, const std::string& channel) override {
     return box(channel, me_, dst_rank)->put_async(&token_, static_cast<std::uint64_t>(std::llround(bytes)));
   }
-  simgrid::s4u::CommPtr recv_async(int src_rank, const std::string& channel) override {
+  simgrid::s4u::CommPtr recv_async(int src_rank, Bytes, const std::string& channel) override {
     return box(channel, src_rank, me_)->get_async<void>(&sink_);
   }
 

@@ -183,7 +183,7 @@ TEST(CollectiveSchedule, FidelityThresholdAndFallbacks) {
 class NoTransfers final : public PointToPoint {
  public:
   simgrid::s4u::CommPtr send_async(int, Bytes, const std::string&) override { throw std::logic_error("send"); }
-  simgrid::s4u::CommPtr recv_async(int, const std::string&) override { throw std::logic_error("recv"); }
+  simgrid::s4u::CommPtr recv_async(int, Bytes, const std::string&) override { throw std::logic_error("recv"); }
 };
 
 TEST(CollectiveSchedule, RunCollectiveValidatesAndSkipsSingletons) {
