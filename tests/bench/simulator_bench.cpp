@@ -1,9 +1,13 @@
 // How fast the simulator is: wall time to simulate one data-parallel iteration of GPT-3 1.3B on
-// 64, 512 and 4096 A100s. Each simulation runs in a forked child (one SimGrid engine per
-// process); the time is the child's own simulate() wall time. The 64-device run is the reference:
-// `vs_64_devices` is each run's time over it, measured in the same process.
+// 64, 512 and 4096 A100s, with every replica simulated and with replica folding. Each simulation
+// runs in a forked child (one SimGrid engine per process); the time is the child's own simulate()
+// wall time. The unfolded 64-device run is the reference: `vs_64_devices` is each run's time over
+// it, and `vs_unfolded` a folded run's time over the unfolded run of the same size, all measured
+// in the same process.
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
+
+#include <map>
 
 #include "platforms/cluster.hpp"
 #include "scenarios/scenario.hpp"
@@ -18,12 +22,14 @@ namespace {
 using namespace tandem;
 
 double g_reference_s = 0;
+std::map<int, double> g_unfolded_s;  // by device count
 
 void BM_DataParallelIteration_Gpt3_1_3B(benchmark::State& state) {
   const int devices = static_cast<int>(state.range(0));
+  const bool folded = state.range(1) != 0;
   nlohmann::json last;
   for (auto _ : state) {
-    auto child = sim_test::run_in_child([devices] {
+    auto child = sim_test::run_in_child([devices, folded] {
       const Cluster cluster = find_cluster("dgx-a100-4096");
       TrainingConfig training;
       training.global_batch_size = devices;
@@ -32,7 +38,9 @@ void BM_DataParallelIteration_Gpt3_1_3B(benchmark::State& state) {
       ParallelConfig parallel;
       parallel.data_parallel_size = devices;
       DataParallel dp(std::make_shared<TransformerModel>(transformer_preset("gpt3-1.3b")), training, parallel, {});
-      const sim::SimulationResult r = sim::simulate(dp, cluster, {});
+      sim::SimulationOptions options;
+      options.replica_folding = folded ? sim::ReplicaFolding::automatic : sim::ReplicaFolding::off;
+      const sim::SimulationResult r = sim::simulate(dp, cluster, options);
       return nlohmann::json{{"wall_s", r.wall_time_s},
                             {"iteration_s", r.iteration_time_s},
                             {"ops", r.compute_ops + r.comm_ops},
@@ -47,14 +55,17 @@ void BM_DataParallelIteration_Gpt3_1_3B(benchmark::State& state) {
     state.SetIterationTime(last["wall_s"].get<double>());
   }
   const double wall = last["wall_s"].get<double>();
-  if (devices == 64) g_reference_s = wall;
+  if (devices == 64 && !folded) g_reference_s = wall;
+  if (!folded) g_unfolded_s[devices] = wall;
+  if (folded && g_unfolded_s.count(devices)) state.counters["vs_unfolded"] = wall / g_unfolded_s[devices];
   state.counters["devices"] = devices;
   state.counters["predicted_iteration_s"] = last["iteration_s"].get<double>();
   state.counters["ops_issued"] = last["ops"].get<double>();
   if (g_reference_s > 0) state.counters["vs_64_devices"] = wall / g_reference_s;
 }
 BENCHMARK(BM_DataParallelIteration_Gpt3_1_3B)
-    ->Arg(64)->Arg(512)->Arg(4096)
+    ->ArgNames({"devices", "folded"})
+    ->Args({64, 0})->Args({64, 1})->Args({512, 0})->Args({512, 1})->Args({4096, 0})->Args({4096, 1})
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 
 // Issue 3's yardstick: one iteration of GPT-3 175B on 1024 A100s, tensor 8 x pipeline 16 x data 8
