@@ -31,12 +31,12 @@ if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
   return()
 endif()
 
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES "80;90")  # A100 and H100/H200 (before enable_language sets nvcc's default)
+endif()
 enable_language(CUDA)
 set(TANDEM_HAVE_CUDA ON)
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-  set(CMAKE_CUDA_ARCHITECTURES "80;90")  # A100 and H100/H200
-endif()
-set(CMAKE_CUDA_STANDARD 20)
+set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 flag for nvcc; the .cu files are C++17
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 message(STATUS "Tandem: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES}, NCCL ${NCCL_LIBRARY})")
 
@@ -46,7 +46,7 @@ add_library(tandem_cuda_kernels STATIC ${CUDA_KERNEL_SOURCES})
 # Warnings flags of the C++ build are not nvcc's: pass them to the host compiler only.
 set_target_properties(tandem_cuda_kernels PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)
 target_compile_options(tandem_cuda_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
-target_link_libraries(tandem_cuda_kernels PUBLIC tandem_core CUDA::cudart CUDA::cublasLt CUDA::cublas)
+target_link_libraries(tandem_cuda_kernels PUBLIC tandem_cpu_kernels CUDA::cudart CUDA::cublasLt CUDA::cublas)
 
 # The runtime: device, caching allocator, NCCL collectives, the driver, microbenchmarks.
 file(GLOB_RECURSE EXEC_CUDA_SOURCES CONFIGURE_DEPENDS exec/cuda/*.cpp)
