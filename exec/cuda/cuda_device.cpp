@@ -269,7 +269,10 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
 
 Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
   try {
-    if (!collectives_) throw std::logic_error("this device has no communicator");
+    // A collective of one member leaves its buffer as it is (sum, avg, max, gather of itself):
+    // no NCCL call, so a one-GPU run needs no communicator. It is still an op with a trace record.
+    const bool trivial = is_collective(op.kind) && op.group.size() == 1;
+    if (!collectives_ && !trivial) throw std::logic_error("this device has no communicator (one process, one rank)");
     if (is_collective(op.kind) && op.group.index_of(rank_) < 0)
       throw std::logic_error("rank " + std::to_string(rank_) + " is not in its group " + std::to_string(op.group.id));
     if (!is_collective(op.kind) && (op.peer < 0 || op.peer >= world_ || op.peer == rank_))
@@ -285,7 +288,7 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     }
     const std::int64_t id = begin_op(s, after);
     ++comm_ops_;
-    collectives_->run(op, buffer, stream(s));
+    if (!trivial) collectives_->run(op, buffer, stream(s));
     OpRecord& r = ops_[static_cast<std::size_t>(id)];
     CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
     if (s != Stream::compute)
