@@ -46,7 +46,7 @@ add_library(tandem_cuda_kernels STATIC ${CUDA_KERNEL_SOURCES})
 # Warnings flags of the C++ build are not nvcc's: pass them to the host compiler only.
 set_target_properties(tandem_cuda_kernels PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)
 target_compile_options(tandem_cuda_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
-target_link_libraries(tandem_cuda_kernels PUBLIC tandem_cpu_kernels CUDA::cudart CUDA::cublasLt CUDA::cublas)
+target_link_libraries(tandem_cuda_kernels PUBLIC tandem_cpu_kernels CUDA::cudart_static CUDA::cublasLt CUDA::cublas)
 
 # The runtime: device, caching allocator, NCCL collectives, the driver, microbenchmarks.
 file(GLOB_RECURSE EXEC_CUDA_SOURCES CONFIGURE_DEPENDS exec/cuda/*.cpp)
