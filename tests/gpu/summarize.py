@@ -26,9 +26,9 @@ try:
     print(f"tests {root.get('tests')}  failures {root.get('failures')}  errors {root.get('errors')}  "
           f"skipped {root.get('skipped', root.get('disabled'))}")
     for case in root.iter("testcase"):
-        bad = case.find("failure") is not None
+        verdict = "FAIL" if case.find("failure") is not None else "skip" if case.find("skipped") is not None else "ok  "
         err = next((p.get("value") for p in case.iter("property") if p.get("name") == "max_rel_error"), "")
-        print(f"  {'FAIL' if bad else 'ok  '} {case.get('classname')}.{case.get('name')} {err}")
+        print(f"  {verdict} {case.get('classname')}.{case.get('name')} {err}")
 except (OSError, ET.ParseError):
     print("  no gpu-tests.xml")
 
