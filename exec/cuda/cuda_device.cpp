@@ -12,6 +12,20 @@ namespace {
 using I64 = std::int64_t;
 constexpr std::size_t kLossSlots = 1 << 16;
 
+// An op's trace record before its times are known (they are read from its events later).
+TraceRecord trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase, Stream stream,
+                         Bytes bytes) {
+  TraceRecord r;
+  r.rank = rank;
+  r.iteration = iteration;
+  r.op_id = label;
+  r.kind = kind;
+  r.phase = phase;
+  r.stream = stream;
+  r.bytes = bytes;
+  return r;
+}
+
 std::size_t storage_bytes(I64 numel) { return sizeof(float) * static_cast<std::size_t>(std::max<I64>(numel, 1)); }
 
 }  // namespace
@@ -250,15 +264,9 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
                                  cudaMemcpyDeviceToHost, cs));
       pending_losses_.push_back({micro_batch_offset_ + (has_mb ? k : 0), slot});
     }
-    r.traced = true;
-    r.trace.rank = rank_;
-    r.trace.iteration = iteration_;
-    r.trace.op_id = op.label;
-    r.trace.kind = op.kind;
-    r.trace.phase = op.phase;
-    r.trace.stream = s;
+    r.trace = trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, op.bytes);
     r.trace.flops = op.flops;
-    r.trace.bytes = op.bytes;
+    r.traced = true;
     return Handle{id};
   } catch (const cpu::OpError&) {
     throw;
@@ -293,14 +301,8 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
     if (s != Stream::compute)
       for (int t : touched) last_comm_op_[t] = id;
+    r.trace = trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, op.bytes);
     r.traced = true;
-    r.trace.rank = rank_;
-    r.trace.iteration = iteration_;
-    r.trace.op_id = op.label;
-    r.trace.kind = op.kind;
-    r.trace.phase = op.phase;
-    r.trace.stream = s;
-    r.trace.bytes = op.bytes;
     if (is_collective(op.kind)) {
       r.trace.group_id = op.group.id;
       r.trace.group_size = op.group.size();
