@@ -10,12 +10,16 @@
 #include "exec/cpu/cpu_run.hpp"
 #include "scenarios/scenario.hpp"
 
+#ifdef TANDEM_HAVE_CUDA
+#include "exec/cuda/cuda_run.hpp"
+#endif
+
 namespace tandem::cli {
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", "train a scenario for real and measure every op");
   cmd->add_option("scenario", o.scenario, "scenario file, or the name of a bundled scenario")->required();
-  cmd->add_option("--backend", o.backend, "execution backend: cpu");
+  cmd->add_option("--backend", o.backend, "execution backend: cpu, or cuda (one process per GPU; mpirun -np N)");
   cmd->add_option("--iterations", o.iterations, "training iterations (default 10)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o.seed, "seed of the initial parameters and dropout");
@@ -32,15 +36,37 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
 }
 
 int run_run(const RunCommandOptions& o) {
+#ifdef TANDEM_HAVE_CUDA
+  const char* available = "cpu, cuda";
+#else
+  const char* available = "cpu (built without a CUDA toolkit)";
+#endif
+  const bool cuda = o.backend == "cuda";
+#ifdef TANDEM_HAVE_CUDA
+  if (cuda && exec::cuda::cuda_device_count() < 1)
+    throw InputError("command line", 0, "--backend", "backend 'cuda': no CUDA device is visible to this process");
+  if (cuda && (!o.checkpoint_path.empty() || !o.resume_path.empty()))
+    throw InputError("command line", 0, "--checkpoint", "checkpoints are supported by the cpu backend only");
+  if (o.backend != "cpu" && !cuda)
+#else
   if (o.backend != "cpu")
+#endif
     throw InputError("command line", 0, "--backend",
-                     "backend '" + o.backend + "' is not available (this build runs: cpu)");
+                     "backend '" + o.backend + "' is not available (this build runs: " + available + ")");
   Scenario scenario = load_scenario(o.scenario);
-  if (scenario.cluster.name != "localhost")
+  if (!cuda && scenario.cluster.name != "localhost")
     scenario.fail("cluster", "the cpu backend runs on the 'localhost' cluster (this machine's CPU "
                              "cores as devices), not on '" + scenario.cluster.name + "'");
   auto strategy = make_strategy(scenario);
   auto model = make_model(scenario.model);
+#ifdef TANDEM_HAVE_CUDA
+  if (cuda && strategy->world_size() != exec::cuda::launched_processes())
+    throw InputError("command line", 0, "--backend",
+                     "the cuda backend runs one process per GPU: this strategy has " +
+                         std::to_string(strategy->world_size()) + " rank(s), launch it with mpirun -np " +
+                         std::to_string(strategy->world_size()) + " (" +
+                         std::to_string(exec::cuda::launched_processes()) + " process(es) were launched)");
+#endif
 
   exec::cpu::RunOptions options;
   if (o.seed) options.seed = *o.seed;
@@ -58,7 +84,7 @@ int run_run(const RunCommandOptions& o) {
   if (!quiet) {
     std::cout << "scenario    " << scenario.name << "\n"
               << "strategy    " << strategy->name() << " on " << strategy->world_size()
-              << " CPU rank(s)\n"
+              << (cuda ? " GPU rank(s)\n" : " CPU rank(s)\n")
               << "model       " << model->describe().name << " (" << model->describe().parameter_count
               << " parameters)\n";
     options.on_iteration = [](const exec::cpu::IterationStats& s) {
@@ -69,10 +95,21 @@ int run_run(const RunCommandOptions& o) {
     };
   }
 
+#ifdef TANDEM_HAVE_CUDA
+  exec::cuda::CudaRunExtras extras;
+  extras.math = scenario.training.precision == DType::fp32 ? kernels::cuda::MathMode::fp32 : kernels::cuda::MathMode::bf16;
+  const exec::cpu::RunResult result =
+      cuda ? exec::cuda::run_cuda(*strategy, options, extras) : exec::cpu::run_cpu(*strategy, options);
+#else
   const exec::cpu::RunResult result = exec::cpu::run_cpu(*strategy, options);
+#endif
 
   const nlohmann::json summary = [&] {
+#ifdef TANDEM_HAVE_CUDA
+    nlohmann::json j = cuda ? exec::cuda::to_json(result, extras) : exec::cpu::to_json(result);
+#else
     nlohmann::json j = exec::cpu::to_json(result);
+#endif
     j["scenario"] = scenario.name;
     j["model"] = model->describe().name;
     return j;

@@ -129,6 +129,8 @@ Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_
   return ck;
 }
 
+}  // namespace
+
 std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& o) {
   const int world = strategy.world_size();
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(world), 0);
@@ -152,8 +154,6 @@ std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const Ru
   }
   return offsets;
 }
-
-}  // namespace
 
 void configure_for_model(RunOptions& options, const Model& model, std::int64_t seq_length) {
   options.data = make_data_source(model, options.seed);

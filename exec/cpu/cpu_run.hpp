@@ -111,6 +111,10 @@ struct RunOptions {
 // an MlpModel) and its training sequence length.
 void configure_for_model(RunOptions& options, const Model& model, std::int64_t seq_length);
 
+// Global micro-batch offset of each rank's micro-batch 0 (see the header comment): from
+// RunOptions::micro_batch_offset when set, else from the data-parallel layout of the strategy.
+std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& options);
+
 // Trains `strategy` for real. Throws RunError when a rank fails (after all ranks stopped),
 // std::invalid_argument for bad options.
 RunResult run_cpu(const Strategy& strategy, const RunOptions& options);

@@ -61,6 +61,7 @@ const std::map<std::string, std::function<TransformerConfig()>>& presets() {
        }},
       {"gpt2-124m", [] { return gpt("gpt2-124m", 12, 768, 12, 1024); }},
       {"gpt2-350m", [] { return gpt("gpt2-350m", 24, 1024, 16, 1024); }},
+      {"gpt2-1.5b", [] { return gpt("gpt2-1.5b", 48, 1600, 25, 1024); }},  // GPT-2 XL
       {"gpt3-1.3b", [] { return gpt("gpt3-1.3b", 24, 2048, 16, 2048); }},
       {"gpt3-13b",
        [] {

@@ -1,0 +1,376 @@
+#include "exec/cuda/cuda_device.hpp"
+
+#include <algorithm>
+#include <variant>
+
+#include "exec/common/op_labels.hpp"
+#include "kernels/cuda/check.hpp"
+
+namespace tandem::exec::cuda {
+namespace {
+
+using I64 = std::int64_t;
+constexpr std::size_t kLossSlots = 1 << 16;
+
+// An op's trace record before its times are known (they are read from its events later).
+TraceRecord trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase, Stream stream,
+                         Bytes bytes) {
+  TraceRecord r;
+  r.rank = rank;
+  r.iteration = iteration;
+  r.op_id = label;
+  r.kind = kind;
+  r.phase = phase;
+  r.stream = stream;
+  r.bytes = bytes;
+  return r;
+}
+
+std::size_t storage_bytes(I64 numel) { return sizeof(float) * static_cast<std::size_t>(std::max<I64>(numel, 1)); }
+
+}  // namespace
+
+CudaDevice::CudaDevice(int rank, int world_size, CudaSettings settings, Bootstrap* bootstrap,
+                       std::int64_t micro_batch_offset)
+    : rank_(rank), world_(world_size), settings_(std::move(settings)), bootstrap_(bootstrap),
+      micro_batch_offset_(micro_batch_offset) {
+  for (auto& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  blas_ = std::make_unique<kernels::cuda::Blas>(settings_.math);
+  CUDA_CHECK(cudaMallocHost(&loss_slots_, sizeof(float) * kLossSlots));
+  CUDA_CHECK(cudaEventCreate(&epoch_));
+  CUDA_CHECK(cudaEventRecord(epoch_, stream(Stream::compute)));
+  CUDA_CHECK(cudaEventSynchronize(epoch_));
+  host_epoch_ = std::chrono::steady_clock::now();
+  if (bootstrap_) {
+    Staging staging{[this](I64 floats) { return static_cast<float*>(allocator_.allocate(storage_bytes(floats))); },
+                    [this](float* p, cudaStream_t s) {
+                      cudaEvent_t e = nullptr;
+                      CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+                      CUDA_CHECK(cudaEventRecord(e, s));
+                      allocator_.free(p, e);
+                    }};
+    collectives_ = std::make_unique<NcclCollectives>(*bootstrap_, std::move(staging));
+  }
+}
+
+CudaDevice::~CudaDevice() {
+  cudaDeviceSynchronize();
+  collectives_.reset();
+  blas_.reset();
+  for (auto& [id, b] : buffers_) allocator_.free(b.data);
+  if (workspace_) cudaFree(workspace_);
+  for (OpRecord& r : ops_) {
+    if (r.start) cudaEventDestroy(r.start);
+    if (r.end) cudaEventDestroy(r.end);
+  }
+  for (cudaEvent_t e : event_pool_) cudaEventDestroy(e);
+  if (epoch_) cudaEventDestroy(epoch_);
+  if (loss_slots_) cudaFreeHost(loss_slots_);
+  for (auto& s : streams_) cudaStreamDestroy(s);
+}
+
+double CudaDevice::host_now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - host_epoch_).count();
+}
+
+cudaEvent_t CudaDevice::event() {
+  if (!event_pool_.empty()) {
+    cudaEvent_t e = event_pool_.back();
+    event_pool_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+
+void* CudaDevice::workspace(std::size_t bytes) {
+  if (bytes > workspace_bytes_) {
+    // Growing: the old scratch may still be read by queued kernels.
+    CUDA_CHECK(cudaStreamSynchronize(stream(Stream::compute)));
+    if (workspace_) CUDA_CHECK(cudaFree(workspace_));
+    workspace_ = nullptr;
+    workspace_bytes_ = std::max(bytes, workspace_bytes_ * 3 / 2);
+    CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  }
+  return workspace_;
+}
+
+// ---------------------------------------------------------------- memory
+
+Tensor CudaDevice::alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype, MemCategory category) {
+  Tensor t{next_tensor_id_++, std::move(shape), dtype};
+  const I64 n = t.numel();
+  float* data = static_cast<float*>(allocator_.allocate(storage_bytes(n)));
+  memory_.allocate(t.id, t.bytes(), category);
+  names_[t.id] = std::string(name);
+  buffers_[t.id] = Buffer{data, n, category};
+  cudaStream_t s = stream(Stream::compute);
+  // Host-made values (parameters, data) are staged through pageable memory: cudaMemcpyAsync
+  // returns once they are copied out, so the vector may go at once.
+  std::vector<float> host;
+  if (category == MemCategory::parameters) {
+    host.resize(static_cast<std::size_t>(n));
+    cpu::init_parameter(name, host.data(), n, settings_.seed, settings_.init_std);
+  } else if (category == MemCategory::optimizer_state && ends_with(name, ".master")) {
+    masters_to_fill_.insert(t.id);
+  } else if (category == MemCategory::activations && settings_.data && iteration_ >= 0) {
+    I64 k = 0;
+    std::string_view role;
+    if (parse_data_name(name, k, role)) {
+      host.assign(static_cast<std::size_t>(n), 0.0f);
+      const cpu::DataPosition at{iteration_, micro_batch_offset_ + k, settings_.sequences_per_iteration};
+      if (!settings_.data->fill(role, t, host.data(), at)) host.clear();
+    }
+  }
+  if (!host.empty()) {
+    CUDA_CHECK(cudaMemcpyAsync(data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice, s));
+  } else {
+    CUDA_CHECK(cudaMemsetAsync(data, 0, storage_bytes(n), s));
+  }
+  return t;
+}
+
+void CudaDevice::free_buffer(int tensor_id, cudaEvent_t ready) {
+  auto it = buffers_.find(tensor_id);
+  if (it == buffers_.end()) return;
+  allocator_.free(it->second.data, ready);
+  if (it->second.category == MemCategory::activations) names_.erase(tensor_id);
+  buffers_.erase(it);
+  masters_to_fill_.erase(tensor_id);
+}
+
+void CudaDevice::release(const Tensor& tensor) {
+  memory_.release(tensor.id);  // unknown ids: std::logic_error
+  // A comm op on another stream may still read the buffer: free it behind that stream.
+  cudaEvent_t ready = nullptr;
+  auto it = last_comm_op_.find(tensor.id);
+  if (it != last_comm_op_.end()) {
+    const OpRecord& r = ops_[static_cast<std::size_t>(it->second)];
+    if (r.end) {
+      CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+      CUDA_CHECK(cudaEventRecord(ready, stream(r.stream)));
+    }
+    last_comm_op_.erase(it);
+  }
+  free_buffer(tensor.id, ready);
+}
+
+void CudaDevice::release_after(const Tensor& tensor, Handle handle) {
+  if (handle.valid() && static_cast<std::size_t>(handle.id) < ops_.size() && ops_[handle.id].end)
+    last_comm_op_[tensor.id] = handle.id;  // release() frees it behind that op's stream
+  release(tensor);
+}
+
+void CudaDevice::reacquire(const Tensor& tensor, MemCategory category) {
+  if (buffers_.count(tensor.id))
+    throw std::logic_error("reacquire of tensor " + std::to_string(tensor.id) + ", which is still allocated");
+  const I64 n = tensor.numel();
+  float* data = static_cast<float*>(allocator_.allocate(storage_bytes(n)));
+  CUDA_CHECK(cudaMemsetAsync(data, 0, storage_bytes(n), stream(Stream::compute)));
+  buffers_[tensor.id] = Buffer{data, n, category};
+  memory_.allocate(tensor.id, tensor.bytes(), category);
+}
+
+float* CudaDevice::storage(const Tensor& tensor, const std::string& label) {
+  auto it = buffers_.find(tensor.id);
+  if (it == buffers_.end()) {
+    auto name = names_.find(tensor.id);
+    throw std::logic_error("op " + label + ": tensor " + std::to_string(tensor.id) +
+                           (name != names_.end() ? " '" + name->second + "'" : std::string()) +
+                           " is not allocated (released too early?)");
+  }
+  if (it->second.numel < tensor.numel())
+    throw std::logic_error("op " + label + ": tensor " + std::to_string(tensor.id) + " is smaller than its handle says");
+  return it->second.data;
+}
+
+float* CudaDevice::device_data(const Tensor& tensor) { return storage(tensor, "device_data()"); }
+
+std::vector<float> CudaDevice::read(const Tensor& tensor) {
+  float* p = storage(tensor, "read()");
+  synchronize();
+  std::vector<float> out(static_cast<std::size_t>(tensor.numel()));
+  CUDA_CHECK(cudaMemcpy(out.data(), p, sizeof(float) * out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+std::map<std::string, std::vector<float>> CudaDevice::snapshot(const std::set<MemCategory>& categories) {
+  synchronize();
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& [id, b] : buffers_) {
+    if (!categories.count(b.category)) continue;
+    const std::string& name = names_.at(id);
+    if (out.count(name)) throw std::logic_error("snapshot: two live tensors named '" + name + "'");
+    std::vector<float> v(static_cast<std::size_t>(b.numel));
+    CUDA_CHECK(cudaMemcpy(v.data(), b.data, sizeof(float) * v.size(), cudaMemcpyDeviceToHost));
+    out.emplace(name, std::move(v));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- ops
+
+std::int64_t CudaDevice::begin_op(Stream s, const std::vector<Handle>& after) {
+  for (const Handle& h : after) {
+    if (!h.valid()) continue;
+    if (static_cast<std::size_t>(h.id) >= ops_.size()) throw std::logic_error("wait on unknown handle " + std::to_string(h.id));
+    const OpRecord& r = ops_[h.id];
+    if (r.end) CUDA_CHECK(cudaStreamWaitEvent(stream(s), r.end, 0));
+  }
+  OpRecord r;
+  r.stream = s;
+  r.start = event();
+  r.end = event();
+  CUDA_CHECK(cudaEventRecord(r.start, stream(s)));
+  ops_.push_back(std::move(r));
+  return static_cast<std::int64_t>(ops_.size() - 1);
+}
+
+Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
+  try {
+    const Stream s = issue.stream;
+    cudaStream_t cs = stream(s);
+    // The fp32 master copy starts as the parameter (the first optimizer op that uses it).
+    if (op.kind == OpKind::optimizer && op.inputs.size() == 5 && masters_to_fill_.erase(op.inputs[2].id)) {
+      const I64 n = std::min(op.inputs[0].numel(), op.inputs[2].numel());
+      CUDA_CHECK(cudaMemcpyAsync(storage(op.inputs[2], op.label), storage(op.inputs[0], op.label), sizeof(float) * n,
+                                 cudaMemcpyDeviceToDevice, cs));
+    }
+    kernels::cuda::RunOptions options;
+    options.seed = settings_.seed;
+    options.iteration = iteration_;
+    options.hidden_dropout = settings_.hidden_dropout;
+    options.attention_dropout = settings_.attention_dropout;
+    const kernels::cuda::TensorData data = [this, &op](const Tensor& t) { return storage(t, op.label); };
+    const kernels::cuda::StreamContext ctx{cs, blas_.get(), [this](std::size_t b) { return workspace(b); }};
+    const std::int64_t id = begin_op(s, issue.after);
+    ++compute_ops_;
+    if (micro_batch_offset_ != 0 && draws_dropout(op)) {  // masks drawn from the global micro-batch
+      ComputeOp global = op;
+      global.label = with_global_micro_batch(op.label, micro_batch_offset_);
+      kernels::cuda::run(global, data, options, ctx);
+    } else {
+      kernels::cuda::run(op, data, options, ctx);
+    }
+    OpRecord& r = ops_[static_cast<std::size_t>(id)];
+    CUDA_CHECK(cudaEventRecord(r.end, cs));
+    if (is_loss_mean(op)) {
+      I64 k = 0;
+      std::size_t rest = 0;
+      const bool has_mb = parse_micro_batch(op.label, k, rest);
+      const std::size_t slot = loss_slot_count_++ % kLossSlots;
+      CUDA_CHECK(cudaMemcpyAsync(loss_slots_ + slot, storage(op.outputs[0], op.label), sizeof(float),
+                                 cudaMemcpyDeviceToHost, cs));
+      pending_losses_.push_back({micro_batch_offset_ + (has_mb ? k : 0), slot});
+    }
+    r.trace = trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, op.bytes);
+    r.trace.flops = op.flops;
+    r.traced = true;
+    return Handle{id};
+  } catch (const cpu::OpError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw cpu::OpError(op.label, e.what());
+  }
+}
+
+Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
+  try {
+    // A collective of one member leaves its buffer as it is (sum, avg, max, gather of itself):
+    // no NCCL call, so a one-GPU run needs no communicator. It is still an op with a trace record.
+    const bool trivial = is_collective(op.kind) && op.group.size() == 1;
+    if (!collectives_ && !trivial) throw std::logic_error("this device has no communicator (one process, one rank)");
+    if (is_collective(op.kind) && op.group.index_of(rank_) < 0)
+      throw std::logic_error("rank " + std::to_string(rank_) + " is not in its group " + std::to_string(op.group.id));
+    if (!is_collective(op.kind) && (op.peer < 0 || op.peer >= world_ || op.peer == rank_))
+      throw std::logic_error("bad peer " + std::to_string(op.peer));
+    const Stream s = issue.stream;
+    std::vector<Handle> after = issue.after;
+    if (s != Stream::compute) after.push_back(record(Stream::compute));  // buffers written or zeroed there
+    DeviceBuffer buffer;
+    std::vector<int> touched;
+    for (const Tensor& t : op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket) {
+      buffer.push_back(DeviceSpan{storage(t, op.label), t.numel()});
+      touched.push_back(t.id);
+    }
+    const std::int64_t id = begin_op(s, after);
+    ++comm_ops_;
+    if (!trivial) collectives_->run(op, buffer, stream(s));
+    OpRecord& r = ops_[static_cast<std::size_t>(id)];
+    CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
+    if (s != Stream::compute)
+      for (int t : touched) last_comm_op_[t] = id;
+    r.trace = trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, op.bytes);
+    r.traced = true;
+    if (is_collective(op.kind)) {
+      r.trace.group_id = op.group.id;
+      r.trace.group_size = op.group.size();
+    } else {
+      r.trace.peer = op.peer;
+    }
+    return Handle{id};
+  } catch (const cpu::OpError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw cpu::OpError(op.label, e.what());
+  }
+}
+
+void CudaDevice::wait(Handle handle) {
+  if (!handle.valid()) return;
+  if (static_cast<std::size_t>(handle.id) >= ops_.size())
+    throw std::logic_error("wait on unknown handle " + std::to_string(handle.id));
+  if (cudaEvent_t e = ops_[handle.id].end) CUDA_CHECK(cudaEventSynchronize(e));
+}
+
+Handle CudaDevice::record(Stream s) {
+  OpRecord r;
+  r.stream = s;
+  r.end = event();
+  CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
+  ops_.push_back(std::move(r));
+  return Handle{static_cast<std::int64_t>(ops_.size() - 1)};
+}
+
+void CudaDevice::synchronize() {
+  for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void CudaDevice::begin_iteration(int iteration) {
+  iteration_ = iteration;
+  iteration_start_s_ = host_now_s();
+}
+
+void CudaDevice::finish_iteration_records() {
+  for (std::size_t i = first_open_op_; i < ops_.size(); ++i) {
+    OpRecord& r = ops_[i];
+    if (r.traced && r.start && r.end) {
+      float start_ms = 0, end_ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&start_ms, epoch_, r.start));
+      CUDA_CHECK(cudaEventElapsedTime(&end_ms, epoch_, r.end));
+      r.trace.start_s = start_ms * 1e-3;
+      r.trace.end_s = end_ms * 1e-3;
+      const double busy = r.trace.end_s - r.trace.start_s;
+      if (is_communication(r.trace.kind)) comm_busy_s_ += busy;
+      else compute_s_ += busy;
+      if (settings_.record_trace) trace_.push_back(std::move(r.trace));
+    }
+    // Recycle the events: the handle now reads as complete.
+    if (r.start) event_pool_.push_back(r.start);
+    if (r.end) event_pool_.push_back(r.end);
+    r = OpRecord{};
+  }
+  first_open_op_ = ops_.size();
+  last_comm_op_.clear();
+}
+
+void CudaDevice::end_iteration() {
+  synchronize();
+  windows_.push_back({iteration_start_s_, host_now_s()});
+  finish_iteration_records();
+  for (const PendingLoss& l : pending_losses_) losses_.push_back({iteration_, l.micro_batch, loss_slots_[l.slot]});
+  pending_losses_.clear();
+}
+
+}  // namespace tandem::exec::cuda

@@ -1,0 +1,152 @@
+#include "exec/cuda/cuda_run.hpp"
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "exec/cuda/bootstrap.hpp"
+#include "exec/cuda/cuda_device.hpp"
+#include "kernels/cuda/check.hpp"
+
+namespace tandem::exec::cuda {
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+int launched_processes() { return make_bootstrap()->world_size(); }
+
+namespace {
+
+void check_options(const cpu::RunOptions& o) {
+  if (o.iterations < 1) throw std::invalid_argument("run_cuda: at least one iteration");
+  if (o.warmup_iterations < 0) throw std::invalid_argument("run_cuda: negative warm-up");
+  if (!o.data) throw std::invalid_argument("run_cuda: RunOptions::data is required (configure_for_model)");
+  if (!o.checkpoint_path.empty() || !o.resume_path.empty())
+    throw std::invalid_argument("run_cuda: checkpoints are a CPU-backend feature so far");
+  if (o.fail_rank >= 0) throw std::invalid_argument("run_cuda: failure injection is a CPU-backend feature");
+}
+
+// The iteration statistics of this process, joined over processes.
+cpu::IterationStats join_iteration(Bootstrap& boot, int iteration, bool warmup, std::pair<double, double> window,
+                                   const std::vector<cpu::LossRecord>& losses, std::int64_t tokens) {
+  std::map<std::int64_t, float> by_mb;  // distinct micro-batches of this rank
+  for (const cpu::LossRecord& l : losses)
+    if (l.iteration == iteration) by_mb[l.micro_batch] = l.value;
+  std::vector<double> sums{0.0, static_cast<double>(by_mb.size())};
+  for (const auto& [mb, v] : by_mb) sums[0] += v;
+  boot.sum(sums);
+  std::vector<double> time{window.second - window.first};
+  boot.max(time);
+  cpu::IterationStats s;
+  s.iteration = iteration;
+  s.warmup = warmup;
+  s.time_s = time[0];
+  s.tokens_per_s = s.time_s > 0 ? static_cast<double>(tokens) / s.time_s : 0;
+  s.micro_batches = static_cast<std::int64_t>(by_mb.size());
+  s.loss = sums[1] > 0 ? sums[0] / sums[1] : std::numeric_limits<double>::quiet_NaN();
+  return s;
+}
+
+}  // namespace
+
+cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, CudaRunExtras& extras) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  check_options(o);
+  const int devices = cuda_device_count();
+  if (devices < 1) throw cpu::RunError("no CUDA device is visible to this process");
+  auto boot = make_bootstrap();
+  const int world = strategy.world_size();
+  if (boot->world_size() != world)
+    throw cpu::RunError("the strategy has " + std::to_string(world) + " rank(s) and " +
+                        std::to_string(boot->world_size()) + " process(es) were launched: run it with mpirun -np " +
+                        std::to_string(world) + " (one process per GPU)");
+  const int rank = boot->rank();
+  CUDA_CHECK(cudaSetDevice(boot->local_rank() % devices));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, boot->local_rank() % devices));
+  extras.device_name = prop.name;
+
+  CudaSettings settings;
+  settings.seed = o.seed;
+  settings.init_std = o.init_std;
+  settings.hidden_dropout = o.hidden_dropout;
+  settings.attention_dropout = o.attention_dropout;
+  settings.data = o.data;
+  settings.sequences_per_iteration = strategy.sequences_per_iteration();
+  settings.record_trace = o.record_trace;
+  settings.math = extras.math;
+  const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
+  const std::vector<std::int64_t> offsets = cpu::micro_batch_offsets(strategy, o);
+
+  cpu::RunResult result;
+  result.strategy = strategy.name();
+  result.world_size = world;
+  result.tokens_per_iteration = tokens_per_iteration;
+  {
+    CudaDevice device(rank, world, settings, world > 1 ? boot.get() : nullptr, offsets.at(static_cast<std::size_t>(rank)));
+    try {
+      auto program = strategy.program_for(rank);
+      program->setup(device);
+      for (int i = 0; i < o.warmup_iterations + o.iterations; ++i) {
+        device.begin_iteration(i);
+        program->train_step(device, i);
+        device.end_iteration();
+        const cpu::IterationStats s = join_iteration(*boot, i, i < o.warmup_iterations, device.iteration_windows().back(),
+                                                     device.losses(), tokens_per_iteration);
+        result.iterations.push_back(s);
+        if (o.on_iteration && rank == 0) o.on_iteration(s);
+      }
+    } catch (const cpu::OpError& e) {
+      throw cpu::RunError("rank " + std::to_string(rank) + " failed in op " + e.label() + ": " + e.what());
+    } catch (const std::exception& e) {
+      throw cpu::RunError("rank " + std::to_string(rank) + " failed: " + e.what());
+    }
+    cpu::RankStats rs;
+    rs.peak_memory_bytes = device.memory().peak();
+    rs.memory_at_peak = device.memory().at_peak();
+    rs.compute_s = device.compute_s();
+    rs.comm_busy_s = device.comm_busy_s();
+    rs.compute_ops = device.compute_ops();
+    rs.comm_ops = device.comm_ops();
+    result.ranks.push_back(rs);
+    extras.peak_allocated_bytes = device.allocator().peak_in_use_bytes();
+    extras.peak_reserved_bytes = device.allocator().peak_reserved_bytes();
+    result.trace.source = "cuda";
+    if (o.record_trace) result.trace.records = device.trace_records();
+    if (o.capture_parameters) result.parameters.push_back(device.snapshot({MemCategory::parameters}));
+  }
+  double measured_time = 0;
+  int measured = 0;
+  for (const cpu::IterationStats& s : result.iterations) {
+    if (s.warmup) continue;
+    measured_time += s.time_s;
+    ++measured;
+  }
+  if (measured > 0) {
+    result.iteration_time_s = measured_time / measured;
+    result.tokens_per_s = measured_time > 0 ? static_cast<double>(tokens_per_iteration) * measured / measured_time : 0;
+  }
+  result.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+nlohmann::json to_json(const cpu::RunResult& result, const CudaRunExtras& extras) {
+  nlohmann::json j = cpu::to_json(result);
+  j["backend"] = "cuda";
+  j["device"] = extras.device_name;
+  j["math"] = kernels::cuda::to_string(extras.math);
+  j["peak_allocated_bytes"] = extras.peak_allocated_bytes;
+  j["peak_reserved_bytes"] = extras.peak_reserved_bytes;
+  return j;
+}
+
+}  // namespace tandem::exec::cuda

@@ -1,0 +1,65 @@
+#include "kernels/cuda/cross_entropy.cuh"
+
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/reduce.cuh"
+
+namespace tandem::kernels::cuda {
+namespace {
+
+using I64 = std::int64_t;
+constexpr int kThreads = 512;
+
+__device__ __forceinline__ bool in_shard(std::int32_t label, I64 vocab, I64 offset) {
+  return label >= 0 && label - offset >= 0 && label - offset < vocab;
+}
+
+__global__ void ce_fwd(float* softmax, float* stats, const float* logits, const std::int32_t* labels, I64 vocab,
+                       I64 offset) {
+  __shared__ float scratch[32];
+  const I64 t = blockIdx.x;
+  const float* z = logits + t * vocab;
+  float mx = -FLT_MAX;
+  for (I64 j = threadIdx.x; j < vocab; j += blockDim.x) mx = fmaxf(mx, z[j]);
+  mx = block_max(mx, scratch);
+  float s = 0.0f;
+  for (I64 j = threadIdx.x; j < vocab; j += blockDim.x) s += expf(z[j] - mx);
+  const float lse = mx + logf(block_sum(s, scratch));
+  if (softmax)
+    for (I64 j = threadIdx.x; j < vocab; j += blockDim.x) softmax[t * vocab + j] = expf(z[j] - lse);
+  if (stats && threadIdx.x == 0) {
+    const std::int32_t label = labels[t];
+    const float target = in_shard(label, vocab, offset) ? z[label - offset] : 0.0f;
+    stats[t * 2] = label < 0 ? 0.0f : lse - target;
+    stats[t * 2 + 1] = lse;
+  }
+}
+
+__global__ void ce_bwd(float* d, const float* p, const std::int32_t* labels, I64 vocab, float scale, I64 offset) {
+  const I64 t = blockIdx.x;
+  const std::int32_t label = labels[t];
+  for (I64 j = threadIdx.x; j < vocab; j += blockDim.x) {
+    float v = label < 0 ? 0.0f : p[t * vocab + j] * scale;
+    if (label >= 0 && in_shard(label, vocab, offset) && j == label - offset) v -= scale;
+    d[t * vocab + j] = v;
+  }
+}
+
+}  // namespace
+
+void cross_entropy_forward(float* softmax, float* stats, const float* logits, const std::int32_t* labels,
+                           I64 tokens, I64 vocab, I64 vocab_offset, cudaStream_t stream) {
+  if (tokens <= 0 || vocab <= 0) return;
+  ce_fwd<<<static_cast<unsigned>(tokens), kThreads, 0, stream>>>(softmax, stats, logits, labels, vocab,
+                                                                  vocab_offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+void cross_entropy_backward(float* d_logits, const float* softmax, const std::int32_t* labels, I64 tokens,
+                            I64 vocab, float grad_scale, I64 vocab_offset, cudaStream_t stream) {
+  if (tokens <= 0 || vocab <= 0) return;
+  ce_bwd<<<static_cast<unsigned>(tokens), kThreads, 0, stream>>>(d_logits, softmax, labels, vocab, grad_scale,
+                                                                  vocab_offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tandem::kernels::cuda

@@ -1,0 +1,322 @@
+#include "kernels/cuda/dispatch.hpp"
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include "kernels/cpu/elementwise.hpp"
+#include "kernels/cuda/adamw.cuh"
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cross_entropy.cuh"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/norm.cuh"
+
+namespace tandem::kernels::cuda {
+namespace {
+
+using I64 = std::int64_t;
+
+// One op being run: its tensors (checked against the sizes the arguments imply) and context.
+struct Op {
+  const ComputeOp& op;
+  const TensorData& data;
+  const RunOptions& options;
+  const StreamContext& ctx;
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::logic_error("cuda kernels: op '" + op.label + "' (" + to_string(op.kind) + "): " + why);
+  }
+  const Tensor& tensor(bool input, std::size_t i) const {
+    const auto& list = input ? op.inputs : op.outputs;
+    if (i >= list.size())
+      fail(std::string("expects ") + (input ? "input " : "output ") + std::to_string(i) + ", the op has " +
+           std::to_string(list.size()));
+    if (!list[i].valid()) fail(std::string(input ? "input " : "output ") + std::to_string(i) + " is not a tensor");
+    return list[i];
+  }
+  float* pointer(const Tensor& t) const {
+    float* p = data(t);
+    if (!p) fail("no storage for tensor " + std::to_string(t.id));
+    return p;
+  }
+  float* get(bool input, std::size_t i, I64 min_numel) const {
+    const Tensor& t = tensor(input, i);
+    if (t.numel() < min_numel)
+      fail(std::string(input ? "input " : "output ") + std::to_string(i) + " has " + std::to_string(t.numel()) +
+           " elements, the op needs " + std::to_string(min_numel));
+    return pointer(t);
+  }
+  float* in(std::size_t i, I64 n) const { return get(true, i, n); }
+  float* out(std::size_t i, I64 n) const { return get(false, i, n); }
+  std::uint8_t* mask(bool input, std::size_t i, I64 count) const {
+    const Tensor& t = tensor(input, i);
+    if (t.numel() * 4 < count)
+      fail("mask " + std::to_string(i) + " holds " + std::to_string(t.numel() * 4) + " bytes, the op needs " +
+           std::to_string(count));
+    return reinterpret_cast<std::uint8_t*>(pointer(t));
+  }
+  // Token ids: raw int32 storage, or float values converted into the workspace.
+  const std::int32_t* ids(std::size_t input, I64 count) const {
+    const Tensor& t = tensor(true, input);
+    float* p = in(input, count);
+    if (t.dtype == DType::int32) return reinterpret_cast<const std::int32_t*>(p);
+    auto* converted = static_cast<std::int32_t*>(ctx.workspace(sizeof(std::int32_t) * static_cast<std::size_t>(count)));
+    float_to_ids(converted, p, count, ctx.stream);
+    return converted;
+  }
+  std::uint64_t dropout_key() const {
+    return kernels::cpu::dropout_key(options.seed, kernels::cpu::dropout_stem(op.label), options.iteration);
+  }
+  std::size_t inputs() const { return op.inputs.size(); }
+  std::size_t outputs() const { return op.outputs.size(); }
+  cudaStream_t stream() const { return ctx.stream; }
+};
+
+void gemm(const Op& c, const GemmArgs& a) {
+  c.ctx.blas->gemm_dense(c.out(0, a.batch * a.m * a.n), c.in(0, a.batch * a.m * a.k), c.in(1, a.batch * a.k * a.n),
+                         a.m, a.n, a.k, a.trans_a, a.trans_b, a.accumulate, a.batch, c.stream());
+}
+
+void attention(const Op& c, const AttentionArgs& a) {
+  const AttentionShape s{a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.head_dim, a.causal};
+  if (s.heads < 1 || s.head_dim < 1 || s.heads % s.kv_heads) c.fail("inconsistent attention shape");
+  const I64 qkv_n = s.batch * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim;
+  const I64 ctx_n = s.batch * s.seq * s.heads * s.head_dim;
+  const I64 rows = s.batch * s.heads * s.seq, scores = rows * s.seq;
+  AttentionDropout drop{0.0f, c.dropout_key()};
+  Blas& blas = *c.ctx.blas;
+  if (!a.backward) {
+    const float* qkv = c.in(0, qkv_n);
+    float* out = c.out(0, ctx_n);
+    if (a.flash) {
+      if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
+      drop.p = c.options.attention_dropout;
+      attention_forward(blas, out, c.outputs() > 1 ? c.out(1, rows) : nullptr, nullptr, nullptr, nullptr, qkv, s, drop,
+                        c.ctx.workspace, c.stream());
+      return;
+    }
+    if (c.outputs() != 1 && c.outputs() != 2 && c.outputs() != 4)
+      c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
+    float* probs = c.outputs() > 1 ? c.out(1, scores) : nullptr;
+    std::uint8_t* mask = c.outputs() == 4 ? c.mask(false, 2, scores) : nullptr;
+    float* dropped = c.outputs() == 4 ? c.out(3, scores) : nullptr;
+    if (mask) drop.p = c.options.attention_dropout;
+    attention_forward(blas, out, nullptr, probs, mask, dropped, qkv, s, drop, c.ctx.workspace, c.stream());
+    return;
+  }
+  // inputs {qkv, [context], saved…, d_context}: the context leads the saved tensors when the
+  // count of saved ones says so (as kernels/cpu/dispatch.cpp reads them).
+  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
+  const float* qkv = c.in(0, qkv_n);
+  const float* d_out = c.in(c.inputs() - 1, ctx_n);
+  float* d_qkv = c.out(0, qkv_n);
+  std::size_t first = 1, saved = c.inputs() - 2;
+  if (saved == 2 || saved == 4) {
+    ++first;
+    --saved;
+  }
+  if (a.flash) {
+    if (saved != 1) c.fail("a flash attention backward saves exactly the logsumexp");
+    drop.p = c.options.attention_dropout;
+    attention_backward(blas, d_qkv, d_out, qkv, c.in(first, rows), nullptr, nullptr, s, drop, c.ctx.workspace,
+                       c.stream());
+    return;
+  }
+  if (saved != 1 && saved != 3) c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
+  const std::uint8_t* mask = saved == 3 ? c.mask(true, first + 1, scores) : nullptr;
+  if (mask) drop.p = c.options.attention_dropout;
+  attention_backward(blas, d_qkv, d_out, qkv, nullptr, c.in(first, scores), mask, s, drop, c.ctx.workspace,
+                     c.stream());
+}
+
+void norm(const Op& c, const NormArgs& a) {
+  const I64 n = a.rows * a.cols;
+  const bool centered = a.norm == NormKind::layer_norm;
+  if (!a.backward) {
+    norm_forward(centered, c.out(0, n), c.in(0, n), c.in(1, a.cols), c.inputs() > 2 ? c.in(2, a.cols) : nullptr,
+                 a.rows, a.cols, c.stream());
+    return;
+  }
+  norm_backward(centered, c.out(0, n), c.outputs() > 1 ? c.out(1, a.cols) : nullptr,
+                c.outputs() > 2 ? c.out(2, a.cols) : nullptr, c.in(1, n), c.in(0, n), c.in(2, a.cols), a.rows, a.cols,
+                c.stream());
+}
+
+std::string_view last_component(std::string_view label) {
+  const auto dot = label.rfind('.');
+  return dot == std::string_view::npos ? label : label.substr(dot + 1);
+}
+
+void copy(float* dst, const float* src, I64 n, cudaStream_t stream) {
+  if (dst != src && n > 0)
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, stream));
+}
+
+void elementwise(const Op& c, const ElementwiseArgs& a) {
+  const I64 n = a.numel;
+  switch (a.fn) {
+    case ElementwiseFn::gelu:
+      if (!a.backward) gelu_forward(c.out(0, n), c.in(0, n), n, c.stream());
+      else gelu_backward(c.out(0, n), c.in(0, n), c.in(1, n), n, c.stream());
+      return;
+    case ElementwiseFn::swiglu: {
+      const Tensor& half = c.tensor(!a.backward ? false : true, !a.backward ? 0 : 1);
+      const I64 cols = half.shape.empty() ? n : half.shape.back();
+      if (cols <= 0 || n % cols) c.fail("swiglu numel is not a whole number of rows");
+      if (!a.backward) swiglu_forward(c.out(0, n), c.in(0, 2 * n), n / cols, cols, c.stream());
+      else swiglu_backward(c.out(0, 2 * n), c.in(0, 2 * n), c.in(1, n), n / cols, cols, c.stream());
+      return;
+    }
+    case ElementwiseFn::add: {
+      if (!a.backward) {
+        const I64 nb = std::min<I64>(c.tensor(true, 1).numel(), n);
+        if (nb <= 0 || n % nb) c.fail("add: the second input does not tile the first");
+        add_forward(c.out(0, n), c.in(0, n), c.in(1, nb), n, nb, c.stream());
+        return;
+      }
+      const float* dy = c.in(0, n);
+      for (std::size_t i = 0; i < c.outputs(); ++i) {
+        const I64 nb = std::min<I64>(c.tensor(false, i).numel(), n);
+        if (nb <= 0 || n % nb) c.fail("add backward: an output does not tile the gradient");
+        add_backward_broadcast(c.out(i, nb), dy, n, nb, c.stream());
+      }
+      return;
+    }
+    case ElementwiseFn::dropout: {
+      const float p = c.options.hidden_dropout;
+      if (!(p >= 0.0f && p < 1.0f)) c.fail("dropout probability must be in [0, 1)");
+      if (!a.backward)
+        dropout_forward(c.out(0, n), c.outputs() > 1 ? c.mask(false, 1, n) : nullptr, c.in(0, n), n, p, c.dropout_key(),
+                        c.stream());
+      else if (c.inputs() > 1) dropout_backward(c.out(0, n), c.in(0, n), c.mask(true, 1, n), n, p, c.stream());
+      else dropout_backward_regenerate(c.out(0, n), c.in(0, n), n, p, c.dropout_key(), c.stream());
+      return;
+    }
+    case ElementwiseFn::bias_add: {
+      if (!a.backward) {
+        const I64 cols = c.tensor(true, 1).numel();
+        if (cols <= 0 || n % cols) c.fail("bias_add: numel is not a whole number of rows");
+        float* y = c.out(0, n);
+        copy(y, c.in(0, n), n, c.stream());
+        bias_add_forward(y, c.in(1, cols), n / cols, cols, c.stream());
+      } else {
+        const I64 cols = c.tensor(false, 0).numel();
+        if (cols <= 0 || n % cols) c.fail("bias_add backward: numel is not a whole number of rows");
+        bias_add_backward(c.out(0, cols), c.in(0, n), n / cols, cols, c.stream());
+      }
+      return;
+    }
+    case ElementwiseFn::scale: {
+      if (a.backward) c.fail("scale has no backward kernel");
+      const I64 in_n = c.tensor(true, 0).numel();
+      if (c.tensor(false, 0).numel() < in_n) {  // the loss mean over per-token rows
+        if (n <= 0 || in_n % n) c.fail("scale (mean): input is not numel rows");
+        const I64 stride = in_n / n;
+        strided_mean(c.out(0, 1), c.in(0, n * stride), n, stride, c.stream());
+        return;
+      }
+      float alpha;
+      if (c.options.scale_factor) alpha = c.options.scale_factor(c.op);
+      else if (last_component(c.op.label) == "zero") alpha = 0.0f;
+      else c.fail("a same-size scale needs a factor (RunOptions::scale_factor)");
+      scale_forward(c.out(0, n), c.in(0, n), n, alpha, c.stream());
+      return;
+    }
+    case ElementwiseFn::cast:
+      copy(c.out(0, n), c.in(0, n), n, c.stream());
+      return;
+  }
+  c.fail("unknown element-wise function");
+}
+
+void embedding(const Op& c, const EmbeddingArgs& a) {
+  const I64 rows_n = a.tokens * a.hidden, table_n = a.vocab * a.hidden;
+  // Position lookups: seq = the rows tensor's second-to-last dimension; bounds checked here.
+  auto seq_of = [&](const Tensor& rows) {
+    const I64 s = rows.shape.size() >= 3 ? rows.shape[rows.shape.size() - 2] : a.tokens;
+    if (s <= 0) c.fail("position embedding: empty sequence");
+    const I64 last = a.vocab_offset + std::min(s, a.tokens) - 1;
+    if (a.tokens > 0 && (a.vocab_offset < 0 || last >= a.vocab))
+      c.fail("position embedding: position " + std::to_string(a.vocab_offset < 0 ? a.vocab_offset : last) +
+             " outside the table of " + std::to_string(a.vocab) + " rows");
+    return s;
+  };
+  if (!a.backward) {
+    float* out = c.out(0, rows_n);
+    const float* table = c.in(0, table_n);
+    if (c.inputs() > 1)
+      embedding_forward(out, table, c.ids(1, a.tokens), a.tokens, a.vocab, a.hidden, a.vocab_offset, c.stream());
+    else
+      position_embedding_forward(out, table, a.tokens, seq_of(c.tensor(false, 0)), a.hidden, a.vocab_offset,
+                                 c.stream());
+    return;
+  }
+  const float* d_rows = c.in(0, rows_n);
+  float* d_table = c.out(0, table_n);
+  if (c.inputs() > 1)
+    embedding_backward(d_table, d_rows, c.ids(1, a.tokens), a.tokens, a.vocab, a.hidden, a.vocab_offset, c.stream());
+  else
+    position_embedding_backward(d_table, d_rows, a.tokens, seq_of(c.tensor(true, 0)), a.hidden, a.vocab_offset,
+                                c.stream());
+}
+
+void loss(const Op& c, const LossArgs& a) {
+  const I64 n = a.tokens * a.vocab;
+  const std::int32_t* labels = c.ids(1, a.tokens);
+  if (!a.backward) {
+    cross_entropy_forward(c.out(0, n), c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr, c.in(0, n), labels,
+                          a.tokens, a.vocab, 0, c.stream());
+    return;
+  }
+  const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
+  cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale, 0, c.stream());
+}
+
+void optimizer(const Op& c, const OptimizerArgs& a) {
+  const bool with_master = c.inputs() == 5;
+  if (c.inputs() != 4 && !with_master) c.fail("adamw expects inputs {param, grad, [master], m, v}");
+  if (a.offset < 0) c.fail("adamw offset must be >= 0");
+  if (a.step < 1) c.fail("adamw step is 1-based");
+  const I64 n = a.numel, off = a.offset;
+  adamw_update(c.in(0, off + n) + off, with_master ? c.in(2, n) : nullptr, c.in(with_master ? 3 : 2, n),
+               c.in(with_master ? 4 : 3, n), c.in(1, off + n) + off, n,
+               adamw_step(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.grad_scale, a.step), c.stream());
+}
+
+template <typename T>
+constexpr OpKind kind_of_args() {
+  if constexpr (std::is_same_v<T, GemmArgs>) return OpKind::gemm;
+  else if constexpr (std::is_same_v<T, AttentionArgs>) return OpKind::attention;
+  else if constexpr (std::is_same_v<T, NormArgs>) return OpKind::norm;
+  else if constexpr (std::is_same_v<T, ElementwiseArgs>) return OpKind::elementwise;
+  else if constexpr (std::is_same_v<T, EmbeddingArgs>) return OpKind::embedding;
+  else if constexpr (std::is_same_v<T, LossArgs>) return OpKind::loss;
+  else if constexpr (std::is_same_v<T, OptimizerArgs>) return OpKind::optimizer;
+  else return OpKind::memcpy;
+}
+
+}  // namespace
+
+void run(const ComputeOp& op, const TensorData& data, const RunOptions& options, const StreamContext& context) {
+  const Op c{op, data, options, context};
+  if (!context.blas || !context.workspace) c.fail("no cuBLASLt handle or workspace in the stream context");
+  std::visit(
+      [&](const auto& a) {
+        using T = std::decay_t<decltype(a)>;
+        if (kind_of_args<T>() != op.kind)
+          c.fail(std::string("arguments are for a ") + to_string(kind_of_args<T>()) + " op");
+        if constexpr (std::is_same_v<T, GemmArgs>) gemm(c, a);
+        else if constexpr (std::is_same_v<T, AttentionArgs>) attention(c, a);
+        else if constexpr (std::is_same_v<T, NormArgs>) norm(c, a);
+        else if constexpr (std::is_same_v<T, ElementwiseArgs>) elementwise(c, a);
+        else if constexpr (std::is_same_v<T, EmbeddingArgs>) embedding(c, a);
+        else if constexpr (std::is_same_v<T, LossArgs>) loss(c, a);
+        else if constexpr (std::is_same_v<T, OptimizerArgs>) optimizer(c, a);
+        else copy(c.out(0, a.numel), c.in(0, a.numel), a.numel, c.stream());
+      },
+      op.args);
+}
+
+}  // namespace tandem::kernels::cuda

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The CUDA backend's GPU check, for a person with one NVIDIA GPU (an H200 is the target): under
+# 8 minutes, every result in one folder (./gpu-results, or $OUT, or the first argument).
+#   1. GPU tests: every CUDA kernel vs the CPU reference (fp32; bf16 looser), k training steps of
+#      a small GPT vs the CPU backend, bf16 vs fp32 loss curve, trace op ids, allocator.
+#   2. Benchmarks: GEMM vs cuBLAS's best for the shape; training step of GPT-2 124M and 1.5B with
+#      MFU; calibration sweeps (GEMM sizes, copies) for the H200 profile.
+#   3. PyTorch eager on the same models and batches (when PyTorch is installed): tokens/s.
+#   4. Simulate-vs-run: `tandem run gpt2-124m-h200 --backend cuda` and `tandem simulate` of the
+#      same scenario; measured and predicted iteration times side by side.
+#   5. summary.txt: the numbers together (summarize.py).
+# Runs from a build tree (TANDEM_BIN_DIR, default build-dev/ or build/ next to tests/) or from
+# the bundle of make_bundle.sh (its launcher sets TANDEM_BIN_DIR and TANDEM_DATA_DIR).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-${OUT:-./gpu-results}}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+if [ -z "${TANDEM_BIN_DIR:-}" ]; then
+  for d in "$here/../../build-dev" "$here/../../build"; do [ -x "$d/tandem" ] && TANDEM_BIN_DIR="$(cd "$d" && pwd)" && break; done
+fi
+bin="${TANDEM_BIN_DIR:?no tandem build found: set TANDEM_BIN_DIR}"
+# shellcheck source=cuda_libs.sh
+source "$here/cuda_libs.sh"
+log="$out/check.log"
+: > "$log"
+step() {  # step NAME TIMEOUT_S COMMAND... : stdout to $out/NAME.out, status to the log
+  local name="$1" limit="$2"; shift 2
+  local t0=$SECONDS
+  echo "== $name: $*" | tee -a "$log"
+  timeout --kill-after=10 "$limit" "$@" > "$out/$name.out" 2> "$out/$name.err"
+  local rc=$?
+  echo "   $name: exit $rc in $((SECONDS - t0)) s" | tee -a "$log"
+  return 0
+}
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(hostname)"
+  echo "LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-}"
+  nvidia-smi 2>&1 || echo "nvidia-smi not available"
+  echo "--- shared libraries of tandem:"
+  ldd "$bin/tandem" 2>&1
+} > "$out/environment.txt"
+if ldd "$bin/tandem" | grep -q "not found"; then
+  echo "MISSING LIBRARIES (see environment.txt):" | tee -a "$log"
+  ldd "$bin/tandem" | grep "not found" | tee -a "$log"
+fi
+
+step gpu-tests 150 "$bin/tandem_tests" --gtest_filter='Cuda*:CachingAllocator*' --gtest_output="xml:$out/gpu-tests.xml"
+step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"
+step calibration-bench 60 "$bin/cuda_calibration_bench" --benchmark_format=json --benchmark_out="$out/calibration-bench.json"
+step training-bench 150 "$bin/cuda_training_bench" --benchmark_format=json --benchmark_out="$out/training-bench.json"
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  step pytorch-124m 60 python3 "$here/pytorch_reference.py" --model gpt2-124m --micro-batch 16 --steps 5 --json "$out/pytorch-124m.json"
+  step pytorch-1.5b 90 python3 "$here/pytorch_reference.py" --model gpt2-1.5b --micro-batch 2 --accumulation 4 --steps 3 --json "$out/pytorch-1.5b.json"
+else
+  echo "   PyTorch with CUDA not found: no side-by-side reference" | tee -a "$log"
+fi
+step run-124m 90 "$bin/tandem" run gpt2-124m-h200 --backend cuda --iterations 5 --warmup 2 \
+  --json "$out/run-124m.json" --trace "$out/run-124m-trace.json" --chrome-trace "$out/run-124m-timeline.json"
+step simulate-124m 60 "$bin/tandem" simulate gpt2-124m-h200 --json "$out/simulate-124m.json" --tandem-trace "$out/simulate-124m-trace.json"
+step run-tiny-fp32 30 "$bin/tandem" run gpt-tiny-h200-fp32 --backend cuda --iterations 5 --json "$out/run-tiny-fp32-cuda.json"
+python3 "$here/summarize.py" "$out" > "$out/summary.txt" 2>&1 || echo "summarize.py failed" | tee -a "$log"
+cat "$out/summary.txt"
+echo "results in $out"

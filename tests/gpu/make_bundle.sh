@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the GPU check's bundle on a development machine (with nvcc): the tandem binary, the GPU
+# test and benchmark binaries, the non-system shared libraries they need (SimGrid, yaml-cpp,
+# OpenBLAS, libstdc++, ... found with ldd; glibc and the CUDA/NCCL libraries excluded: the GPU
+# machine has its own), platforms/ and scenarios/, and the check scripts. On the GPU machine:
+#   tar xzf tandem-gpu-bundle.tar.gz && tandem-gpu-bundle/check.sh [RESULTS_DIR]
+# Usage: tests/gpu/make_bundle.sh [BUILD_DIR (default build-dev)] [OUTPUT_DIR (default .)]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$(cd "${1:-$root/build-dev}" && pwd)"
+dest="$(mkdir -p "${2:-.}" && cd "${2:-.}" && pwd)"
+bundle="$dest/tandem-gpu-bundle"
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/share" "$bundle/tests/gpu"
+bins=(tandem tandem_tests cuda_gemm_bench cuda_training_bench cuda_calibration_bench)
+for b in "${bins[@]}"; do
+  [ -x "$build/$b" ] || { echo "missing $build/$b (build with CUDA first)" >&2; exit 1; }
+  cp "$build/$b" "$bundle/bin/"
+  strip --strip-unneeded "$bundle/bin/$b" 2>/dev/null || true
+done
+# Shared libraries: everything ldd resolves except the C library family and the GPU stack.
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so|libresolv\.so|libcuda\.so|libcudart|libcublas|libcublasLt|libnccl|libcudnn|libnvidia)'
+for b in "${bins[@]}"; do
+  ldd "$build/$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+    [[ "$name" =~ $skip ]] && continue
+    [ -e "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
+  done
+done
+strip --strip-unneeded "$bundle/lib/"*.so* 2>/dev/null || true
+mkdir -p "$bundle/share/platforms"
+cp -r "$root/platforms/devices" "$root/platforms/clusters" "$bundle/share/platforms/"
+mkdir -p "$bundle/share/scenarios"
+cp "$root"/scenarios/*.yaml "$bundle/share/scenarios/"
+cp "$root"/tests/gpu/{check.sh,cuda_libs.sh,pytorch_reference.py,summarize.py} "$bundle/tests/gpu/"
+cat > "$bundle/check.sh" <<'LAUNCH'
+#!/usr/bin/env bash
+# Runs the GPU check from this bundle: bundled libraries first, then this machine's CUDA/NCCL.
+here="$(cd "$(dirname "$0")" && pwd)"
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TANDEM_BIN_DIR="$here/bin" TANDEM_DATA_DIR="$here/share"
+exec "$here/tests/gpu/check.sh" "${1:-./gpu-results}"
+LAUNCH
+chmod +x "$bundle/check.sh"
+tar -C "$dest" -czf "$dest/tandem-gpu-bundle.tar.gz" tandem-gpu-bundle
+du -sh "$bundle" "$dest/tandem-gpu-bundle.tar.gz"

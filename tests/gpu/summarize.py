@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Reads the GPU check's results folder (tests/gpu/check.sh) and prints the numbers side by side:
+GPU test verdicts, GEMM throughput vs cuBLAS, training throughput and MFU vs PyTorch eager,
+calibration fractions of peak, and the simulator's predicted vs the measured iteration time."""
+import json, os, sys, xml.etree.ElementTree as ET
+
+out = sys.argv[1]
+
+
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def bench_rows(name):
+    data = load(name)
+    return [] if not data else [b for b in data.get("benchmarks", []) if not b.get("error_occurred")]
+
+
+print("== GPU tests")
+try:
+    root = ET.parse(os.path.join(out, "gpu-tests.xml")).getroot()
+    print(f"tests {root.get('tests')}  failures {root.get('failures')}  errors {root.get('errors')}  "
+          f"skipped {root.get('skipped', root.get('disabled'))}")
+    for case in root.iter("testcase"):
+        verdict = "FAIL" if case.find("failure") is not None else "skip" if case.find("skipped") is not None else "ok  "
+        err = next((p.get("value") for p in case.iter("property") if p.get("name") == "max_rel_error"), "")
+        print(f"  {verdict} {case.get('classname')}.{case.get('name')} {err}")
+except (OSError, ET.ParseError):
+    print("  no gpu-tests.xml")
+
+print("== GEMM vs cuBLAS (bf16)")
+for b in bench_rows("gemm-bench.json"):
+    print(f"  {b['name']:<50} {b['tflops']:7.1f} TFLOP/s  cuBLAS {b['reference_tflops']:7.1f}  ratio {b['ratio']:.3f}")
+
+print("== training step (one GPU) vs PyTorch eager")
+torch_ref = {"gpt2_124m": load("pytorch-124m.json"), "gpt2_1_5b": load("pytorch-1.5b.json")}
+for b in bench_rows("training-bench.json"):
+    key = b["name"].split("/")[1] if "/" in b["name"] else b["name"]
+    ref = torch_ref.get(key)
+    line = f"  {key:<10} tandem {b['tokens_per_s']:10.0f} tokens/s  MFU {b['mfu']:.3f}  step {b['step_s']:.4f} s"
+    if ref:
+        line += f" | PyTorch {ref['tokens_per_s']:10.0f} tokens/s  MFU {ref['mfu']:.3f}  ratio {b['tokens_per_s'] / ref['tokens_per_s']:.3f}"
+    print(line)
+
+print("== calibration sweeps")
+for b in bench_rows("calibration-bench.json"):
+    val = b.get("tflops", b.get("gb_per_s"))
+    print(f"  {b['name']:<50} {val:9.1f}  fraction of peak {b['fraction_of_peak']:.3f}")
+
+print("== simulate vs run (gpt2-124m-h200)")
+run, sim = load("run-124m.json"), load("simulate-124m.json")
+if run and sim:
+    measured, predicted = run["iteration_time_s"], sim["iteration_time_s"]
+    print(f"  measured {measured:.4f} s  predicted {predicted:.4f} s  error {(predicted - measured) / measured:+.1%}")
+    print(f"  peak memory: ledger {run['ranks'][0]['peak_memory_bytes'] / 2**30:.2f} GiB, allocator "
+          f"{run.get('peak_allocated_bytes', 0) / 2**30:.2f} GiB in use, {run.get('peak_reserved_bytes', 0) / 2**30:.2f} GiB reserved")
+    print("  losses:", [round(i["loss"], 4) for i in run["iterations"] if i.get("loss") is not None])
+else:
+    print("  missing run-124m.json or simulate-124m.json")
