@@ -88,6 +88,22 @@ Trace fold_to_mean_iteration(const Trace& trace, int iteration) {
   return out;
 }
 
+Trace median_iteration(const Trace& trace) {
+  std::vector<IterationSpan> spans = iteration_spans(trace);
+  if (spans.empty()) return Trace{trace.source, trace.scenario, {}};
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const IterationSpan& a, const IterationSpan& b) { return a.duration_s() < b.duration_s(); });
+  const IterationSpan& median = spans[(spans.size() - 1) / 2];
+  Trace out{trace.source, trace.scenario, {}};
+  for (const auto& r : trace.records) {
+    if (r.iteration != median.iteration) continue;
+    out.records.push_back(r);
+    out.records.back().start_s -= median.start_s;
+    out.records.back().end_s -= median.start_s;
+  }
+  return out;
+}
+
 Trace drop_iterations_before(const Trace& trace, int first_iteration) {
   Trace out{trace.source, trace.scenario, {}};
   for (const auto& r : trace.records)

@@ -46,6 +46,10 @@ std::vector<OpKey> op_keys(const Trace& trace);
 // and end; the other fields are the first occurrence's; every record gets iteration `iteration`.
 Trace fold_to_mean_iteration(const Trace& trace, int iteration = 0);
 
+// The iteration of median duration (the shorter of the two middle ones), its times relative to
+// its start: a real iteration to draw, unlike the mean one whose averaged times may overlap.
+Trace median_iteration(const Trace& trace);
+
 // The trace without the iterations before `first_iteration` (e.g. a measured warm-up).
 Trace drop_iterations_before(const Trace& trace, int first_iteration);
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/compare_command.hpp"
+#include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
@@ -22,6 +23,8 @@ int run(int argc, char** argv) {
   CLI::App* run_cmd = add_run_command(app, run_options);
   CompareCommandOptions compare;
   CLI::App* compare_cmd = add_compare_command(app, compare);
+  ReportCommandOptions report;
+  CLI::App* report_cmd = add_report_command(app, report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,6 +35,7 @@ int run(int argc, char** argv) {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
     if (compare_cmd->parsed()) return run_compare(compare);
+    if (report_cmd->parsed()) return run_report(report);
   } catch (const InputError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitBadInput;
