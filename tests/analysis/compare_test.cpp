@@ -2,13 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <functional>
-#include <fstream>
 
 #include "common/input_error.hpp"
+#include "tests/analysis/temp_dir_test_base.hpp"
 #include "tests/analysis/trace_builders.hpp"
 
 namespace tandem {
@@ -145,26 +142,12 @@ TEST(Compare, ErrorIsNullInJsonWhenNothingWasMeasured) {
   EXPECT_TRUE(j["by_kind"][0]["error"].is_null());
 }
 
-class CompareFiles : public ::testing::Test {
+class CompareFiles : public analysis_test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tandem-compare-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const Trace& trace) {
-    const std::string path = (dir_ / name).string();
-    write_trace_json(trace, path);
-    return path;
+    write_trace_json(trace, path(name));
+    return path(name);
   }
-  std::string write_text(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::filesystem::path dir_;
 };
 
 void expect_input_error(const std::function<void()>& call, const std::string& file, const std::string& field) {

@@ -1,7 +1,6 @@
 #include "analysis/report/report.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +8,7 @@
 
 #include "common/input_error.hpp"
 #include "tests/analysis/report_inputs_fixture.hpp"
+#include "tests/analysis/temp_dir_test_base.hpp"
 
 namespace tandem::report {
 namespace {
@@ -90,22 +90,7 @@ TEST(Report, NeedsAtLeastOneInput) {
   EXPECT_THROW(load_report_inputs(ReportFiles{}), InputError);
 }
 
-class ReportFilesTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tandem-report-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write_text(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::filesystem::path dir_;
-};
+class ReportFilesTest : public analysis_test::TempDirTest {};
 
 TEST_F(ReportFilesTest, ReadsSearchResultsAndComputesTheFrontWhenNotGiven) {
   const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "candidates": [
