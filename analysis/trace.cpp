@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "analysis/json_file.hpp"
 #include "common/input_error.hpp"
 
 namespace tandem {
@@ -68,20 +69,7 @@ void write_trace_json(const Trace& trace, const std::string& path) {
 }
 
 Trace read_trace_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open trace");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into a line number.
-    std::ifstream again(path);
-    std::string text((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
-    int line = 1;
-    for (std::size_t i = 0; i < std::min<std::size_t>(e.byte, text.size()); ++i)
-      line += text[i] == '\n';
-    throw InputError(path, line, "", std::string("JSON syntax error: ") + e.what());
-  }
+  const nlohmann::json doc = read_json_file(path);
   auto field_error = [&](const std::string& field, const std::string& msg) {
     throw InputError(path, 0, field, msg);
   };

@@ -5,6 +5,8 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/compare_command.hpp"
+#include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
@@ -19,6 +21,10 @@ int run(int argc, char** argv) {
   CLI::App* simulate_cmd = add_simulate_command(app, simulate);
   RunCommandOptions run_options;
   CLI::App* run_cmd = add_run_command(app, run_options);
+  CompareCommandOptions compare;
+  CLI::App* compare_cmd = add_compare_command(app, compare);
+  ReportCommandOptions report;
+  CLI::App* report_cmd = add_report_command(app, report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +34,8 @@ int run(int argc, char** argv) {
   try {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
+    if (compare_cmd->parsed()) return run_compare(compare);
+    if (report_cmd->parsed()) return run_report(report);
   } catch (const InputError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitBadInput;

@@ -1,0 +1,156 @@
+#include "analysis/report/charts.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/report/html.hpp"
+#include "analysis/report/svg.hpp"
+
+namespace tandem::report {
+
+namespace {
+
+constexpr double kWidthPx = 880;
+constexpr double kTitlePx = 24;  // title band at the top
+constexpr double kAxisPx = 26;   // axis band at the bottom
+constexpr double kLabelPx = 190;  // row labels on the left
+constexpr double kNotePx = 90;    // notes on the right
+
+// A horizontal value axis with ticks and grid lines over the plot area.
+void value_axis(Svg& svg, const LinearScale& x, const std::vector<double>& ticks, double top, double bottom,
+                const ValueFormat& format) {
+  for (double t : ticks) {
+    svg.line(x(t), top, x(t), bottom, "#ddd");
+    svg.text(x(t), bottom + 14, format(t), "middle", 10, "#555");
+  }
+  svg.line(x.range_start, bottom, x.range_end, bottom, "#888");
+}
+
+double max_of(const std::vector<BarRow>& rows, bool stacked) {
+  double m = 0;
+  for (const auto& row : rows) {
+    double sum = 0;
+    for (double v : row.values) sum += std::max(v, 0.0), m = std::max(m, v);
+    if (stacked) m = std::max(m, sum);
+  }
+  return m;
+}
+
+std::string bar_chart(const std::string& title, const std::vector<std::string>& names,
+                      const std::vector<BarRow>& rows, const ValueFormat& format, bool stacked) {
+  const double bar_px = stacked ? 16 : 9;
+  const double row_px = stacked ? 24 : bar_px * static_cast<double>(names.size()) + 8;
+  const double plot_bottom = kTitlePx + row_px * static_cast<double>(rows.size()) + 4;
+  Svg svg(kWidthPx, plot_bottom + kAxisPx, title);
+  svg.text(4, 16, title, "start", 13);
+  const std::vector<double> ticks = nice_ticks(max_of(rows, stacked));
+  const LinearScale x{ticks.back(), kLabelPx, kWidthPx - kNotePx};
+  value_axis(svg, x, ticks, kTitlePx, plot_bottom, format);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const BarRow& row = rows[r];
+    const double top = kTitlePx + row_px * static_cast<double>(r) + 4;
+    svg.text(kLabelPx - 6, top + row_px / 2, row.label, "end");
+    double offset = 0;
+    for (std::size_t s = 0; s < row.values.size() && s < names.size(); ++s) {
+      const double v = std::max(row.values[s], 0.0);
+      const std::string tooltip = row.label + " · " + names[s] + ": " + format(row.values[s]);
+      if (stacked) {
+        svg.rect(x(offset), top + 2, x(offset + v) - x(offset), bar_px, palette_colour(static_cast<int>(s)), tooltip);
+        offset += v;
+      } else {
+        svg.rect(x(0), top + bar_px * static_cast<double>(s), x(v) - x(0), bar_px - 1,
+                 palette_colour(static_cast<int>(s)), tooltip);
+      }
+    }
+    svg.text(kWidthPx - kNotePx + 6, top + row_px / 2, row.note);
+  }
+  return svg.str();
+}
+
+}  // namespace
+
+std::string grouped_bar_chart(const std::string& title, const std::vector<std::string>& series,
+                              const std::vector<BarRow>& rows, const ValueFormat& format) {
+  return bar_chart(title, series, rows, format, false);
+}
+
+std::string stacked_bar_chart(const std::string& title, const std::vector<std::string>& categories,
+                              const std::vector<BarRow>& rows, const ValueFormat& format) {
+  return bar_chart(title, categories, rows, format, true);
+}
+
+std::string gantt_chart(const std::string& title, const std::vector<GanttLane>& lanes, double time_max,
+                        const ValueFormat& format) {
+  constexpr double kWidth = 430, kLanePx = 18, kLaneLabelPx = 70;
+  const double plot_bottom = kTitlePx + kLanePx * static_cast<double>(lanes.size()) + 2;
+  Svg svg(kWidth, plot_bottom + kAxisPx, title);
+  svg.text(4, 16, title, "start", 12);
+  const std::vector<double> ticks = nice_ticks(time_max, 4);
+  const LinearScale x{ticks.back(), kLaneLabelPx, kWidth - 30};
+  value_axis(svg, x, ticks, kTitlePx, plot_bottom, format);
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    const double top = kTitlePx + kLanePx * static_cast<double>(l) + 2;
+    svg.text(kLaneLabelPx - 4, top + kLanePx / 2 + 3, lanes[l].label, "end", 10);
+    std::vector<GanttBar> bars = lanes[l].bars;
+    std::stable_sort(bars.begin(), bars.end(), [](const GanttBar& a, const GanttBar& b) { return a.start < b.start; });
+    // Merge slivers into their neighbour of the same colour, counting them.
+    struct Drawn { double x0, x1; int colour; std::string tooltip; int merged; };
+    std::vector<Drawn> drawn;
+    for (const auto& bar : bars) {
+      const double x0 = x(bar.start), x1 = std::max(x(bar.end), x0 + 0.5);
+      if (!drawn.empty() && x1 - x0 < 1 && drawn.back().colour == bar.colour && x0 - drawn.back().x1 < 1) {
+        drawn.back().x1 = std::max(drawn.back().x1, x1);
+        ++drawn.back().merged;
+        continue;
+      }
+      drawn.push_back({x0, x1, bar.colour, bar.tooltip, 1});
+    }
+    for (const auto& d : drawn) {
+      const std::string tooltip = d.merged > 1 ? d.tooltip + " (+" + std::to_string(d.merged - 1) + " more ops)" : d.tooltip;
+      svg.rect(d.x0, top, d.x1 - d.x0, kLanePx - 4, palette_colour(d.colour), tooltip);
+    }
+  }
+  return svg.str();
+}
+
+std::string scatter_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
+                          const std::vector<ScatterPoint>& points, const ValueFormat& x_format,
+                          const ValueFormat& y_format) {
+  constexpr double kHeight = 380, kLeft = 90, kRight = 40;
+  const double plot_bottom = kHeight - kAxisPx - 18;
+  Svg svg(kWidthPx, kHeight, title);
+  svg.text(4, 16, title, "start", 13);
+  double x_max = 0, y_max = 0;
+  for (const auto& p : points) x_max = std::max(x_max, p.x), y_max = std::max(y_max, p.y);
+  const std::vector<double> x_ticks = nice_ticks(x_max), y_ticks = nice_ticks(y_max);
+  const LinearScale x{x_ticks.back(), kLeft, kWidthPx - kRight};
+  const LinearScale y{y_ticks.back(), plot_bottom, kTitlePx + 20};
+  value_axis(svg, x, x_ticks, kTitlePx + 20, plot_bottom, x_format);
+  for (double t : y_ticks) {
+    svg.line(kLeft, y(t), kWidthPx - kRight, y(t), "#eee");
+    svg.text(kLeft - 6, y(t) + 3, y_format(t), "end", 10, "#555");
+  }
+  svg.line(kLeft, kTitlePx + 20, kLeft, plot_bottom, "#888");
+  svg.text((kLeft + kWidthPx - kRight) / 2, kHeight - 6, x_title, "middle", 11);
+  svg.text(kLeft, kTitlePx + 8, y_title, "start", 11);
+  std::vector<std::pair<double, double>> front;
+  for (const auto& p : points)
+    if (p.highlighted) front.push_back({x(p.x), y(p.y)});
+  std::sort(front.begin(), front.end());
+  if (front.size() > 1) svg.polyline(front, palette_colour(2));
+  for (const auto& p : points) {
+    svg.circle(x(p.x), y(p.y), p.highlighted ? 5 : 3.5, p.highlighted ? palette_colour(2) : "#bbb", p.tooltip);
+    if (!p.label.empty()) svg.text(x(p.x) + 7, y(p.y) - 5, p.label, "start", 10, "#333");
+  }
+  return svg.str();
+}
+
+std::string legend_html(const std::vector<std::pair<std::string, int>>& entries) {
+  std::string out = "<div class=\"legend\">";
+  for (const auto& [name, colour] : entries)
+    out += "<span><i style=\"background:" + escape_html(palette_colour(colour)) + "\"></i>" + escape_html(name) +
+           "</span>";
+  return out + "</div>";
+}
+
+}  // namespace tandem::report

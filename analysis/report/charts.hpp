@@ -1,0 +1,57 @@
+// The report's plot types, each rendered as one inline SVG (svg.hpp): grouped and stacked
+// horizontal bars, a Gantt timeline, and a scatter plot with a highlighted front.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tandem::report {
+
+using ValueFormat = std::function<std::string(double)>;
+
+struct BarRow {
+  std::string label;
+  std::vector<double> values;  // one per series (grouped) or per category (stacked)
+  std::string note;            // written right of the bars (e.g. an error)
+};
+
+// One bar per series in each row, side by side.
+std::string grouped_bar_chart(const std::string& title, const std::vector<std::string>& series,
+                              const std::vector<BarRow>& rows, const ValueFormat& format);
+
+// One bar per row, its categories stacked.
+std::string stacked_bar_chart(const std::string& title, const std::vector<std::string>& categories,
+                              const std::vector<BarRow>& rows, const ValueFormat& format);
+
+struct GanttBar {
+  double start = 0, end = 0;
+  int colour = 0;  // palette index
+  std::string tooltip;
+};
+struct GanttLane {
+  std::string label;
+  std::vector<GanttBar> bars;
+};
+
+// Lanes of bars on a common time axis from 0 to `time_max`. Bars narrower than a pixel that
+// touch the previous bar of their colour are drawn as one (a timeline of a million ops stays a
+// few thousand shapes); the merged bar's tooltip counts them.
+std::string gantt_chart(const std::string& title, const std::vector<GanttLane>& lanes, double time_max,
+                        const ValueFormat& format);
+
+struct ScatterPoint {
+  double x = 0, y = 0;
+  bool highlighted = false;  // drawn filled and joined by the front line
+  std::string label;         // written next to the point
+  std::string tooltip;
+};
+
+std::string scatter_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
+                          const std::vector<ScatterPoint>& points, const ValueFormat& x_format,
+                          const ValueFormat& y_format);
+
+// An HTML legend (not a plot): coloured swatches and names.
+std::string legend_html(const std::vector<std::pair<std::string, int>>& entries);
+
+}  // namespace tandem::report

@@ -1,0 +1,40 @@
+// Search results as the report reads them: the JSON document "tandem-search/1" (schema in
+// analysis/report/README.md). `tandem search` writes it; any tool may.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+
+namespace tandem::report {
+
+struct SearchCandidate {
+  int rank = 0;  // 1 = best for the objective
+  std::string strategy;
+  Seconds iteration_time_s = 0;
+  std::optional<double> tokens_per_s;
+  std::optional<double> mfu;
+  std::optional<Bytes> peak_memory_bytes;
+  std::optional<Bytes> memory_capacity_bytes;
+  std::optional<bool> fits_in_memory;
+  std::optional<Seconds> compute_s, exposed_comm_s, idle_s;  // breakdown, when given
+  bool pareto = false;
+};
+
+struct SearchResults {
+  std::string file;
+  std::string scenario;
+  std::string objective;
+  std::vector<SearchCandidate> candidates;  // ordered by rank
+  bool pareto_given = false;  // false: the front was computed here (time and memory, both minimised)
+};
+
+SearchResults read_search_json(const std::string& path);
+
+// Marks the candidates no other candidate beats on both iteration time and peak memory (lower is
+// better; a candidate without a memory figure competes on time alone).
+void mark_pareto_front(std::vector<SearchCandidate>& candidates);
+
+}  // namespace tandem::report

@@ -1,0 +1,290 @@
+#include "analysis/report/sections.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "analysis/format.hpp"
+#include "analysis/iteration_view.hpp"
+#include "analysis/report/charts.hpp"
+#include "analysis/report/html.hpp"
+#include "analysis/time_breakdown.hpp"
+
+namespace tandem::report {
+
+namespace {
+
+// Ranks drawn in per-rank plots; a note says how many more there are.
+constexpr int kRanksDrawn = 16;
+
+std::string section(const std::string& name, const std::string& title, const std::string& body) {
+  return "<section data-section=\"" + escape_html(name) + "\"><h2>" + escape_html(title) + "</h2>" + body +
+         "</section>\n";
+}
+
+std::string paragraph(const std::string& text) { return "<p>" + escape_html(text) + "</p>"; }
+
+std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "<table><thead><tr>";
+  for (const auto& h : header) out += "<th>" + escape_html(h) + "</th>";
+  out += "</tr></thead><tbody>";
+  for (const auto& row : rows) {
+    out += "<tr>";
+    for (const auto& cell : row) out += "<td>" + escape_html(cell) + "</td>";
+    out += "</tr>";
+  }
+  return out + "</tbody></table>";
+}
+
+std::string side_name(const char* side, const Trace& trace) {
+  return std::string(side) + (trace.source.empty() ? "" : " (" + trace.source + ")");
+}
+
+std::string card(const std::string& name, const std::string& value) {
+  return "<div class=\"card\"><div class=\"name\">" + escape_html(name) + "</div><div class=\"value\">" +
+         escape_html(value) + "</div></div>";
+}
+
+std::set<int> ranks_of(const Trace& trace) {
+  std::set<int> ranks;
+  for (const auto& r : trace.records) ranks.insert(r.rank);
+  return ranks;
+}
+
+std::string ranks_note(std::size_t ranks) {
+  return ranks > static_cast<std::size_t>(kRanksDrawn)
+             ? paragraph("The first " + std::to_string(kRanksDrawn) + " of " + std::to_string(ranks) +
+                         " ranks are drawn; every rank is in the embedded data and the Perfetto trace.")
+             : std::string();
+}
+
+}  // namespace
+
+std::string summary_section(const ReportInputs& in) {
+  std::string scenario, strategy;
+  std::vector<BarRow> rows;
+  std::string cards;
+  if (in.prediction) scenario = in.prediction->scenario, strategy = in.prediction->strategy;
+  if (in.measured && scenario.empty()) scenario = in.measured->scenario, strategy = in.measured->strategy;
+  if (in.search && scenario.empty()) scenario = in.search->scenario;
+  for (const auto* trace : {&in.predicted_trace, &in.measured_trace})
+    if (*trace && scenario.empty()) scenario = (*trace)->scenario;
+  cards += card("scenario", scenario.empty() ? "(unnamed)" : scenario);
+  if (!strategy.empty()) cards += card("strategy", strategy);
+  if (in.comparison) {
+    const Comparison& c = *in.comparison;
+    cards += card("predicted iteration", human_seconds(c.predicted.iteration_time_s));
+    cards += card("measured iteration", human_seconds(c.measured.iteration_time_s));
+    cards += card("iteration-time error", signed_percent(c.iteration_time_error));
+    cards += card("matched ops", std::to_string(c.matched_ops) + " (" +
+                                     std::to_string(c.predicted_only.size() + c.measured_only.size()) + " unmatched)");
+    rows.push_back({"predicted trace", {c.predicted.iteration_time_s}, ""});
+    rows.push_back({"measured trace", {c.measured.iteration_time_s}, signed_percent(c.iteration_time_error)});
+  } else {
+    for (const auto& [side, trace] : {std::pair{"predicted", &in.predicted_trace}, std::pair{"measured", &in.measured_trace}}) {
+      if (!*trace) continue;
+      const auto spans = iteration_spans(**trace);
+      Seconds mean_s = 0;
+      for (const auto& s : spans) mean_s += s.duration_s() / static_cast<double>(spans.size());
+      cards += card(std::string(side) + " iteration", human_seconds(mean_s));
+      rows.push_back({std::string(side) + " trace", {mean_s}, ""});
+    }
+  }
+  for (const auto& [side, summary] : {std::pair{"predicted", &in.prediction}, std::pair{"measured", &in.measured}}) {
+    if (!*summary) continue;
+    const RunSummary& s = **summary;
+    cards += card(std::string(side) + " throughput", printf_string("%.4g tokens/s", s.tokens_per_s));
+    if (s.mfu) cards += card(std::string(side) + " MFU", printf_string("%.1f %%", 100 * *s.mfu));
+    rows.push_back({std::string(side) + " summary", {s.iteration_time_s}, ""});
+  }
+  if (in.search && !in.search->candidates.empty()) {
+    const SearchCandidate& best = in.search->candidates.front();
+    cards += card("best searched strategy", best.strategy);
+    rows.push_back({"search: best", {best.iteration_time_s}, ""});
+  }
+  const std::string plot = grouped_bar_chart("Iteration time", {"iteration time"}, rows, human_seconds);
+  return section("summary", "Summary", "<div class=\"cards\">" + cards + "</div>" + plot);
+}
+
+std::string timelines_section(const ReportInputs& in) {
+  if (!in.predicted_trace && !in.measured_trace) return "";
+  // One real iteration per side (the median one), each on its own time axis.
+  std::vector<std::pair<std::string, Trace>> sides;
+  if (in.predicted_trace) sides.push_back({side_name("predicted", *in.predicted_trace), median_iteration(*in.predicted_trace)});
+  if (in.measured_trace) sides.push_back({side_name("measured", *in.measured_trace), median_iteration(*in.measured_trace)});
+  std::set<int> ranks;
+  for (const auto& [name, trace] : sides) ranks.merge(ranks_of(trace));
+  std::vector<std::pair<std::string, int>> legend;
+  std::set<OpKind> kinds;
+  for (const auto& [name, trace] : sides) for (const auto& r : trace.records) kinds.insert(r.kind);
+  for (OpKind k : kinds) legend.push_back({to_string(k), static_cast<int>(k)});
+  std::string body = paragraph("The median iteration of each side, times from its start; colour = op kind. "
+                               "Hover a bar for the op.") + legend_html(legend) + ranks_note(ranks.size());
+  int drawn = 0;
+  for (int rank : ranks) {
+    if (drawn++ == kRanksDrawn) break;
+    body += "<div class=\"pair\">";
+    for (const auto& [name, trace] : sides) {
+      std::map<Stream, GanttLane> lanes;
+      Seconds end_s = 0;
+      for (const auto& r : trace.records) {
+        end_s = std::max(end_s, r.end_s);
+        if (r.rank != rank) continue;
+        GanttLane& lane = lanes[r.stream];
+        lane.label = to_string(r.stream);
+        lane.bars.push_back({r.start_s, r.end_s, static_cast<int>(r.kind),
+                             r.op_id + " · " + to_string(r.kind) + " · " + human_seconds(r.end_s - r.start_s)});
+      }
+      std::vector<GanttLane> ordered;
+      for (auto& [stream, lane] : lanes) ordered.push_back(std::move(lane));
+      body += gantt_chart(name + " · rank " + std::to_string(rank), ordered, end_s, human_seconds);
+    }
+    body += "</div>";
+  }
+  return section("timelines", "Timelines per rank", body);
+}
+
+std::string errors_section(const ReportInputs& in) {
+  if (!in.comparison) return "";
+  const Comparison& c = *in.comparison;
+  std::vector<BarRow> rows;
+  for (const auto& [kind, t] : c.by_kind)
+    rows.push_back({to_string(kind), {t.predicted_s, t.measured_s}, signed_percent(t.error())});
+  std::string body = paragraph("Time per iteration of the matched ops, per op kind; error = (predicted - measured) / "
+                               "measured. Alignment: " + std::string(to_string(c.alignment)) + ".");
+  body += legend_html({{"predicted", 0}, {"measured", 1}});
+  body += grouped_bar_chart("Predicted vs measured time per op kind", {"predicted", "measured"}, rows, human_seconds);
+
+  std::vector<std::vector<std::string>> groups;
+  auto add_rows = [&](const std::string& name, const TimeTotals& t) {
+    groups.push_back({name, human_seconds(t.predicted_s), human_seconds(t.measured_s), human_seconds(t.difference_s()),
+                      signed_percent(t.error()), std::to_string(t.ops)});
+  };
+  for (const auto& [rank, t] : c.by_rank) add_rows("rank " + std::to_string(rank), t);
+  for (const auto& [stream, t] : c.by_stream) add_rows(std::string("stream ") + to_string(stream), t);
+  add_rows("all matched ops", c.matched);
+  body += "<h3>Per rank and stream</h3>" +
+          table({"group", "predicted", "measured", "difference", "error", "ops"}, groups);
+
+  std::vector<std::vector<std::string>> paths;
+  for (const auto& [side, s] : {std::pair{"predicted", &c.predicted}, std::pair{"measured", &c.measured}}) {
+    const CriticalPath& p = s->critical_path;
+    std::vector<std::pair<Seconds, OpKind>> kinds;
+    for (const auto& [kind, t] : p.busy_by_kind_s) kinds.push_back({t, kind});
+    std::sort(kinds.rbegin(), kinds.rend());
+    std::string top;
+    for (std::size_t i = 0; i < std::min<std::size_t>(4, kinds.size()); ++i)
+      top += std::string(i ? ", " : "") + to_string(kinds[i].second) + " " + human_seconds(kinds[i].first);
+    paths.push_back({side, human_seconds(p.length_s), human_seconds(p.busy_s), human_seconds(p.gap_s),
+                     std::to_string(p.steps.size()), top,
+                     p.steps.empty() ? "" : p.steps.back().op.op_id + " (rank " + std::to_string(p.steps.back().op.rank) + ")"});
+  }
+  body += "<h3>Critical paths (mean iteration)</h3>" +
+          table({"side", "length", "busy", "gaps", "ops", "busiest kinds", "ends with"}, paths);
+
+  std::vector<std::vector<std::string>> largest;
+  for (const auto& d : c.largest_differences)
+    largest.push_back({std::to_string(d.key.rank), std::to_string(d.key.iteration), d.key.display(), to_string(d.kind),
+                       to_string(d.stream), human_seconds(d.predicted_s), human_seconds(d.measured_s),
+                       human_seconds(d.difference_s())});
+  body += "<h3>Largest differences per op</h3>" +
+          table({"rank", "iteration", "op", "kind", "stream", "predicted", "measured", "difference"}, largest);
+  body += paragraph(std::to_string(c.predicted_only.size()) + " op(s) only in the predicted trace, " +
+                    std::to_string(c.measured_only.size()) + " only in the measured trace (listed in the embedded data).");
+  return section("errors", "Error by op kind", body);
+}
+
+std::string breakdown_section(const ReportInputs& in) {
+  std::vector<BarRow> rows;
+  std::size_t ranks_total = 0;
+  for (const auto& [side, trace] : {std::pair{"predicted", &in.predicted_trace}, std::pair{"measured", &in.measured_trace}}) {
+    if (!*trace) continue;
+    const auto breakdown = time_breakdown(median_iteration(**trace).records);
+    ranks_total = std::max(ranks_total, breakdown.size());
+    int drawn = 0;
+    for (const auto& [rank, b] : breakdown) {
+      if (drawn++ == kRanksDrawn) break;
+      rows.push_back({std::string(side) + " · rank " + std::to_string(rank), {b.compute_s, b.exposed_comm_s, b.idle_s},
+                      human_seconds(b.compute_s + b.exposed_comm_s + b.idle_s)});
+    }
+  }
+  if (in.prediction)
+    for (const auto& b : in.prediction->breakdown)
+      rows.push_back({"prediction · " + b.label, {b.compute_s, b.exposed_comm_s, b.idle_s},
+                      human_seconds(b.compute_s + b.exposed_comm_s + b.idle_s)});
+  if (rows.empty()) return "";
+  std::string body = paragraph("Per iteration: computing, communicating with nothing to hide it (exposed), idle. "
+                               "Trace rows are the median iteration.") +
+                     legend_html({{"compute", 0}, {"exposed communication", 1}, {"idle", 2}}) + ranks_note(ranks_total);
+  body += stacked_bar_chart("Time breakdown", {"compute", "exposed communication", "idle"}, rows, human_seconds);
+  return section("breakdown", "Time breakdown", body);
+}
+
+std::string memory_section(const ReportInputs& in) {
+  std::vector<std::string> categories;
+  std::vector<const MemoryRow*> all;
+  std::vector<std::string> labels;
+  for (const auto& [side, summary] : {std::pair{"predicted", &in.prediction}, std::pair{"measured", &in.measured}}) {
+    if (!*summary) continue;
+    int drawn = 0;
+    for (const auto& row : (*summary)->memory) {
+      if (drawn++ == kRanksDrawn) break;
+      all.push_back(&row), labels.push_back(std::string(side) + " · " + row.label);
+      for (const auto& [name, bytes] : row.by_category)
+        if (std::find(categories.begin(), categories.end(), name) == categories.end()) categories.push_back(name);
+    }
+  }
+  if (all.empty()) return "";
+  const bool uncategorised = categories.empty();
+  if (uncategorised) categories.push_back("peak");
+  std::vector<BarRow> rows;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    BarRow row{labels[i], {}, human_bytes(all[i]->peak_bytes)};
+    for (const auto& name : categories) {
+      auto found = all[i]->by_category.find(name);
+      row.values.push_back(uncategorised ? all[i]->peak_bytes : found == all[i]->by_category.end() ? 0 : found->second);
+    }
+    if (all[i]->capacity_bytes > 0)
+      row.note += printf_string(" (%.1f %% of capacity)", 100 * all[i]->peak_bytes / all[i]->capacity_bytes);
+    if (all[i]->out_of_memory) row.note += " OUT OF MEMORY";
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::pair<std::string, int>> legend;
+  for (std::size_t i = 0; i < categories.size(); ++i) legend.push_back({categories[i], static_cast<int>(i)});
+  std::string body = paragraph("Peak memory per device (prediction: per device group, its largest rank; "
+                               "measurement: per rank), by category at the peak.") + legend_html(legend);
+  body += stacked_bar_chart("Peak memory per device", categories, rows, human_bytes);
+  return section("memory", "Memory per device", body);
+}
+
+std::string search_section(const ReportInputs& in) {
+  if (!in.search) return "";
+  const SearchResults& s = *in.search;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<ScatterPoint> points;
+  auto optional_text = [](const auto& v, auto format) { return v ? format(*v) : std::string("-"); };
+  for (const auto& c : s.candidates) {
+    std::string breakdown = "-";
+    if (c.compute_s && c.exposed_comm_s && c.idle_s)
+      breakdown = human_seconds(*c.compute_s) + " / " + human_seconds(*c.exposed_comm_s) + " / " + human_seconds(*c.idle_s);
+    rows.push_back({std::to_string(c.rank), c.strategy, human_seconds(c.iteration_time_s),
+                    optional_text(c.tokens_per_s, [](double v) { return printf_string("%.4g", v); }),
+                    optional_text(c.mfu, [](double v) { return printf_string("%.1f %%", 100 * v); }),
+                    optional_text(c.peak_memory_bytes, human_bytes),
+                    c.fits_in_memory ? (*c.fits_in_memory ? "yes" : "no") : "-", breakdown, c.pareto ? "yes" : ""});
+    const bool labelled = c.pareto || c.rank <= 5;
+    points.push_back({c.iteration_time_s, c.peak_memory_bytes.value_or(0), c.pareto,
+                      labelled ? "#" + std::to_string(c.rank) : "",
+                      "#" + std::to_string(c.rank) + " " + c.strategy + ": " + human_seconds(c.iteration_time_s)});
+  }
+  std::string body = paragraph(std::to_string(s.candidates.size()) + " candidates, objective " + s.objective + "; " +
+                               (s.pareto_given ? "Pareto front as given by the search."
+                                               : "Pareto front computed here (iteration time and peak memory, both minimised)."));
+  body += scatter_chart("Iteration time vs peak memory (Pareto front highlighted)", "iteration time",
+                        "peak memory per device", points, human_seconds, human_bytes);
+  body += table({"rank", "strategy", "iteration", "tokens/s", "MFU", "peak memory", "fits", "compute / exposed comm / idle",
+                 "Pareto"},
+                rows);
+  return section("search", "Search results", body);
+}
+
+}  // namespace tandem::report

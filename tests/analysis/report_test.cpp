@@ -1,0 +1,145 @@
+#include "analysis/report/report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "common/input_error.hpp"
+#include "tests/analysis/report_inputs_fixture.hpp"
+#include "tests/analysis/temp_dir_test_base.hpp"
+
+namespace tandem::report {
+namespace {
+
+// Section name → number of <svg class="plot"> inside it.
+std::map<std::string, int> plots_per_section(const std::string& html) {
+  std::map<std::string, int> out;
+  const std::regex section_re("<section data-section=\"([a-z]+)\">([\\s\\S]*?)</section>");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), section_re); it != std::sregex_iterator(); ++it) {
+    const std::string body = (*it)[2];
+    int plots = 0;
+    for (std::size_t at = body.find("<svg class=\"plot\""); at != std::string::npos;
+         at = body.find("<svg class=\"plot\"", at + 1))
+      ++plots;
+    out[(*it)[1]] = plots;
+  }
+  return out;
+}
+
+TEST(Report, HoldsEverySectionWithAPlotWhenEveryInputIsGiven) {
+  const std::string html = render_report_html(analysis_test::full_report_inputs());
+  const auto plots = plots_per_section(html);
+  for (const char* name : {"summary", "timelines", "errors", "breakdown", "memory", "search"}) {
+    ASSERT_TRUE(plots.count(name)) << name;
+    EXPECT_GE(plots.at(name), 1) << name;
+  }
+  EXPECT_EQ(plots.at("timelines"), 4);  // 2 ranks × (predicted, measured)
+}
+
+TEST(Report, SectionsFollowTheInputs) {
+  ReportInputs only_search;
+  only_search.search = analysis_test::full_report_inputs().search;
+  const auto plots = plots_per_section(render_report_html(only_search));
+  EXPECT_EQ(plots.size(), 2u);
+  EXPECT_TRUE(plots.count("summary"));
+  EXPECT_TRUE(plots.count("search"));
+
+  ReportInputs one_trace;
+  one_trace.measured_trace = analysis_test::full_report_inputs().measured_trace;
+  const auto trace_plots = plots_per_section(render_report_html(one_trace));
+  EXPECT_TRUE(trace_plots.count("timelines"));
+  EXPECT_TRUE(trace_plots.count("breakdown"));
+  EXPECT_FALSE(trace_plots.count("errors"));  // nothing to compare with
+  EXPECT_EQ(trace_plots.at("timelines"), 2);
+}
+
+TEST(Report, EscapesEveryStringFromTheInputs) {
+  ReportInputs in = analysis_test::full_report_inputs("<script>alert(\"op\")</script>");
+  in.prediction->strategy = "dp & \"tp\" <b>";
+  const std::string html = render_report_html(in);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&quot;op&quot;)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("dp &amp; &quot;tp&quot; &lt;b&gt;"), std::string::npos);
+  // The embedded data cannot close its script element early.
+  const std::size_t data = html.find("id=\"tandem-report-data\">");
+  ASSERT_NE(data, std::string::npos);
+  const std::size_t data_end = html.find("</script>", data);
+  EXPECT_NE(html.substr(data, data_end - data).find("\\u003cscript>alert"), std::string::npos);
+}
+
+TEST(Report, IsSelfContained) {
+  const std::string html = render_report_html(analysis_test::full_report_inputs());
+  EXPECT_FALSE(std::regex_search(html, std::regex("(src|href)\\s*=\\s*[\"']?\\s*(https?:)?//")));
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+}
+
+TEST(Report, EmbedsTheDataBehindThePlots) {
+  const std::string html = render_report_html(analysis_test::full_report_inputs());
+  const std::size_t start = html.find("id=\"tandem-report-data\">") + std::string("id=\"tandem-report-data\">").size();
+  const nlohmann::json data = nlohmann::json::parse(html.substr(start, html.find("</script>", start) - start));
+  EXPECT_DOUBLE_EQ(data["comparison"]["iteration_time"]["error"].get<double>(), -0.5);
+  EXPECT_EQ(data["search"]["candidates"].size(), 3u);
+  EXPECT_EQ(data["prediction"]["memory"][0]["capacity_bytes"], 80e9);
+}
+
+TEST(Report, NeedsAtLeastOneInput) {
+  EXPECT_THROW(load_report_inputs(ReportFiles{}), InputError);
+}
+
+class ReportFilesTest : public analysis_test::TempDirTest {};
+
+TEST_F(ReportFilesTest, ReadsSearchResultsAndComputesTheFrontWhenNotGiven) {
+  const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "candidates": [
+      {"rank": 2, "strategy": "slow but small", "iteration_time_s": 3, "peak_memory_bytes": 1},
+      {"rank": 1, "strategy": "fast", "iteration_time_s": 1, "peak_memory_bytes": 5},
+      {"rank": 3, "strategy": "dominated", "iteration_time_s": 4, "peak_memory_bytes": 6}]})");
+  const SearchResults s = read_search_json(path);
+  ASSERT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(s.candidates[0].strategy, "fast");  // ordered by rank
+  EXPECT_FALSE(s.pareto_given);
+  EXPECT_TRUE(s.candidates[0].pareto);
+  EXPECT_TRUE(s.candidates[1].pareto);
+  EXPECT_FALSE(s.candidates[2].pareto);
+}
+
+TEST_F(ReportFilesTest, AMalformedSearchFileNamesTheField) {
+  const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "candidates": [
+      {"strategy": "a", "iteration_time_s": 1}, {"strategy": "b", "iteration_time_s": "fast"}]})");
+  try {
+    read_search_json(path);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_EQ(e.field(), "candidates[1].iteration_time_s");
+  }
+  EXPECT_THROW(read_search_json(write_text("t.json", R"({"schema": "other"})")), InputError);
+}
+
+TEST_F(ReportFilesTest, AMalformedPredictionNamesTheField) {
+  const std::string path = write_text("p.json", R"({"scenario": "x", "devices": 2, "iteration_time_s": 1,
+      "tokens_per_s": 1, "time_breakdown_mean": {"compute_s": 1, "exposed_comm_s": 0, "idle_s": 0},
+      "memory": [{"group": "g", "ranks": 2, "capacity_bytes": 1, "at_peak_bytes": {}}]})");
+  try {
+    read_prediction_json(path);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "memory[0].peak_max_bytes");
+  }
+}
+
+TEST_F(ReportFilesTest, IsWrittenAtomicallyToTheGivenPath) {
+  const std::string path = (dir_ / "report.html").string();
+  write_report_html(analysis_test::full_report_inputs(), path);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(text.find("</html>"), std::string::npos);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+}  // namespace
+}  // namespace tandem::report
