@@ -188,6 +188,15 @@ void CpuDevice::release(const Tensor& tensor) {
 }
 
 void CpuDevice::reacquire(const Tensor& tensor, MemCategory category) {
+  // A release_after still waiting for its op is a release already issued (stream order, as
+  // cudaFreeAsync): the new storage comes after it.
+  std::int64_t releasing = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = releasing_.find(tensor.id);
+    if (it != releasing_.end()) releasing = it->second;
+  }
+  if (releasing >= 0) wait_handle(releasing);
   std::lock_guard<std::mutex> lock(mutex_);
   if (buffers_.count(tensor.id))
     throw std::logic_error("reacquire of tensor " + std::to_string(tensor.id) +
@@ -207,6 +216,7 @@ void CpuDevice::release_after(const Tensor& tensor, Handle handle) {
     return;
   }
   ops_[handle.id].release_on_completion.push_back(tensor.id);
+  releasing_[tensor.id] = handle.id;
 }
 
 float* CpuDevice::storage_locked(const Tensor& tensor, const std::string& label) {
@@ -567,6 +577,7 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
     state.failed = failed;
     for (int id : state.release_on_completion) {
       if (buffers_.count(id)) release_locked(id);
+      releasing_.erase(id);
     }
     state.release_on_completion.clear();
   }

@@ -234,6 +234,7 @@ class CpuDevice final : public Runtime {
   std::unordered_map<int, Buffer> buffers_;
   std::unordered_map<int, std::string> names_;
   std::unordered_map<int, TensorPlacement> placements_;
+  std::unordered_map<int, std::int64_t> releasing_;  // tensor -> op whose completion frees it
   MemoryLedger memory_;
   int next_tensor_id_ = 0;
 
