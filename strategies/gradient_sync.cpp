@@ -97,6 +97,7 @@ void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vec
     state("exp_avg");
     state("exp_avg_sq");
     states.push_back(std::move(s));
+    numels_[owner].push_back(p.numel());
   }
 }
 
@@ -106,7 +107,7 @@ void ShardedAdam::step(Runtime& rt, const std::string& owner, const std::vector<
   const auto& states = states_.at(owner);
   for (std::size_t j = 0; j < params.size(); ++j) {
     OptimizerArgs args;
-    const std::int64_t n = params[j].numel();
+    const std::int64_t n = numels_.at(owner).at(j);
     args.offset = shard_offset(n, shards_, shard_index);
     args.numel = std::min(n, args.offset + shard_numel(n, shards_)) - args.offset;
     args.lr = training.lr;

@@ -84,6 +84,8 @@ class ShardedAdam {
  private:
   int shards_;
   std::map<std::string, std::vector<std::vector<Tensor>>> states_;  // owner -> [param][state]
+  // owner -> [param] elements of the whole parameter (a ZeRO-3 step gets its partitions only).
+  std::map<std::string, std::vector<std::int64_t>> numels_;
 };
 
 }  // namespace tandem
