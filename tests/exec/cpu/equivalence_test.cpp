@@ -29,8 +29,8 @@
 #include <string>
 
 #include "exec/cpu/cpu_run.hpp"
-#include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/transformer.hpp"
+#include "tests/exec/cpu/hybrid_shape.hpp"
 
 namespace tandem::exec::cpu {
 namespace {
@@ -55,35 +55,13 @@ std::shared_ptr<const Model> small_gpt() {
   return std::make_shared<TransformerModel>(c);
 }
 
-struct Shape {
-  std::string name;
-  int tp = 1, pp = 1, dp = 1;
-  bool sp = false;
-  int zero = 0;
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  int virtual_stages = 1;
-  DType precision = DType::fp32;
-};
+using Shape = testing::HybridShape;
 
 std::unique_ptr<HybridParallel> hybrid(const Shape& s) {
   TrainingConfig training;
-  training.global_batch_size = 8;
-  training.micro_batch_size = 2;
   training.seq_length = 32;
-  training.precision = s.precision;
   training.lr = kLr;
-  ParallelConfig parallel;
-  parallel.tensor_model_parallel_size = s.tp;
-  parallel.pipeline_model_parallel_size = s.pp;
-  parallel.data_parallel_size = s.dp;
-  parallel.sequence_parallel = s.sp;
-  parallel.zero_stage = s.zero;
-  parallel.ddp_bucket_size = 20'000;  // several buckets per step
-  HybridConfig config;
-  config.schedule = s.schedule;
-  config.virtual_stages = s.virtual_stages;
-  std::vector<RankDevice> devices(static_cast<std::size_t>(s.tp * s.pp * s.dp), RankDevice{1.0, 1e12, 0, "cpu"});
-  return std::make_unique<HybridParallel>(small_gpt(), training, parallel, config, devices);
+  return testing::make_hybrid(small_gpt(), s, training, /*bucket_params=*/20'000);  // several buckets
 }
 
 RunOptions options(int iterations) {
