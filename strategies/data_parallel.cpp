@@ -21,7 +21,7 @@ class DataParallelRank final : public RankProgram {
     layers_ = model_->build_layers(batch_, ParallelContext{});
     for (auto& layer : layers_) {
       layer->allocate(rt, /*with_gradients=*/true);
-      optimizer_.allocate(rt, layer->name(), layer->parameters());
+      optimizer_.allocate(rt, layer->name(), layer->parameters(), layer->placements(), 0);
     }
   }
 

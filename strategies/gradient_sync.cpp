@@ -1,23 +1,49 @@
 #include "strategies/gradient_sync.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "strategies/ops.hpp"
 
 namespace tandem {
 
 std::int64_t shard_numel(std::int64_t n, int shards) { return (n + shards - 1) / shards; }
 
+std::int64_t shard_offset(std::int64_t n, int shards, int index) {
+  return std::min(n, shard_numel(n, shards) * index);
+}
+
+TensorPlacement shard_placement(TensorPlacement whole, std::int64_t n, int shards, int index) {
+  whole.flat_offset += shard_offset(n, shards, index);
+  return whole;
+}
+
+void zero_gradient(Runtime& rt, const Layer& layer, std::size_t j, Phase phase, const std::string& label_prefix) {
+  const Tensor& g = layer.gradients().at(j);
+  ops::elementwise(rt, phase, label_prefix + layer.name() + ".g" + std::to_string(j) + ".zero", {g}, {g},
+                   ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
+}
+
 void zero_gradients(Runtime& rt, const Layer& layer, Phase phase, const std::string& label_prefix) {
-  int j = 0;
-  for (const Tensor& g : layer.gradients())
-    ops::elementwise(rt, phase, label_prefix + layer.name() + ".g" + std::to_string(j++) + ".zero", {g}, {g},
-                     ElementwiseArgs{ElementwiseFn::scale, g.numel(), false});
+  for (std::size_t j = 0; j < layer.gradients().size(); ++j) zero_gradient(rt, layer, j, phase, label_prefix);
 }
 
 GradientBuckets::GradientBuckets(Group group, std::int64_t bucket_params, Reduction reduction)
     : group_(std::move(group)), limit_(bucket_params), reduction_(reduction) {}
 
-void GradientBuckets::add(Runtime& rt, const std::vector<Tensor>& gradients) {
-  for (const Tensor& g : gradients) {
+void GradientBuckets::add(Runtime& rt, const std::vector<Tensor>& gradients,
+                          const std::vector<Tensor>& shards, bool overwrite_shards) {
+  if (!shards.empty() && shards.size() != gradients.size())
+    throw std::logic_error("GradientBuckets::add: one shard per gradient");
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    const Tensor& g = gradients[i];
+    if (!shards.empty()) {
+      if (!current_.empty() && (current_shards_.empty() || overwrite_ != overwrite_shards)) launch(rt);
+      current_shards_.push_back(shards[i]);
+      overwrite_ = overwrite_shards;
+    } else if (!current_shards_.empty()) {
+      launch(rt);
+    }
     current_.push_back(g);
     current_params_ += g.numel();
     if (current_params_ >= limit_) launch(rt);
@@ -29,13 +55,19 @@ void GradientBuckets::launch(Runtime& rt) {
   // On the data-parallel stream, after the backward ops that produced these gradients.
   const Issue issue{Stream::dp_comm, {rt.record(Stream::compute)}};
   const std::string label = label_ + ".bucket" + std::to_string(count_++);
-  Handle h = reduction_ == Reduction::all_reduce
-                 ? ops::all_reduce(rt, Phase::backward, label + ".all_reduce", current_, group_, issue)
-                 : ops::reduce_scatter(rt, Phase::backward, label + ".reduce_scatter", current_, group_, issue);
+  Handle h;
+  if (reduction_ == Reduction::all_reduce)
+    h = ops::all_reduce(rt, Phase::backward, label + ".all_reduce", current_, group_, issue);
+  else if (current_shards_.empty())
+    h = ops::reduce_scatter(rt, Phase::backward, label + ".reduce_scatter", current_, group_, issue);
+  else
+    h = ops::reduce_scatter(rt, Phase::backward, label + ".reduce_scatter", current_, group_,
+                            CommShards{current_shards_, -1, !overwrite_}, issue);
   if (release_after_reduce_)
     for (const Tensor& g : current_) rt.release_after(g, h);
   handles_.push_back(h);
   current_.clear();
+  current_shards_.clear();
   current_params_ = 0;
 }
 
@@ -45,17 +77,27 @@ void GradientBuckets::wait_all(Runtime& rt) {
   count_ = 0;
 }
 
-void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params) {
+void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params,
+                           const std::vector<TensorPlacement>& placements, int shard_index) {
+  if (placements.size() != params.size()) throw std::logic_error("ShardedAdam: one placement per parameter");
   auto& states = states_[owner];
-  for (const Tensor& p : params) {
+  for (std::size_t j = 0; j < params.size(); ++j) {
+    const Tensor& p = params[j];
     const std::int64_t n = shard_numel(p.numel(), shards_);
     const std::string base = owner + ".p" + std::to_string(states.size());
+    const TensorPlacement part = shard_placement(placements[j], p.numel(), shards_, shard_index);
     std::vector<Tensor> s;
-    if (p.dtype != DType::fp32)
-      s.push_back(rt.alloc(base + ".master", {n}, DType::fp32, MemCategory::optimizer_state));
-    s.push_back(rt.alloc(base + ".exp_avg", {n}, DType::fp32, MemCategory::optimizer_state));
-    s.push_back(rt.alloc(base + ".exp_avg_sq", {n}, DType::fp32, MemCategory::optimizer_state));
+    auto state = [&](const char* what) {
+      s.push_back(rt.alloc(base + "." + what, {n}, DType::fp32, MemCategory::optimizer_state));
+      TensorPlacement where = part;
+      where.name += std::string(".") + what;
+      rt.place(s.back(), where);
+    };
+    if (p.dtype != DType::fp32) state("master");
+    state("exp_avg");
+    state("exp_avg_sq");
     states.push_back(std::move(s));
+    numels_[owner].push_back(p.numel());
   }
 }
 
@@ -65,10 +107,9 @@ void ShardedAdam::step(Runtime& rt, const std::string& owner, const std::vector<
   const auto& states = states_.at(owner);
   for (std::size_t j = 0; j < params.size(); ++j) {
     OptimizerArgs args;
-    const std::int64_t n = params[j].numel();
-    const std::int64_t per = shard_numel(n, shards_);
-    args.offset = std::min(n, per * shard_index);
-    args.numel = std::min(n, args.offset + per) - args.offset;
+    const std::int64_t n = numels_.at(owner).at(j);
+    args.offset = shard_offset(n, shards_, shard_index);
+    args.numel = std::min(n, args.offset + shard_numel(n, shards_)) - args.offset;
     args.lr = training.lr;
     args.weight_decay = training.weight_decay;
     args.grad_scale = grad_scale;

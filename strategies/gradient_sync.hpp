@@ -7,7 +7,8 @@
 //     1/N shard of every parameter (ZeRO-1/2/3), and steps it.
 // A sharded parameter is split element-wise: member i of an N-member group owns elements
 // [i*ceil(n/N), min(n, (i+1)*ceil(n/N))) of every tensor; a bucket's reduce-scatter and
-// all-gather apply to each of its tensors that way.
+// all-gather apply to each of its tensors that way (CommShards, strategies/op.hpp: the one
+// convention every backend implements).
 #pragma once
 
 #include <cstdint>
@@ -21,11 +22,16 @@
 
 namespace tandem {
 
-// Elements of an n-element tensor that one member of `shards` owns.
+// Elements of an n-element tensor that one member of `shards` owns (its storage; the last
+// members' parts may hold fewer real elements), and where member `index`'s part starts.
 std::int64_t shard_numel(std::int64_t n, int shards);
+std::int64_t shard_offset(std::int64_t n, int shards, int index);
+// The placement of member `index`'s part of a tensor placed at `whole` (ZeRO partitions).
+TensorPlacement shard_placement(TensorPlacement whole, std::int64_t n, int shards, int index);
 
-// Zeroes a layer's gradient buffers (labels "<prefix><layer>.g<j>.zero").
+// Zeroes a layer's gradient buffers (labels "<prefix><layer>.g<j>.zero"), or its j-th one.
 void zero_gradients(Runtime& rt, const Layer& layer, Phase phase, const std::string& label_prefix);
+void zero_gradient(Runtime& rt, const Layer& layer, std::size_t j, Phase phase, const std::string& label_prefix);
 
 class GradientBuckets {
  public:
@@ -38,7 +44,11 @@ class GradientBuckets {
   // ZeRO-2/3: free each bucket's full gradients once its reduce-scatter is done.
   void set_release_after_reduce(bool release) { release_after_reduce_ = release; }
 
-  void add(Runtime& rt, const std::vector<Tensor>& gradients);  // launches full buckets
+  // Launches full buckets. With `shards` (one per gradient: ZeRO-2/3 partitions) the
+  // reduce-scatter writes this rank's part there instead of in place, adding to it unless
+  // `overwrite_shards` (the first micro-batch of a step starts the sums).
+  void add(Runtime& rt, const std::vector<Tensor>& gradients, const std::vector<Tensor>& shards = {},
+           bool overwrite_shards = false);
   void launch(Runtime& rt);                                     // launches what is left
   void wait_all(Runtime& rt);                                   // host waits for every bucket
   const Group& group() const { return group_; }
@@ -49,7 +59,8 @@ class GradientBuckets {
   Reduction reduction_;
   std::string label_ = "dp";
   bool release_after_reduce_ = false;
-  std::vector<Tensor> current_;
+  std::vector<Tensor> current_, current_shards_;
+  bool overwrite_ = false;
   std::int64_t current_params_ = 0;
   std::vector<Handle> handles_;
   int count_ = 0;
@@ -58,9 +69,13 @@ class GradientBuckets {
 class ShardedAdam {
  public:
   explicit ShardedAdam(int shards = 1) : shards_(shards) {}
-  // Allocates master (unless parameters are fp32), m and v for each parameter, 1/shards each.
-  void allocate(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params);
-  // One AdamW step of this rank's shard of `owner`'s parameters (same order as allocate).
+  // Allocates master (unless parameters are fp32), m and v for each parameter, 1/shards each:
+  // member `shard_index`'s part, placed as "<parameter>.master|exp_avg|exp_avg_sq" of the
+  // parameters' logical tensors (`placements`, parallel to params).
+  void allocate(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params,
+                const std::vector<TensorPlacement>& placements, int shard_index);
+  // One AdamW step of this rank's shard of `owner`'s parameters (same order as allocate); params
+  // and grads are whole tensors or this member's parts (kernels read a part from its start).
   void step(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params,
             const std::vector<Tensor>& grads, const TrainingConfig& training, float grad_scale,
             int iteration, int shard_index);
@@ -69,6 +84,8 @@ class ShardedAdam {
  private:
   int shards_;
   std::map<std::string, std::vector<std::vector<Tensor>>> states_;  // owner -> [param][state]
+  // owner -> [param] elements of the whole parameter (a ZeRO-3 step gets its partitions only).
+  std::map<std::string, std::vector<std::int64_t>> numels_;
 };
 
 }  // namespace tandem

@@ -50,6 +50,7 @@ class HybridRank final : public RankProgram {
     ctx_.sequence_parallel = plan_.parallel.sequence_parallel;
     ctx_.recompute = plan_.parallel.recompute_granularity;
     data_group_ = l.data_group(rank);
+    dp_index_ = data_group_.index_of(rank);
   }
 
   void setup(Runtime& rt) override {
@@ -57,7 +58,8 @@ class HybridRank final : public RankProgram {
     auto all = plan_.model->build_layers(plan_.batch, ctx_);
     if (p > 1) boundaries_ = boundary_tensors(*plan_.model, plan_.batch, ctx_);
     const int zero = plan_.parallel.zero_stage;
-    optimizer_ = ShardedAdam(zero >= 1 ? plan_.layout->dp_size() : 1);
+    const int n = zero >= 1 ? plan_.layout->dp_size() : 1;
+    optimizer_ = ShardedAdam(n);
     chunks_.resize(v);
     for (int c = 0; c < v; ++c) {
       const int k = c * p + me_.pp;
@@ -65,25 +67,36 @@ class HybridRank final : public RankProgram {
         Layer& layer = *all[i];
         // ZeRO-2/3 keep no persistent full gradient: a shard accumulator instead.
         layer.allocate(rt, /*with_gradients=*/true);
-        optimizer_.allocate(rt, layer.name(), layer.parameters());
+        optimizer_.allocate(rt, layer.name(), layer.parameters(), layer.placements(), zero >= 1 ? dp_index_ : 0);
         Shards& shards = shards_[layer.name()];
+        const auto& where = layer.placements();
         if (zero >= 2) {
-          for (const Tensor& g : layer.gradients()) {
+          for (std::size_t j = 0; j < layer.gradients().size(); ++j) {
+            const Tensor& g = layer.gradients()[j];
             rt.release(g);
-            shards.grads.push_back(rt.alloc(layer.name() + ".grad_shard", {shard_numel(g.numel(), optimizer_.shards())},
-                                            g.dtype, MemCategory::gradients));
+            shards.grads.push_back(rt.alloc(where[j].name + ".grad_shard", {shard_numel(g.numel(), n)}, g.dtype,
+                                            MemCategory::gradients));
           }
         }
         if (zero >= 3) {
-          for (const Tensor& w : layer.parameters()) {
+          // This rank's part of each parameter, placed so that it starts as that part of the
+          // logical tensor (the full parameter is gathered from the parts before each use).
+          for (std::size_t j = 0; j < layer.parameters().size(); ++j) {
+            const Tensor& w = layer.parameters()[j];
             rt.release(w);
-            shards.params.push_back(rt.alloc(layer.name() + ".param_shard", {shard_numel(w.numel(), optimizer_.shards())},
-                                             w.dtype, MemCategory::parameters));
+            shards.params.push_back(rt.alloc(where[j].name + ".param_shard", {shard_numel(w.numel(), n)}, w.dtype,
+                                             MemCategory::parameters));
+            rt.place(shards.params.back(), shard_placement(where[j], w.numel(), n, dp_index_));
+            param_shard_[w.id] = shards.params.back();
           }
         }
         chunks_[c].push_back(std::move(all[i]));
       }
     }
+    // Where each gradient lives (layer, index): a borrowed gradient is zeroed under its owner's label.
+    for (auto& chunk : chunks_)
+      for (auto& layer : chunk)
+        for (std::size_t j = 0; j < layer->gradients().size(); ++j) grad_owner_[layer->gradients()[j].id] = {layer.get(), j};
   }
 
   void train_step(Runtime& rt, int iteration) override {
@@ -99,6 +112,7 @@ class HybridRank final : public RankProgram {
                                                           : GradientBuckets::Reduction::all_reduce;
     GradientBuckets buckets(data_group_, plan_.parallel.ddp_bucket_size, reduction);
     buckets.set_release_after_reduce(plan_.parallel.zero_stage >= 2);
+    std::vector<bool> reduced_once(v, false);  // ZeRO-2/3: the first reduction starts the sums
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const PipelineAction& a = actions[i];
       if (a.kind == PipelineAction::Kind::forward) {
@@ -107,8 +121,11 @@ class HybridRank final : public RankProgram {
         // ZeRO-2/3 reduce every micro-batch (no full gradient survives it); others only once.
         const bool reduce = plan_.parallel.zero_stage >= 2 || i == last_backward[a.chunk];
         buckets.set_label("dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
-        backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr);
-        if (reduce) buckets.launch(rt);
+        backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr, !reduced_once[a.chunk]);
+        if (reduce) {
+          buckets.launch(rt);
+          reduced_once[a.chunk] = true;
+        }
       }
     }
     buckets.wait_all(rt);
@@ -150,7 +167,8 @@ class HybridRank final : public RankProgram {
     }
   }
 
-  void backward(Runtime& rt, int mb, int c, GradientBuckets* buckets) {
+  // `first_reduction`: ZeRO-2/3 overwrite the gradient shards instead of adding to them.
+  void backward(Runtime& rt, int mb, int c, GradientBuckets* buckets, bool first_reduction) {
     const int k = c * plan_.layout->pp_size() + me_.pp;
     Tensor grad;
     if (k != virtual_stages() - 1) {
@@ -161,17 +179,28 @@ class HybridRank final : public RankProgram {
                         Issue{Stream::pp_recv, {}}, 2 * k + 1));
     }
     auto& layers = chunks_[c];
+    std::set<int> fresh;  // ZeRO-2/3: full gradients made live for this micro-batch
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
       Layer& layer = **it;
       if (plan_.parallel.zero_stage >= 2) {
-        // A fresh full gradient for this micro-batch; its reduce-scatter frees it again.
-        for (const Tensor& g : layer.gradients()) rt.reacquire(g, MemCategory::gradients);
-        zero_gradients(rt, layer, Phase::backward, "mb" + std::to_string(mb) + ".");
+        // A fresh full gradient for this micro-batch (also for a borrowed one, the tied table
+        // the output layer accumulates into before its owner does); its reduce-scatter frees it.
+        std::vector<Tensor> needed = layer.borrowed_gradients();
+        needed.insert(needed.end(), layer.gradients().begin(), layer.gradients().end());
+        for (const Tensor& g : needed) {
+          if (!fresh.insert(g.id).second) continue;
+          rt.reacquire(g, MemCategory::gradients);
+          const auto& [owner, j] = grad_owner_.at(g.id);
+          zero_gradient(rt, *owner, j, Phase::backward, "mb" + std::to_string(mb) + ".");
+        }
       }
       gather_parameters(rt, layer, Phase::backward, mb);
       grad = layer.backward(rt, grad, mb);
       scatter_parameters(rt, layer);
-      if (buckets != nullptr) buckets->add(rt, layer.gradients());
+      if (buckets != nullptr) {
+        reduce_sequence_parallel_gradients(rt, layer, mb);
+        buckets->add(rt, layer.gradients(), shards_[layer.name()].grads, first_reduction);
+      }
     }
     if (k == 0) {
       if (grad.valid()) rt.release(grad);
@@ -182,18 +211,38 @@ class HybridRank final : public RankProgram {
     }
   }
 
-  // ZeRO-3: a layer's full parameters exist only while it computes.
+  // Sequence parallelism: the partial gradients of replicated parameters are summed over the
+  // tensor-parallel group once final, on the data-parallel stream, so the bucket reductions
+  // issued after them on that stream see the sums.
+  void reduce_sequence_parallel_gradients(Runtime& rt, const Layer& layer, int mb) {
+    const std::vector<Tensor> partial = layer.sequence_parallel_gradients();
+    if (partial.empty()) return;
+    ops::all_reduce(rt, Phase::backward, "mb" + std::to_string(mb) + "." + layer.name() + ".sp_grads.all_reduce",
+                    partial, ctx_.tp_group, Issue{Stream::dp_comm, {rt.record(Stream::compute)}});
+  }
+
+  // ZeRO-3: a layer's full parameters (and a borrowed tied table) exist only while it computes.
+  std::vector<Tensor> used_parameters(const Layer& layer) const {
+    std::vector<Tensor> used = layer.parameters();
+    for (const Tensor& w : layer.borrowed_parameters()) used.push_back(w);
+    return used;
+  }
   void gather_parameters(Runtime& rt, Layer& layer, Phase phase, int mb) {
     if (plan_.parallel.zero_stage < 3) return;
-    for (const Tensor& w : layer.parameters()) rt.reacquire(w, MemCategory::parameters);
+    const std::vector<Tensor> used = used_parameters(layer);
+    std::vector<Tensor> parts;
+    for (const Tensor& w : used) {
+      rt.reacquire(w, MemCategory::parameters);
+      parts.push_back(param_shard_.at(w.id));
+    }
     const std::string label = "mb" + std::to_string(mb) + "." + layer.name() + ".zero3_gather." +
                               (phase == Phase::forward ? "fwd" : "bwd");
-    rt.wait(ops::all_gather(rt, phase, label, layer.parameters(), data_group_,
+    rt.wait(ops::all_gather(rt, phase, label, used, data_group_, CommShards{parts, -1, false},
                             Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
   }
   void scatter_parameters(Runtime& rt, Layer& layer) {
     if (plan_.parallel.zero_stage < 3) return;
-    for (const Tensor& w : layer.parameters()) rt.release(w);
+    for (const Tensor& w : used_parameters(layer)) rt.release(w);
   }
 
   void zero_all_gradients(Runtime& rt) {
@@ -210,8 +259,11 @@ class HybridRank final : public RankProgram {
     const Layer* holder = me_.pp == 0 ? chunks_.front().front().get() : chunks_.back().back().get();
     const Tensor* grad = holder->tied_gradient();
     if (grad == nullptr) return;
-    if (plan_.parallel.zero_stage >= 2) return;  // reduced into the shards already, per micro-batch
-    rt.wait(ops::all_reduce(rt, Phase::backward, "embedding.tied_grad.all_reduce", *grad,
+    // ZeRO-2/3 keep the gradient as this rank's part only: both stages hold the same part.
+    const Tensor& summed = plan_.parallel.zero_stage >= 2
+                               ? shards_.at(holder->name()).grads.at(grad_owner_.at(grad->id).second)
+                               : *grad;
+    rt.wait(ops::all_reduce(rt, Phase::backward, "embedding.tied_grad.all_reduce", summed,
                             plan_.layout->embedding_group(rank_), Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
   }
 
@@ -224,9 +276,9 @@ class HybridRank final : public RankProgram {
         const Shards& shards = shards_[layer->name()];
         const auto& grads = plan_.parallel.zero_stage >= 2 ? shards.grads : layer->gradients();
         const auto& params = plan_.parallel.zero_stage >= 3 ? shards.params : layer->parameters();
-        // Which shard of the full tensors this rank updates: its own under ZeRO-1; the whole
-        // tensor without ZeRO; offset 0 of the shard tensors themselves under ZeRO-2/3.
-        const int shard_index = plan_.parallel.zero_stage == 1 ? me_.dp : 0;
+        // Which part of the full tensors this rank updates: its own under ZeRO (a part tensor
+        // is read from its start, a full one at the part's offset); the whole without ZeRO.
+        const int shard_index = plan_.parallel.zero_stage >= 1 ? dp_index_ : 0;
         optimizer_.step(rt, layer->name(), params, grads, plan_.training, grad_scale, iteration, shard_index);
         for (const Tensor& w : layer->parameters()) updated.push_back(w);
       }
@@ -244,7 +296,10 @@ class HybridRank final : public RankProgram {
   RankCoord me_;
   ParallelContext ctx_;
   Group data_group_;
+  int dp_index_ = 0;  // this rank's index in its data-parallel group (its ZeRO part)
   std::vector<Tensor> boundaries_;
+  std::map<int, Tensor> param_shard_;                          // ZeRO-3: full parameter id -> its part
+  std::map<int, std::pair<const Layer*, std::size_t>> grad_owner_;  // gradient id -> (layer, index)
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
   ShardedAdam optimizer_;
   struct Shards {

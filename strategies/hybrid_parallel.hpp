@@ -16,6 +16,14 @@
 //   ZeRO-1     optimizer state sharded; ZeRO-2 also gradients (reduced every micro-batch, full
 //              gradients kept only around a layer's backward); ZeRO-3 also parameters
 //              (all-gathered before each layer's forward and backward, released after).
+//              Member i of the data-parallel group owns part i of every tensor (CommShards);
+//              ZeRO-2/3 reduce-scatter each micro-batch's gradients out of place into the
+//              gradient partitions (the first one overwrites, later ones add); a layer that
+//              borrows the tied table (the output layer) gathers it and makes its gradient live
+//              too. Partitions are placed in their logical tensors (TensorPlacement).
+//   sequence   with SP, the partial gradients of the layers' sequence_parallel_gradients() are
+//              all-reduced over the tensor group on the data-parallel stream, before the
+//              bucket reductions (Megatron's layernorm/bias gradient all-reduce).
 //
 // The tied word embedding of a pipelined model has a copy on the last stage; the two copies'
 // gradients are all-reduced between the first and last stage, as Megatron-LM does.

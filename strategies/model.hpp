@@ -62,6 +62,22 @@ class Layer {
   virtual Tensor forward(Runtime& rt, const Tensor& input, int micro_batch) = 0;
   virtual Tensor backward(Runtime& rt, const Tensor& grad_output, int micro_batch) = 0;
 
+  // Where each of parameters() sits in its logical (unsharded) tensor, in the same order.
+  virtual const std::vector<TensorPlacement>& placements() const = 0;
+
+  // Gradients of replicated parameters that see only this rank's sequence shard (sequence
+  // parallelism: norms, the biases added after a reduce-scatter, position embeddings): partial
+  // sums that the strategy all-reduces over the tensor-parallel group once they are final, as
+  // Megatron-LM does for its sequence-parallel parameters.
+  virtual std::vector<Tensor> sequence_parallel_gradients() const { return {}; }
+
+  // A parameter that another layer on this rank owns (reports in parameters()) and this one
+  // computes with, and its gradient, which this layer's backward accumulates into: the tied
+  // word-embedding table used by the output layer. A strategy that keeps parameters or
+  // gradients only around a layer's use (ZeRO-2/3) must make these live for this layer too.
+  virtual std::vector<Tensor> borrowed_parameters() const { return {}; }
+  virtual std::vector<Tensor> borrowed_gradients() const { return {}; }
+
   // The gradient of a parameter this layer shares with a layer on another pipeline stage (a
   // tied word embedding and its copy on the last stage), which the strategy all-reduces between
   // the holders; nullptr when there is none.

@@ -72,9 +72,19 @@ struct EmbeddingArgs {
   std::int64_t vocab_offset = 0;  // first row held by this rank (vocab-parallel)
   bool backward = false;
 };
+// Vocab-parallel cross-entropy (Megatron-LM) splits the forward into three steps around two
+// tensor-parallel all-reduces, since each rank holds only `vocab` of the logit columns:
+//   shard_max      local row maxima [tokens]                       -> all-reduce max
+//   shard_sum_exp  Σ exp(z − global max) and the label's logit (0 when the label is another
+//                  shard's) [tokens, 2]                            -> all-reduce sum
+//   shard_finish   softmax of this shard and the per-token stats, as `full` writes them.
+// `full` is the unsharded op (tensor parallel size 1). The backward is one op either way.
+enum class LossStep : std::uint8_t { full, shard_max, shard_sum_exp, shard_finish };
 struct LossArgs {  // softmax cross-entropy over the vocabulary
   std::int64_t tokens = 0, vocab = 0;
   bool backward = false;
+  std::int64_t vocab_offset = 0;  // first vocabulary id of this rank's logit columns
+  LossStep step = LossStep::full;
 };
 struct OptimizerArgs {  // AdamW on a flat shard
   std::int64_t numel = 0;
@@ -116,6 +126,23 @@ struct Group {
 
 enum class ReduceOp : std::uint8_t { sum, avg, max };
 
+// Member i's part of a tensor in a reduce-scatter or an all-gather (THE sharding convention,
+// shared by every backend and by the strategies' ZeRO bookkeeping, gradient_sync.hpp):
+//   dim < 0   element-wise: elements [i·c, min(n, (i+1)·c)) of the tensor's n elements,
+//             c = ceil(n / members). A bucket is sharded tensor by tensor (each tensor of the
+//             bucket this way), never as one concatenated buffer.
+//   dim >= 0  blocks along dimension `dim`: indices [i·k, (i+1)·k) of it, k = size / members
+//             (sequence parallelism shards [b, s, h] activations along s).
+// Out of place: `tensors` (one per bucket tensor, or one for CommOp::buffer) hold the parts.
+// A reduce-scatter writes member i's reduced part there (added to what they hold when
+// `accumulate`: ZeRO-2 gradient partitions summed over micro-batches); an all-gather reads
+// member i's contribution from there. Without tensors the collective is in place: the part
+// lives at its position inside the full buffer.
+struct CommShards {
+  std::vector<Tensor> tensors;
+  int dim = -1;
+  bool accumulate = false;
+};
 struct CommOp {
   OpKind kind = OpKind::all_reduce;
   Phase phase = Phase::other;
@@ -123,8 +150,9 @@ struct CommOp {
   Tensor buffer;  // send buffer (in place for all-reduce); for all-gather: the full output
   // A gradient bucket: when not empty, the collective covers these tensors as one flat buffer
   // (as DDP and Megatron reduce a contiguous bucket) and `buffer` is unused. A bucket's
-  // reduce-scatter / all-gather shards each tensor element-wise (gradient_sync.hpp).
+  // reduce-scatter / all-gather shards each tensor element-wise (CommShards).
   std::vector<Tensor> bucket;
+  CommShards shards;  // reduce-scatter output / all-gather input parts, when out of place
   Bytes bytes = 0;  // payload in the nccl-tests sense: the full tensor for all-reduce/all-gather/
                     // reduce-scatter (the concatenated size), the message for send/recv/broadcast
   Group group;      // for collectives

@@ -45,8 +45,10 @@ Bytes bucket_bytes(const std::vector<Tensor>& bucket) {
 
 Handle issue_comm(Runtime& rt, OpKind kind, Phase phase, std::string label, const Tensor& buffer,
                   std::vector<Tensor> bucket, const Group& group, const Issue& issue,
-                  ReduceOp reduce = ReduceOp::sum, int peer = -1, int root = -1, int tag = 0) {
+                  ReduceOp reduce = ReduceOp::sum, int peer = -1, int root = -1, int tag = 0,
+                  CommShards shards = {}) {
   CommOp op;
+  op.shards = std::move(shards);
   op.kind = kind;
   op.phase = phase;
   op.label = std::move(label);
@@ -175,9 +177,29 @@ Cost embedding_cost(const EmbeddingArgs& a, DType dtype) {
 Cost loss_cost(const LossArgs& a, DType logits_dtype) {
   const double e = dtype_bytes(logits_dtype);
   const double logits = d(a.tokens) * d(a.vocab);
+  const double tokens = d(a.tokens);
   Cost c;
-  c.flops = (a.backward ? 3.0 : 5.0) * logits;
-  c.bytes = e * logits + 4.0 * logits + 4.0 * d(a.tokens) * (a.backward ? 1.0 : 3.0);
+  if (a.backward || a.step == LossStep::full) {
+    c.flops = (a.backward ? 3.0 : 5.0) * logits;
+    c.bytes = e * logits + 4.0 * logits + 4.0 * tokens * (a.backward ? 1.0 : 3.0);
+    return c;
+  }
+  // Vocab-parallel steps: the same 5 FLOPs per logit in all (max 1; subtract, exp, sum 2 on
+  // top of the max; normalise 2), each step reading the logits again.
+  switch (a.step) {
+    case LossStep::shard_max:
+      c.flops = logits;
+      c.bytes = e * logits + 4.0 * tokens;
+      break;
+    case LossStep::shard_sum_exp:
+      c.flops = 2.0 * logits;
+      c.bytes = e * logits + 4.0 * tokens * 3.0;
+      break;
+    default:  // shard_finish: softmax written, {loss, lse} per token
+      c.flops = 2.0 * logits;
+      c.bytes = e * logits + 4.0 * logits + 4.0 * tokens * 5.0;
+      break;
+  }
   return c;
 }
 
@@ -325,6 +347,17 @@ Handle all_gather(Runtime& rt, Phase phase, std::string label, const std::vector
                   const Group& group, const Issue& issue) {
   return issue_comm(rt, OpKind::all_gather, phase, std::move(label), Tensor{}, bucket, group,
                     issue);
+}
+Handle reduce_scatter(Runtime& rt, Phase phase, std::string label,
+                      const std::vector<Tensor>& bucket, const Group& group, CommShards parts,
+                      const Issue& issue, ReduceOp reduce) {
+  return issue_comm(rt, OpKind::reduce_scatter, phase, std::move(label), Tensor{}, bucket, group,
+                    issue, reduce, -1, -1, 0, std::move(parts));
+}
+Handle all_gather(Runtime& rt, Phase phase, std::string label, const std::vector<Tensor>& bucket,
+                  const Group& group, CommShards parts, const Issue& issue) {
+  return issue_comm(rt, OpKind::all_gather, phase, std::move(label), Tensor{}, bucket, group,
+                    issue, ReduceOp::sum, -1, -1, 0, std::move(parts));
 }
 Handle broadcast(Runtime& rt, Phase phase, std::string label, const Tensor& buffer,
                  const Group& group, int root_global_rank, const Issue& issue) {

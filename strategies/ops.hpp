@@ -121,6 +121,13 @@ Handle all_gather(Runtime& rt, Phase phase, std::string label, const Tensor& ful
                   const Group& group, const Issue& issue = {});
 Handle all_gather(Runtime& rt, Phase phase, std::string label, const std::vector<Tensor>& bucket,
                   const Group& group, const Issue& issue = {});
+// Out-of-place forms (CommShards): the reduce-scatter's result lands in `parts`, the
+// all-gather's contribution comes from `parts`. Same cost as the in-place forms.
+Handle reduce_scatter(Runtime& rt, Phase phase, std::string label,
+                      const std::vector<Tensor>& bucket, const Group& group, CommShards parts,
+                      const Issue& issue = {}, ReduceOp reduce = ReduceOp::sum);
+Handle all_gather(Runtime& rt, Phase phase, std::string label, const std::vector<Tensor>& bucket,
+                  const Group& group, CommShards parts, const Issue& issue = {});
 Handle broadcast(Runtime& rt, Phase phase, std::string label, const Tensor& buffer,
                  const Group& group, int root_global_rank, const Issue& issue = {});
 Handle all_to_all(Runtime& rt, Phase phase, std::string label, const Tensor& buffer,

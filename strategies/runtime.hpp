@@ -49,6 +49,13 @@ class Runtime {
   // undefined until written). ZeRO-2/3 use it to keep full gradients and parameters only while a
   // layer needs them: release after use, reacquire (and all-gather into) before the next use.
   virtual void reacquire(const Tensor& tensor, MemCategory category) = 0;
+  // Declares which part of a logical tensor `tensor` holds (TensorPlacement). Backends with
+  // real memory initialise a parameter from it and checkpoint in global form; a tensor never
+  // placed is its own whole logical tensor. The simulator has nothing to do.
+  virtual void place(const Tensor& tensor, const TensorPlacement& placement) {
+    (void)tensor;
+    (void)placement;
+  }
   // Stream-ordered release (cudaFreeAsync): the buffer is freed once `handle` completes, e.g.
   // an activation handed to an asynchronous send. A backend may do better than this default,
   // which blocks the host until the op is done.

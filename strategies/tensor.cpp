@@ -51,3 +51,61 @@ std::int64_t Tensor::numel() const {
 }
 
 }  // namespace tandem
+
+namespace tandem {
+
+namespace {
+std::vector<std::int64_t> part_shape(const TensorPlacement& p) {
+  std::vector<std::int64_t> shape = p.global_shape;
+  if (!p.segments.empty()) {
+    std::int64_t n = 0;
+    for (const auto& [begin, length] : p.segments) n += length;
+    shape.at(static_cast<std::size_t>(p.dim)) = n;
+  }
+  return shape;
+}
+std::int64_t product(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+}  // namespace
+
+std::int64_t TensorPlacement::global_numel() const { return product(global_shape); }
+std::int64_t TensorPlacement::part_numel() const { return product(part_shape(*this)); }
+
+std::int64_t TensorPlacement::global_index(std::int64_t i) const {
+  const std::vector<std::int64_t> shape = part_shape(*this);
+  std::int64_t j = flat_offset + i;
+  if (j < 0 || j >= product(shape)) return -1;
+  // Unravel in the part's shape, map the sharded coordinate, ravel in the global shape.
+  std::vector<std::int64_t> coord(shape.size());
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    coord[k] = j % shape[k];
+    j /= shape[k];
+  }
+  if (!segments.empty()) {
+    std::int64_t c = coord[static_cast<std::size_t>(dim)];
+    for (const auto& [begin, length] : segments) {
+      if (c < length) {
+        c += begin;
+        break;
+      }
+      c -= length;
+    }
+    if (c >= global_shape[static_cast<std::size_t>(dim)]) return -1;
+    coord[static_cast<std::size_t>(dim)] = c;
+  }
+  std::int64_t g = 0;
+  for (std::size_t k = 0; k < shape.size(); ++k) g = g * global_shape[k] + coord[k];
+  return g;
+}
+
+TensorPlacement whole_tensor(std::string name, std::vector<std::int64_t> shape) {
+  TensorPlacement p;
+  p.name = std::move(name);
+  p.global_shape = std::move(shape);
+  return p;
+}
+
+}  // namespace tandem

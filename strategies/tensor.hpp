@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/units.hpp"
@@ -37,5 +38,31 @@ struct Tensor {
   std::int64_t numel() const;
   Bytes bytes() const { return static_cast<Bytes>(numel()) * dtype_bytes(dtype); }
 };
+
+// Where a rank's tensor sits in a logical (global, unsharded) tensor: a model declares it for
+// every parameter (tensor-parallel shards), a strategy for what it derives from parameters
+// (ZeRO partitions of parameters and optimizer state). A backend with real memory initialises
+// each parameter as its part of the ONE global tensor (so every strategy starts from the same
+// weights) and saves checkpoints in global form (so another strategy can restore them).
+struct TensorPlacement {
+  std::string name;                        // the logical tensor, e.g. "layer0.attn.qkv.weight"
+  std::vector<std::int64_t> global_shape;
+  int dim = 0;                             // the tensor-parallel dimension
+  // Index ranges {begin, length} of dimension `dim` of the global tensor, concatenated in this
+  // order, that the rank's (tensor-parallel) part holds; empty: the whole dimension.
+  std::vector<std::pair<std::int64_t, std::int64_t>> segments;
+  // The tensor holds elements [flat_offset, flat_offset + numel) of that part (a ZeRO
+  // partition); elements past the part's end are padding.
+  std::int64_t flat_offset = 0;
+
+  std::int64_t global_numel() const;
+  std::int64_t part_numel() const;  // elements of the tensor-parallel part
+  // The global flat index of the tensor's element i, or -1 for padding (past the part's end,
+  // or a segment row past the global size, as a vocabulary padded to a multiple of tp).
+  std::int64_t global_index(std::int64_t i) const;
+};
+
+// A tensor that is its whole logical tensor.
+TensorPlacement whole_tensor(std::string name, std::vector<std::int64_t> shape);
 
 }  // namespace tandem

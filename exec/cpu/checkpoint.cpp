@@ -20,7 +20,7 @@ namespace tandem::exec::cpu {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'A', 'N', 'D', 'E', 'M', 'C', 'K'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: global (logical) tensors instead of per-rank ones
 
 std::uint64_t checksum(const char* data, std::size_t size) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -60,23 +60,18 @@ void write_all(int fd, const std::string& data, const std::string& path) {
 }  // namespace
 
 void save_checkpoint(const Checkpoint& ck, const std::string& path) {
-  if (static_cast<int>(ck.ranks.size()) != ck.world_size)
-    throw std::logic_error("save_checkpoint: one tensor map per rank expected");
-  nlohmann::json ranks = nlohmann::json::array();
+  nlohmann::json list = nlohmann::json::array();
   std::uint64_t offset = 0;
-  for (const auto& tensors : ck.ranks) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& [name, values] : tensors) {
-      list.push_back({name, values.size(), offset});
-      offset += values.size();
-    }
-    ranks.push_back(list);
+  for (const auto& [name, values] : ck.tensors) {
+    list.push_back({name, values.size(), offset});
+    offset += values.size();
   }
   const std::string header = nlohmann::json{{"strategy", ck.strategy},
                                             {"world_size", ck.world_size},
                                             {"next_iteration", ck.next_iteration},
                                             {"seed", ck.seed},
-                                            {"ranks", ranks}}
+                                            {"sequences_per_iteration", ck.sequences_per_iteration},
+                                            {"tensors", list}}
                                  .dump();
   std::string out;
   out.reserve(64 + header.size() + offset * sizeof(float));
@@ -85,9 +80,8 @@ void save_checkpoint(const Checkpoint& ck, const std::string& path) {
   put<std::uint64_t>(out, header.size());
   out += header;
   put<std::uint64_t>(out, offset * sizeof(float));
-  for (const auto& tensors : ck.ranks)
-    for (const auto& [name, values] : tensors)
-      out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  for (const auto& [name, values] : ck.tensors)
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   put<std::uint64_t>(out, checksum(out.data(), out.size()));
 
   // Atomic replace: temporary file in the same directory, fsync, rename, fsync the directory.
@@ -160,24 +154,20 @@ Checkpoint load_checkpoint(const std::string& path) {
     ck.world_size = h.at("world_size").get<int>();
     ck.next_iteration = h.at("next_iteration").get<int>();
     ck.seed = h.at("seed").get<std::uint64_t>();
-    const auto& ranks = h.at("ranks");
-    if (!ranks.is_array() || static_cast<int>(ranks.size()) != ck.world_size || ck.world_size < 1 ||
-        ck.next_iteration < 0)
+    ck.sequences_per_iteration = h.at("sequences_per_iteration").get<std::int64_t>();
+    const auto& list = h.at("tensors");
+    if (!list.is_array() || ck.world_size < 1 || ck.next_iteration < 0 || ck.sequences_per_iteration < 1)
       bad(path, "inconsistent header");
     const std::uint64_t floats = payload_size / sizeof(float);
-    for (const auto& list : ranks) {
-      std::map<std::string, std::vector<float>> tensors;
-      for (const auto& entry : list) {
-        const auto name = entry.at(0).get<std::string>();
-        const auto numel = entry.at(1).get<std::uint64_t>();
-        const auto offset = entry.at(2).get<std::uint64_t>();
-        if (offset > floats || numel > floats - offset)
-          bad(path, "tensor '" + name + "' lies outside the payload");
-        std::vector<float> values(numel);
-        std::memcpy(values.data(), data.data() + payload_at + offset * sizeof(float), numel * sizeof(float));
-        if (!tensors.emplace(name, std::move(values)).second) bad(path, "tensor '" + name + "' appears twice");
-      }
-      ck.ranks.push_back(std::move(tensors));
+    for (const auto& entry : list) {
+      const auto name = entry.at(0).get<std::string>();
+      const auto numel = entry.at(1).get<std::uint64_t>();
+      const auto offset = entry.at(2).get<std::uint64_t>();
+      if (offset > floats || numel > floats - offset)
+        bad(path, "tensor '" + name + "' lies outside the payload");
+      std::vector<float> values(numel);
+      std::memcpy(values.data(), data.data() + payload_at + offset * sizeof(float), numel * sizeof(float));
+      if (!ck.tensors.emplace(name, std::move(values)).second) bad(path, "tensor '" + name + "' appears twice");
     }
   } catch (const nlohmann::json::exception& e) {
     bad(path, std::string("malformed header: ") + e.what());

@@ -102,9 +102,6 @@ Tensor CpuDevice::alloc(std::string_view name, std::vector<std::int64_t> shape, 
   const DeviceSettings& s = context_.settings();
   if (category == MemCategory::parameters) {
     init_parameter(name, data, n, s.seed, s.init_std);
-  } else if (category == MemCategory::optimizer_state && ends_with(name, ".master")) {
-    lock.lock();
-    masters_to_fill_.insert(t.id);
   } else if (category == MemCategory::activations && s.data && iteration_ >= 0) {
     I64 k = 0;
     std::string_view role;
@@ -122,7 +119,28 @@ void CpuDevice::release_locked(int tensor_id) {
   // Activations are never reacquired: forget their names (a run allocates thousands per step).
   if (it != buffers_.end() && it->second.category == MemCategory::activations) names_.erase(tensor_id);
   buffers_.erase(tensor_id);
-  masters_to_fill_.erase(tensor_id);
+}
+
+void CpuDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  placements_[tensor.id] = placement;
+  auto it = buffers_.find(tensor.id);
+  if (it == buffers_.end()) return;
+  const DeviceSettings& s = context_.settings();
+  Buffer& b = it->second;
+  constexpr std::string_view kMaster = ".master";
+  if (b.category == MemCategory::parameters) {
+    init_placed(placement, placement.name, b.data.get(), b.numel, s.seed, s.init_std);
+  } else if (b.category == MemCategory::optimizer_state && ends_with(placement.name, kMaster)) {
+    const std::string_view param(placement.name.data(), placement.name.size() - kMaster.size());
+    init_placed(placement, param, b.data.get(), b.numel, s.seed, s.init_std);
+  }
+}
+
+TensorPlacement CpuDevice::placement_locked(int tensor_id) const {
+  auto it = placements_.find(tensor_id);
+  if (it != placements_.end()) return it->second;
+  return whole_tensor(names_.at(tensor_id), {buffers_.at(tensor_id).numel});
 }
 
 void CpuDevice::release(const Tensor& tensor) {
@@ -131,6 +149,15 @@ void CpuDevice::release(const Tensor& tensor) {
 }
 
 void CpuDevice::reacquire(const Tensor& tensor, MemCategory category) {
+  // A release_after still waiting for its op is a release already issued (stream order, as
+  // cudaFreeAsync): the new storage comes after it.
+  std::int64_t releasing = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = releasing_.find(tensor.id);
+    if (it != releasing_.end()) releasing = it->second;
+  }
+  if (releasing >= 0) wait_handle(releasing);
   std::lock_guard<std::mutex> lock(mutex_);
   if (buffers_.count(tensor.id))
     throw std::logic_error("reacquire of tensor " + std::to_string(tensor.id) +
@@ -150,6 +177,7 @@ void CpuDevice::release_after(const Tensor& tensor, Handle handle) {
     return;
   }
   ops_[handle.id].release_on_completion.push_back(tensor.id);
+  releasing_[tensor.id] = handle.id;
 }
 
 float* CpuDevice::storage_locked(const Tensor& tensor, const std::string& label) {
@@ -184,33 +212,41 @@ std::map<std::string, std::vector<float>> CpuDevice::snapshot(
   return out;
 }
 
-void CpuDevice::restore(const std::map<std::string, std::vector<float>>& values,
-                        const std::set<MemCategory>& categories) {
+std::vector<PlacedTensor> CpuDevice::placed_snapshot(const std::set<MemCategory>& categories) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<std::pair<Buffer*, const std::vector<float>*>> plan;
-  std::size_t matched = 0;
+  std::vector<PlacedTensor> out;
+  for (const auto& [id, buffer] : buffers_) {
+    if (!categories.count(buffer.category)) continue;
+    out.push_back({placement_locked(id), std::vector<float>(buffer.data.get(), buffer.data.get() + buffer.numel)});
+  }
+  return out;
+}
+
+std::set<std::string> CpuDevice::restore_global(const std::map<std::string, std::vector<float>>& global,
+                                                const std::set<MemCategory>& categories) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Check everything first: nothing is half-restored.
+  std::vector<std::pair<Buffer*, TensorPlacement>> plan;
   for (auto& [id, buffer] : buffers_) {
     if (!categories.count(buffer.category)) continue;
-    const std::string& name = names_.at(id);
-    auto it = values.find(name);
-    if (it == values.end()) throw std::runtime_error("the checkpoint has no tensor '" + name + "'");
-    if (static_cast<I64>(it->second.size()) != buffer.numel)
-      throw std::runtime_error("the checkpoint's '" + name + "' has " + std::to_string(it->second.size()) +
-                               " values, this run's has " + std::to_string(buffer.numel));
-    plan.emplace_back(&buffer, &it->second);
-    ++matched;
+    TensorPlacement p = placement_locked(id);
+    auto it = global.find(p.name);
+    if (it == global.end()) throw std::runtime_error("the checkpoint has no tensor '" + p.name + "'");
+    if (static_cast<I64>(it->second.size()) != p.global_numel())
+      throw std::runtime_error("the checkpoint's '" + p.name + "' has " + std::to_string(it->second.size()) +
+                               " values, this run's has " + std::to_string(p.global_numel()));
+    plan.emplace_back(&buffer, std::move(p));
   }
-  if (matched != values.size()) {
-    for (const auto& [name, v] : values) {
-      bool live = false;
-      for (const auto& [id, buffer] : buffers_)
-        if (categories.count(buffer.category) && names_.at(id) == name) live = true;
-      if (!live) throw std::runtime_error("the checkpoint's tensor '" + name + "' has no counterpart in this run");
+  std::set<std::string> used;
+  for (auto& [buffer, p] : plan) {
+    const std::vector<float>& values = global.at(p.name);
+    for (I64 i = 0; i < buffer->numel; ++i) {
+      const I64 g = p.global_index(i);
+      buffer->data[i] = g < 0 ? 0.0f : values[static_cast<std::size_t>(g)];
     }
+    used.insert(p.name);
   }
-  for (auto& [buffer, v] : plan) std::copy(v->begin(), v->end(), buffer->data.get());
-  for (const auto& [id, buffer] : buffers_)
-    if (categories.count(buffer.category)) masters_to_fill_.erase(id);
+  return used;
 }
 
 // ---------------------------------------------------------------- compute
@@ -224,16 +260,6 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
   const DeviceSettings& s = context_.settings();
   try {
     check_injection(op.label, iteration_);
-    // The fp32 master copy starts as the parameter (the first optimizer op that uses it).
-    if (op.kind == OpKind::optimizer && op.inputs.size() == 5) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (masters_to_fill_.erase(op.inputs[2].id)) {
-        const float* param = storage_locked(op.inputs[0], op.label);
-        float* master = storage_locked(op.inputs[2], op.label);
-        const I64 n = std::min(op.inputs[0].numel(), op.inputs[2].numel());
-        std::copy(param, param + n, master);
-      }
-    }
     kernels::cpu::RunOptions options;
     options.seed = s.seed;
     options.iteration = iteration_;
@@ -342,6 +368,87 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
   return Handle{handle};
 }
 
+namespace {
+// [outer][size][inner] <-> [members][outer][size/members][inner] for blocks along `dim`, so that
+// member i's block along dim is the i-th flat part (to_member_major = false: back).
+void member_major(float* full, float* staged, const std::vector<I64>& shape, int dim, int members,
+                  bool to_member_major) {
+  I64 outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= shape[d];
+  for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const I64 size = shape[static_cast<std::size_t>(dim)], block = size / members;
+  const auto bytes = sizeof(float) * static_cast<std::size_t>(block * inner);
+  for (int m = 0; m < members; ++m)
+    for (I64 o = 0; o < outer; ++o) {
+      float* f = full + (o * size + m * block) * inner;
+      float* st = staged + (m * outer + o) * block * inner;
+      if (to_member_major) std::memcpy(st, f, bytes);
+      else std::memcpy(f, st, bytes);
+    }
+}
+
+// part <- src (or part += src when accumulating).
+void write_part(float* part, const float* src, I64 n, bool accumulate) {
+  if (!accumulate) {
+    std::memcpy(part, src, sizeof(float) * static_cast<std::size_t>(n));
+    return;
+  }
+  for (I64 i = 0; i < n; ++i) part[i] += src[i];
+}
+}  // namespace
+
+void CpuDevice::sharded_collective(const CommOp& op, const std::string& key) {
+  SharedMemoryComm& comm = context_.comm();
+  const int members = op.group.size(), me = op.group.index_of(rank_);
+  const std::vector<Tensor> full = op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket;
+  const CommShards& parts = op.shards;
+  if (parts.tensors.size() != full.size())
+    throw std::logic_error("collective with " + std::to_string(full.size()) + " tensors and " +
+                           std::to_string(parts.tensors.size()) + " parts");
+  std::vector<float*> full_data, part_data;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t j = 0; j < full.size(); ++j) {
+      full_data.push_back(storage_locked(full[j], op.label));
+      part_data.push_back(storage_locked(parts.tensors[j], op.label));
+    }
+  }
+  const bool reduce = op.kind == OpKind::reduce_scatter;
+  if (parts.dim >= 0) {  // blocks along a dimension: through a member-major staging copy
+    if (full.size() != 1) throw std::logic_error("parts along a dimension need a single tensor");
+    const Tensor& t = full[0];
+    const I64 n = t.numel();
+    if (parts.dim >= static_cast<int>(t.shape.size()) || t.shape[parts.dim] % members != 0 ||
+        parts.tensors[0].numel() * members != n)
+      throw std::logic_error("parts along dimension " + std::to_string(parts.dim) + " do not split the tensor");
+    std::vector<float> staged(static_cast<std::size_t>(n));
+    const FlatBuffer staged_view{Span{staged.data(), n}};
+    const I64 block = n / members;
+    if (reduce) {
+      member_major(full_data[0], staged.data(), t.shape, parts.dim, members, true);
+      comm.reduce_scatter(key, op.label, op.group, rank_, staged_view, op.reduce);
+      write_part(part_data[0], staged.data() + me * block, block, parts.accumulate);
+    } else {
+      std::memcpy(staged.data() + me * block, part_data[0], sizeof(float) * static_cast<std::size_t>(block));
+      comm.all_gather(key, op.label, op.group, rank_, staged_view);
+      member_major(full_data[0], staged.data(), t.shape, parts.dim, members, false);
+    }
+    return;
+  }
+  // Element-wise parts of every tensor (the in-place collective's layout).
+  FlatBuffer buffer;
+  for (std::size_t j = 0; j < full.size(); ++j) buffer.push_back(Span{full_data[j], full[j].numel()});
+  if (reduce) comm.reduce_scatter(key, op.label, op.group, rank_, buffer, op.reduce);
+  for (std::size_t j = 0; j < full.size(); ++j) {
+    const auto [lo, hi] = shard_range(full[j].numel(), members, me);
+    if (parts.tensors[j].numel() < hi - lo)
+      throw std::logic_error("part " + std::to_string(j) + " is smaller than its share");
+    if (reduce) write_part(part_data[j], full_data[j] + lo, hi - lo, parts.accumulate);
+    else std::memcpy(full_data[j] + lo, part_data[j], sizeof(float) * static_cast<std::size_t>(hi - lo));
+  }
+  if (!reduce) comm.all_gather(key, op.label, op.group, rank_, buffer);
+}
+
 FlatBuffer CpuDevice::flat_buffer(const CommOp& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   FlatBuffer buffer;
@@ -357,10 +464,13 @@ void CpuDevice::run_comm(PendingComm& pending) {
   const CommOp& op = pending.op;
   try {
     check_injection(op.label, pending.iteration);  // (iteration_ belongs to the host thread)
-    const FlatBuffer buffer = flat_buffer(op);
     SharedMemoryComm& comm = context_.comm();
     const double start = context_.now_s();
-    switch (op.kind) {
+    const bool out_of_place = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_gather) &&
+                              !op.shards.tensors.empty();
+    const FlatBuffer buffer = out_of_place ? FlatBuffer{} : flat_buffer(op);
+    if (out_of_place) sharded_collective(op, pending.key);
+    else switch (op.kind) {
       case OpKind::all_reduce:
         comm.all_reduce(pending.key, op.label, op.group, rank_, buffer, op.reduce);
         break;
@@ -428,6 +538,7 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
     state.failed = failed;
     for (int id : state.release_on_completion) {
       if (buffers_.count(id)) release_locked(id);
+      releasing_.erase(id);
     }
     state.release_on_completion.clear();
   }

@@ -4,11 +4,13 @@
 // Memory. Every tensor is a zero-filled array of numel() fp32 values whatever its declared dtype
 // (the storage contract of kernels/cpu/dispatch.hpp); a MemoryLedger counts the DECLARED bytes
 // by category, so peak memory means the same as in the simulator. At alloc() a parameter gets
-// its deterministic initial value (data.hpp: init_parameter), a data tensor ("mb{k}.tokens",
-// "mb{k}.labels", "mb{k}.features") its batch from the run's DataSource, and an fp32 master copy
-// ("....master", optimizer state) is filled from its parameter by the first optimizer op that
-// uses it (mixed-precision frameworks copy the parameters into the master at setup; the device
-// does it at the first use, where it knows which parameter the master belongs to).
+// its deterministic initial value as a whole tensor (data.hpp), a data tensor ("mb{k}.tokens",
+// "mb{k}.labels", "mb{k}.features") its batch from the run's DataSource. place() (the model's
+// or strategy's TensorPlacement) re-initialises a parameter as its part of the logical tensor,
+// and an fp32 master copy ("<param>.master", optimizer state) as the same part of its
+// parameter's initial value (mixed-precision frameworks copy the parameters into the master at
+// setup). Placements also give the global form of the training state (placed_snapshot,
+// restore_global): checkpoints hold logical tensors, whatever strategy wrote them.
 //
 // Streams. The compute stream is the host thread, as in the simulator: a compute op runs
 // synchronously in compute() through kernels::cpu::run, timed with steady_clock, and returns an
@@ -19,7 +21,10 @@
 // on a condition variable; record(stream) returns the last op issued on that stream;
 // release_after() frees the buffer when the op completes (on the worker).
 //
-// Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp);
+// Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp),
+// whose reduce-scatter and all-gather are in place; out-of-place parts (CommShards) are copied
+// (or added) from and to them here, and parts along a dimension (sequence parallelism) go
+// through a member-major staging copy, so that member i's block is its flat part.
 // a collective instance is keyed "g{group}s{stream}#{n}", n counting this rank's collectives on
 // that group and stream (members issue them in the same order).
 //
@@ -60,6 +65,7 @@
 
 #include "analysis/trace.hpp"
 #include "exec/cpu/data.hpp"
+#include "exec/cpu/global_state.hpp"
 #include "exec/cpu/shared_memory_collectives.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/runtime.hpp"
@@ -139,6 +145,7 @@ class CpuDevice final : public Runtime {
   void release(const Tensor& tensor) override;
   void reacquire(const Tensor& tensor, MemCategory category) override;
   void release_after(const Tensor& tensor, Handle handle) override;
+  void place(const Tensor& tensor, const TensorPlacement& placement) override;
   Handle compute(ComputeOp op, const Issue& issue) override;
   Handle communicate(CommOp op, const Issue& issue) override;
   void wait(Handle handle) override;
@@ -165,11 +172,16 @@ class CpuDevice final : public Runtime {
   // Live tensors of the given categories by name (e.g. parameters for equivalence tests and
   // checkpoints). Names must be unique among them.
   std::map<std::string, std::vector<float>> snapshot(const std::set<MemCategory>& categories) const;
-  // Overwrites the live tensors of these categories from `values` by name (restoring a
-  // checkpoint). Every live tensor must get a value of its size and every value must find its
-  // tensor; otherwise std::runtime_error naming the first mismatch (nothing is half-restored).
-  void restore(const std::map<std::string, std::vector<float>>& values,
-               const std::set<MemCategory>& categories);
+  // Live tensors of the given categories with their placements (unplaced ones: whole tensors
+  // under their own name): the global form of a rank's state (global_state.hpp).
+  std::vector<PlacedTensor> placed_snapshot(const std::set<MemCategory>& categories) const;
+  // Overwrites the live tensors of these categories with their parts of the logical tensors in
+  // `global` (restoring a checkpoint, possibly written by another strategy). Every live tensor's
+  // logical tensor must be there with its global size; otherwise std::runtime_error naming the
+  // first mismatch (nothing is half-restored).
+  // Returns the names of the logical tensors it used.
+  std::set<std::string> restore_global(const std::map<std::string, std::vector<float>>& global,
+                                       const std::set<MemCategory>& categories);
 
  private:
   struct Buffer {
@@ -204,6 +216,8 @@ class CpuDevice final : public Runtime {
   void run_comm(PendingComm& pending);
   void complete(std::int64_t handle, bool failed);
   void check_injection(const std::string& label, int iteration) const;
+  void sharded_collective(const CommOp& op, const std::string& key);
+  TensorPlacement placement_locked(int tensor_id) const;
   void check_aborted() const;
   void add_trace(TraceRecord record);
   FlatBuffer flat_buffer(const CommOp& op);
@@ -219,7 +233,8 @@ class CpuDevice final : public Runtime {
 
   std::unordered_map<int, Buffer> buffers_;
   std::unordered_map<int, std::string> names_;
-  std::unordered_set<int> masters_to_fill_;
+  std::unordered_map<int, TensorPlacement> placements_;
+  std::unordered_map<int, std::int64_t> releasing_;  // tensor -> op whose completion frees it
   MemoryLedger memory_;
   int next_tensor_id_ = 0;
 

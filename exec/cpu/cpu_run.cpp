@@ -118,6 +118,13 @@ class CheckpointBarrier {
 
 const std::set<MemCategory> kTrainingState{MemCategory::parameters, MemCategory::optimizer_state};
 
+std::map<std::string, std::vector<float>> global_state(const std::vector<std::unique_ptr<CpuDevice>>& devices,
+                                                       const std::set<MemCategory>& categories) {
+  std::vector<std::vector<PlacedTensor>> ranks;
+  for (const auto& d : devices) ranks.push_back(d->placed_snapshot(categories));
+  return assemble_global(ranks);
+}
+
 Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_iteration,
                         const std::vector<std::unique_ptr<CpuDevice>>& devices) {
   Checkpoint ck;
@@ -125,7 +132,8 @@ Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_
   ck.world_size = strategy.world_size();
   ck.next_iteration = next_iteration;
   ck.seed = o.seed;
-  for (const auto& d : devices) ck.ranks.push_back(d->snapshot(kTrainingState));
+  ck.sequences_per_iteration = strategy.sequences_per_iteration();
+  ck.tensors = global_state(devices, kTrainingState);
   return ck;
 }
 
@@ -181,10 +189,11 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   int first_iteration = 0;
   if (!o.resume_path.empty()) {
     resume = load_checkpoint(o.resume_path);
-    if (resume.strategy != strategy.name() || resume.world_size != world)
+    if (resume.sequences_per_iteration != strategy.sequences_per_iteration())
       throw InputError(o.resume_path, 0, "",
-                       "checkpoint of '" + resume.strategy + "' on " + std::to_string(resume.world_size) +
-                           " rank(s) cannot resume '" + strategy.name() + "' on " + std::to_string(world));
+                       "checkpoint of a run with " + std::to_string(resume.sequences_per_iteration) +
+                           " sequences per iteration cannot resume one with " +
+                           std::to_string(strategy.sequences_per_iteration()) + " (the data would differ)");
     if (resume.seed != o.seed)
       throw InputError(o.resume_path, 0, "",
                        "checkpoint written with seed " + std::to_string(resume.seed) + ", this run has seed " +
@@ -218,6 +227,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   CheckpointBarrier barrier(world, context);
   std::mutex resume_mutex;
   std::string resume_mismatch;  // the checkpoint does not fit this run's tensors
+  std::set<std::string> restored;  // logical tensors some rank took from the checkpoint
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -227,7 +237,17 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
         program->setup(device);
         if (!o.resume_path.empty()) {
           try {
-            device.restore(resume.ranks.at(static_cast<std::size_t>(r)), kTrainingState);
+            const std::set<std::string> mine = device.restore_global(resume.tensors, kTrainingState);
+            {
+              std::lock_guard<std::mutex> lock(resume_mutex);
+              restored.insert(mine.begin(), mine.end());
+            }
+            // Every tensor of the checkpoint must have found a place in this run.
+            barrier.arrive([&] {
+              for (const auto& [name, values] : resume.tensors)
+                if (!restored.count(name))
+                  throw std::runtime_error("the checkpoint's tensor '" + name + "' has no counterpart in this run");
+            });
           } catch (const std::runtime_error& e) {
             {
               std::lock_guard<std::mutex> lock(resume_mutex);
@@ -299,6 +319,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
                                   d.trace_records().end());
     if (o.capture_parameters) result.parameters.push_back(d.snapshot({MemCategory::parameters}));
   }
+  if (o.capture_parameters) result.global_parameters = global_state(devices, {MemCategory::parameters});
   std::stable_sort(result.trace.records.begin(), result.trace.records.end(),
                    [](const TraceRecord& a, const TraceRecord& b) {
                      return a.rank != b.rank ? a.rank < b.rank : a.start_s < b.start_s;

@@ -69,6 +69,9 @@ struct RunResult {
   double wall_time_s = 0;
   // Final parameters by name, per rank (when capture_parameters).
   std::vector<std::map<std::string, std::vector<float>>> parameters;
+  // The same as logical tensors, assembled from every rank's parts (global_state.hpp): what
+  // runs under different strategies are compared on.
+  std::map<std::string, std::vector<float>> global_parameters;
 };
 
 class RunError : public std::runtime_error {
@@ -93,8 +96,9 @@ struct RunOptions {
   // Checkpoints (checkpoint.hpp): with `checkpoint_path`, the full training state is saved
   // there atomically every `checkpoint_every` iterations (0: never mid-run) and at the end of a
   // successful run. With `resume_path`, the run continues from that checkpoint: iterations are
-  // numbered on from its next_iteration, and `iterations` more are run. The checkpoint must come
-  // from the same strategy (name and world size) and seed: otherwise an InputError.
+  // numbered on from its next_iteration, and `iterations` more are run. Any strategy may resume
+  // it (checkpoints hold logical tensors) as long as the model, precision (fp32 masters or
+  // not), seed and global batch are the same: otherwise an InputError.
   std::string checkpoint_path;
   int checkpoint_every = 0;
   std::string resume_path;

@@ -57,19 +57,34 @@ float hashed_normal(std::uint64_t key, std::uint64_t index) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
 }
 
+namespace {
+// Initial value of element `index` of logical parameter `name`, given its hashed key.
+float initial_value(std::string_view name, std::uint64_t key, std::uint64_t index, float std_dev) {
+  if (ends_with(name, "norm.weight")) return 1.0f;
+  if (ends_with(name, ".bias")) return 0.0f;
+  return std_dev * hashed_normal(key, index);
+}
+std::string_view logical_name(std::string_view name) {
+  // The last pipeline stage's copy of a tied word embedding is the same logical parameter as
+  // the first stage's table (Megatron initialises the copy from it).
+  return ends_with(name, "word_embedding_copy.weight") ? std::string_view("embedding.word.weight") : name;
+}
+}  // namespace
+
 void init_parameter(std::string_view name, float* data, std::int64_t n, std::uint64_t seed,
                     float std_dev) {
-  if (ends_with(name, "norm.weight")) {
-    for (I64 i = 0; i < n; ++i) data[i] = 1.0f;
-  } else if (ends_with(name, ".bias")) {
-    for (I64 i = 0; i < n; ++i) data[i] = 0.0f;
-  } else {
-    // The last pipeline stage's copy of a tied word embedding is the same logical parameter as
-    // the first stage's table (Megatron initialises the copy from it).
-    if (ends_with(name, "word_embedding_copy.weight")) name = "embedding.word.weight";
-    const std::uint64_t key = splitmix64(seed) ^ hash_name(name);
-    for (I64 i = 0; i < n; ++i)
-      data[i] = std_dev * hashed_normal(key, static_cast<std::uint64_t>(i));
+  name = logical_name(name);
+  const std::uint64_t key = splitmix64(seed) ^ hash_name(name);
+  for (I64 i = 0; i < n; ++i) data[i] = initial_value(name, key, static_cast<std::uint64_t>(i), std_dev);
+}
+
+void init_placed(const TensorPlacement& placement, std::string_view name, float* data, std::int64_t n,
+                 std::uint64_t seed, float std_dev) {
+  name = logical_name(name);
+  const std::uint64_t key = splitmix64(seed) ^ hash_name(name);
+  for (I64 i = 0; i < n; ++i) {
+    const I64 g = placement.global_index(i);
+    data[i] = g < 0 ? 0.0f : initial_value(name, key, static_cast<std::uint64_t>(g), std_dev);
   }
 }
 

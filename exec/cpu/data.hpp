@@ -25,14 +25,13 @@
 //                        feature); the label is the argmax of a fixed random linear "teacher"
 //                        W[c][j] ~ N(0, 1) applied to the features (learnable, separable).
 //
-// Parameter initialisation (init_parameter): a parameter named "...norm.weight" starts at 1,
-// "....bias" at 0 (norm biases included), every other one ~ N(0, std²) drawn from a
-// counter-based hash of (seed, parameter name, element index); the last pipeline stage's copy
-// of a tied word embedding ("...word_embedding_copy.weight") draws as "embedding.word.weight".
-// Every strategy therefore
-// initialises the same logical parameter identically as long as it holds the whole tensor under
-// the same name (data parallel). A tensor-parallel shard would draw from its local indices:
-// equivalence with unsharded runs needs a global index (not done yet).
+// Parameter initialisation: a parameter named "...norm.weight" starts at 1, "....bias" at 0
+// (norm biases included), every other one ~ N(0, std²) drawn from a counter-based hash of
+// (seed, logical parameter name, GLOBAL element index); the last pipeline stage's copy of a
+// tied word embedding ("...word_embedding_copy.weight") draws as "embedding.word.weight". The
+// model places every parameter in its logical tensor (TensorPlacement: tensor-parallel shards,
+// ZeRO partitions), so every strategy starts from the same global weights, element for element.
+// Padding (a vocabulary padded to a multiple of tp) starts at 0.
 #pragma once
 
 #include <cstdint>
@@ -100,8 +99,12 @@ std::uint64_t splitmix64(std::uint64_t x);
 std::uint64_t hash_name(std::string_view name);  // FNV-1a 64
 // N(0, 1) from a counter: deterministic in (key, index).
 float hashed_normal(std::uint64_t key, std::uint64_t index);
-// Initial values of parameter `name` (n elements) into data (see the header comment).
+// Initial values of parameter `name` (n elements, the whole logical tensor) into data.
 void init_parameter(std::string_view name, float* data, std::int64_t n, std::uint64_t seed,
                     float std_dev);
+// Initial values of the n elements of a tensor placed at `placement` in logical parameter
+// `name` (placement.name, or the parameter a ".master" copy belongs to).
+void init_placed(const TensorPlacement& placement, std::string_view name, float* data, std::int64_t n,
+                 std::uint64_t seed, float std_dev);
 
 }  // namespace tandem::exec::cpu

@@ -86,6 +86,36 @@ void reduce_block(float* out, const std::vector<float*>& in, I64 len, ReduceOp r
   }
 }
 
+// Reduces flat range [lo, hi) of `bufs` (in reduction order) and writes the result into the
+// buffers at positions `targets` of bufs.
+void reduce_range(const std::vector<const FlatBuffer*>& bufs, I64 lo, I64 hi, ReduceOp reduce,
+                  int members, const std::vector<std::size_t>& targets) {
+  constexpr I64 kBlock = 4096;
+  std::array<float, kBlock> tmp;
+  Runs(bufs).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
+    for (I64 at = 0; at < len; at += kBlock) {
+      const I64 k = std::min(kBlock, len - at);
+      std::vector<float*> in(p.size());
+      for (std::size_t j = 0; j < p.size(); ++j) in[j] = p[j] + at;
+      reduce_block(tmp.data(), in, k, reduce, members);
+      for (std::size_t t : targets)
+        std::memcpy(in[t], tmp.data(), sizeof(float) * static_cast<std::size_t>(k));
+    }
+  });
+}
+
+// Calls f(lo, hi) for the flat range of member `index`'s part of every span (tensor) of the
+// buffer: the per-tensor sharding convention of CommShards (strategies/op.hpp).
+template <class F>
+void for_each_part(const FlatBuffer& buffer, int members, int index, F&& f) {
+  I64 start = 0;
+  for (const Span& span : buffer) {
+    const auto [lo, hi] = shard_range(span.size, members, index);
+    if (hi > lo) f(start + lo, start + hi);
+    start += span.size;
+  }
+}
+
 }  // namespace
 
 std::int64_t flat_size(const FlatBuffer& buffer) {
@@ -189,10 +219,18 @@ std::shared_ptr<SharedMemoryComm::Instance> SharedMemoryComm::arrive(
     return std::string("in ") + to_string(kind) + " '" + label + "' (group " +
            std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
   });
-  // Every member checks the sizes: a mismatch fails all of them alike.
+  // Every member checks the sizes: a mismatch fails all of them alike. Reduce-scatter and
+  // all-gather shard tensor by tensor: the tensors must match too, not only their total.
   const I64 size = flat_size(inst->buffers[0]);
+  auto span_sizes = [](const FlatBuffer& b) {
+    std::vector<I64> sizes;
+    for (const Span& span : b) sizes.push_back(span.size);
+    return sizes;
+  };
+  const bool per_tensor = kind == OpKind::reduce_scatter || kind == OpKind::all_gather;
   for (int i = 1; i < members; ++i)
-    if (flat_size(inst->buffers[i]) != size)
+    if (flat_size(inst->buffers[i]) != size ||
+        (per_tensor && span_sizes(inst->buffers[i]) != span_sizes(inst->buffers[0])))
       throw std::runtime_error(std::string(to_string(kind)) + " '" + label + "' (group " +
                                std::to_string(group.id) + "): rank " +
                                std::to_string(inst->ranks[0]) + " has " + std::to_string(size) +
@@ -222,8 +260,6 @@ std::vector<int> rank_order(const std::vector<int>& ranks) {
   std::sort(order.begin(), order.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
   return order;
 }
-
-constexpr I64 kBlock = 4096;
 }  // namespace
 
 void SharedMemoryComm::all_reduce(const std::string& key, const std::string& label,
@@ -234,17 +270,11 @@ void SharedMemoryComm::all_reduce(const std::string& key, const std::string& lab
   const int me = group.index_of(rank);
   std::vector<const FlatBuffer*> bufs;
   for (int i : rank_order(group.ranks)) bufs.push_back(&inst->buffers[i]);
+  // The work is split by flat slices (any split gives the same bits); every member gets it all.
   const auto [lo, hi] = shard_range(flat_size(buffer), n, me);
-  std::array<float, kBlock> tmp;
-  Runs(bufs).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
-    for (I64 at = 0; at < len; at += kBlock) {
-      const I64 k = std::min(kBlock, len - at);
-      std::vector<float*> in(p.size());
-      for (std::size_t j = 0; j < p.size(); ++j) in[j] = p[j] + at;
-      reduce_block(tmp.data(), in, k, reduce, n);
-      for (float* dst : in) std::memcpy(dst, tmp.data(), sizeof(float) * static_cast<std::size_t>(k));
-    }
-  });
+  std::vector<std::size_t> everyone(bufs.size());
+  std::iota(everyone.begin(), everyone.end(), std::size_t{0});
+  reduce_range(bufs, lo, hi, reduce, n, everyone);
   depart(key, label, *inst);
 }
 
@@ -260,17 +290,7 @@ void SharedMemoryComm::reduce_scatter(const std::string& key, const std::string&
     if (i == me) mine = bufs.size();
     bufs.push_back(&inst->buffers[i]);
   }
-  const auto [lo, hi] = shard_range(flat_size(buffer), n, me);
-  std::array<float, kBlock> tmp;
-  Runs(bufs).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
-    for (I64 at = 0; at < len; at += kBlock) {
-      const I64 k = std::min(kBlock, len - at);
-      std::vector<float*> in(p.size());
-      for (std::size_t j = 0; j < p.size(); ++j) in[j] = p[j] + at;
-      reduce_block(tmp.data(), in, k, reduce, n);
-      std::memcpy(in[mine], tmp.data(), sizeof(float) * static_cast<std::size_t>(k));
-    }
-  });
+  for_each_part(buffer, n, me, [&](I64 lo, I64 hi) { reduce_range(bufs, lo, hi, reduce, n, {mine}); });
   depart(key, label, *inst);
 }
 
@@ -279,12 +299,12 @@ void SharedMemoryComm::all_gather(const std::string& key, const std::string& lab
   auto inst = arrive(key, label, OpKind::all_gather, group, rank, buffer, -1);
   const int n = group.size();
   const int me = group.index_of(rank);
-  const I64 size = flat_size(buffer);
   for (int j = 0; j < n; ++j) {
     if (j == me) continue;
-    const auto [lo, hi] = shard_range(size, n, j);
-    Runs({&buffer, &inst->buffers[j]}).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
-      std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+    for_each_part(buffer, n, j, [&](I64 lo, I64 hi) {
+      Runs({&buffer, &inst->buffers[j]}).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
+        std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+      });
     });
   }
   depart(key, label, *inst);

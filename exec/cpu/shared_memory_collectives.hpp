@@ -12,26 +12,27 @@
 //      another member may still read or write it, and leaves.
 // Shares never overlap, so the work needs no locks and the result does not depend on timing.
 //
-// Buffers. A FlatBuffer is a list of spans treated as one flat array (CommOp::bucket: several
-// tensors reduced as one buffer; a single tensor is one span). Every member's flat size must be
-// equal; a mismatch is an error on every member. Conventions (strategies/ops.hpp):
+// Buffers. A FlatBuffer is a list of spans, one per tensor (CommOp::bucket: several tensors
+// reduced as one buffer; a single tensor is one span). Every member's flat size must be equal
+// (for reduce-scatter and all-gather, every span's). Conventions (strategies/op.hpp, CommShards):
 //   all_reduce      in place on the whole buffer. Member i reduces the flat slice
-//                   shard_range(size, n, i) over all members and writes the result into every
-//                   member's buffer.
-//   reduce_scatter  `buffer` is the full (concatenated) input; member i's result is written in
-//                   place into ITS OWN slice shard_range(size, n, i) (NCCL's in-place layout);
-//                   the rest of its buffer is left untouched.
-//   all_gather      `buffer` is the full output; member i's input is its own slice
-//                   shard_range(size, n, i), which it copies to nobody: every member copies the
-//                   other members' slices from their buffers into its own.
+//                   shard_range(size, n, i) over all members (a split of the work only) and
+//                   writes the result into every member's buffer.
+//   reduce_scatter  `buffer` is the full input; member i's part of EACH span is
+//                   shard_range(span size, n, i) (per tensor, never of the concatenation), and
+//                   its reduced part is written in place there (NCCL's in-place layout); the
+//                   rest of its buffer is left untouched.
+//   all_gather      `buffer` is the full output; member i's input is its own part of each span,
+//                   which it copies to nobody: every member copies the other members' parts
+//                   from their buffers into its own.
 //   broadcast       every member copies the root's buffer (root: a global rank of the group).
 //   all_to_all      the buffer is n equal chunks; chunk j of member i goes to chunk i of member
 //                   j. Each member stages a private copy of its buffer before barrier 1 (the
 //                   exchange is in place). The size must be divisible by n.
-// Slices: shard_range(size, n, i) = [i·c, min((i+1)·c, size)) with c = ceil(size / n), i.e.
-// equal slices when n divides size (always the case for the models' padded shards), else the
-// last ones shorter (as the models' ceil(V/t) vocab shards).
-//
+// Parts: shard_range(size, n, i) = [i·c, min((i+1)·c, size)) with c = ceil(size / n), i.e.
+// equal parts when n divides size, else the last ones shorter (or empty). Out-of-place parts
+// and parts along a dimension (CommShards::tensors, ::dim) are the device's business: it
+// copies them to and from these in-place layouts (cpu_device.hpp).
 // Determinism. Reductions sum member values in ascending GLOBAL RANK order, left to right in
 // fp32: result = ((x_r0 + x_r1) + x_r2) + ..., whatever the group's ring order and the timing;
 // avg divides that sum by n; max takes the maximum. Results are therefore bit-identical from

@@ -59,49 +59,40 @@ void cross_entropy_backward(float* d_logits, const float* softmax, const std::in
   }
 }
 
-void softmax_shard_stats(float* stats3, const float* logits, const std::int32_t* labels,
-                         I64 tokens, I64 vocab, I64 vocab_offset) {
+void softmax_shard_max(float* row_max, const float* logits, I64 tokens, I64 vocab) {
   for (I64 t = 0; t < tokens; ++t) {
     const float* z = logits + t * vocab;
     float mx = -std::numeric_limits<float>::infinity();
     for (I64 j = 0; j < vocab; ++j) mx = std::max(mx, z[j]);
-    double sum = 0.0;
-    for (I64 j = 0; j < vocab; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
-    const std::int32_t label = labels[t];
-    stats3[t * 3] = mx;
-    stats3[t * 3 + 1] = static_cast<float>(sum);
-    stats3[t * 3 + 2] = in_shard(label, vocab, vocab_offset) ? z[label - vocab_offset] : 0.0f;
+    row_max[t] = mx;
   }
 }
 
-void softmax_stats_merge(float* into, const float* from, I64 tokens) {
+void softmax_shard_sum_exp(float* sums, const float* logits, const std::int32_t* labels,
+                           const float* global_max, I64 tokens, I64 vocab, I64 vocab_offset) {
   for (I64 t = 0; t < tokens; ++t) {
-    float* a = into + t * 3;
-    const float* b = from + t * 3;
-    const float mx = std::max(a[0], b[0]);
-    // An empty shard has max −∞ and sum 0: its exp factor is 0, never NaN, as long as the other
-    // side is finite.
-    const double sa = a[0] == mx ? a[1] : a[1] * std::exp(static_cast<double>(a[0] - mx));
-    const double sb = b[0] == mx ? b[1] : b[1] * std::exp(static_cast<double>(b[0] - mx));
-    a[0] = mx;
-    a[1] = static_cast<float>(sa + sb);
-    a[2] += b[2];
+    const float* z = logits + t * vocab;
+    const float mx = global_max[t];
+    double sum = 0.0;
+    for (I64 j = 0; j < vocab; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
+    const std::int32_t label = labels[t];
+    sums[t * 2] = static_cast<float>(sum);
+    sums[t * 2 + 1] = in_shard(label, vocab, vocab_offset) ? z[label - vocab_offset] : 0.0f;
   }
 }
 
 void cross_entropy_shard_finish(float* softmax, float* stats, const float* logits,
-                                const float* merged_stats3, const std::int32_t* labels,
-                                I64 tokens, I64 vocab) {
+                                const float* global_max, const float* sums,
+                                const std::int32_t* labels, I64 tokens, I64 vocab) {
   for (I64 t = 0; t < tokens; ++t) {
-    const float* st = merged_stats3 + t * 3;
-    const double lse = st[0] + std::log(static_cast<double>(st[1]));
+    const double lse = global_max[t] + std::log(static_cast<double>(sums[t * 2]));
     if (softmax) {
       const float* z = logits + t * vocab;
       float* p = softmax + t * vocab;
       for (I64 j = 0; j < vocab; ++j) p[j] = static_cast<float>(std::exp(z[j] - lse));
     }
     if (stats) {
-      stats[t * 2] = labels[t] < 0 ? 0.0f : static_cast<float>(lse - st[2]);
+      stats[t * 2] = labels[t] < 0 ? 0.0f : static_cast<float>(lse - sums[t * 2 + 1]);
       stats[t * 2 + 1] = static_cast<float>(lse);
     }
   }

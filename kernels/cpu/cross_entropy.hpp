@@ -15,13 +15,13 @@
 //              is absent here, the softmax term stays.
 // Labels are int32 token ids.
 //
-// Vocab-parallel (tensor-parallel output layer, each rank holding `vocab` columns): the
-// softmax needs the GLOBAL row max and sum, which one SUM all-reduce of {loss, lse} cannot give.
-// The sharded protocol is: softmax_shard_stats on each shard → combine the [tokens, 3] stats
-// across shards with softmax_stats_merge (associative and commutative: a custom all-reduce, or
-// an all-gather followed by merges in rank order) → cross_entropy_shard_finish on each shard
-// writes the globally normalised softmax and {loss, lse}. The backward is then the ordinary
-// cross_entropy_backward with the shard's vocab_offset.
+// Vocab-parallel (tensor-parallel output layer, each rank holding `vocab` columns starting at
+// vocab_offset): the softmax needs the GLOBAL row max and sum. The sharded protocol is
+// Megatron-LM's (LossStep in strategies/op.hpp): softmax_shard_max on each shard → all-reduce
+// MAX of the row maxima → softmax_shard_sum_exp with the global maxima → all-reduce SUM of
+// {Σ exp, label logit} → cross_entropy_shard_finish writes the globally normalised softmax of
+// the shard and {loss, lse}. The backward is then the ordinary cross_entropy_backward with the
+// shard's vocab_offset.
 #pragma once
 
 #include <cstdint>
@@ -40,15 +40,18 @@ void cross_entropy_backward(float* d_logits, const float* softmax, const std::in
                             std::int64_t vocab_offset = 0);
 
 // ---- vocab-sharded pieces ----
-// stats3[t] = { max_j z_tj, Σ_j exp(z_tj − max), z_t,label if the label is in this shard else 0 }
-void softmax_shard_stats(float* stats3, const float* logits, const std::int32_t* labels,
-                         std::int64_t tokens, std::int64_t vocab, std::int64_t vocab_offset);
-// into ← into ⊕ from, ⊕ the log-sum-exp merge of (max, sum) pairs and the sum of targets.
-void softmax_stats_merge(float* into, const float* from, std::int64_t tokens);
-// From the merged stats3: softmax (nullable) = exp(z − lse) over this shard's columns, stats
-// (nullable) = { loss_t, lse_t } as in cross_entropy_forward.
+// row_max[t] = max_j z_tj over this shard.
+void softmax_shard_max(float* row_max, const float* logits, std::int64_t tokens,
+                       std::int64_t vocab);
+// sums[t] = { Σ_j exp(z_tj − global_max[t]), z_t,label if the label is in this shard else 0 }.
+void softmax_shard_sum_exp(float* sums, const float* logits, const std::int32_t* labels,
+                           const float* global_max, std::int64_t tokens, std::int64_t vocab,
+                           std::int64_t vocab_offset);
+// From the reduced global_max and sums: softmax (nullable) = exp(z − lse) over this shard's
+// columns, stats (nullable) = { loss_t, lse_t } as in cross_entropy_forward.
 void cross_entropy_shard_finish(float* softmax, float* stats, const float* logits,
-                                const float* merged_stats3, const std::int32_t* labels,
-                                std::int64_t tokens, std::int64_t vocab);
+                                const float* global_max, const float* sums,
+                                const std::int32_t* labels, std::int64_t tokens,
+                                std::int64_t vocab);
 
 }  // namespace tandem::kernels::cpu

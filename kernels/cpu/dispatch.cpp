@@ -325,14 +325,37 @@ void run_embedding(const OpContext& c, const EmbeddingArgs& a) {
 void run_loss(const OpContext& c, const LossArgs& a) {
   const I64 n = a.tokens * a.vocab;
   std::vector<std::int32_t> scratch;
-  const std::int32_t* labels = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
-  if (!a.backward) {
-    float* stats = c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr;
-    cross_entropy_forward(c.out(0, n), stats, c.in(0, n), labels, a.tokens, a.vocab);
+  if (!a.backward && a.step == LossStep::shard_max) {  // inputs {logits} outputs {row max}
+    softmax_shard_max(c.out(0, a.tokens), c.in(0, n), a.tokens, a.vocab);
     return;
   }
-  const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
-  cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale);
+  const std::int32_t* labels = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+  if (a.backward) {
+    const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
+    cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale,
+                           a.vocab_offset);
+    return;
+  }
+  switch (a.step) {
+    case LossStep::full: {
+      float* stats = c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr;
+      cross_entropy_forward(c.out(0, n), stats, c.in(0, n), labels, a.tokens, a.vocab,
+                            a.vocab_offset);
+      return;
+    }
+    case LossStep::shard_sum_exp:  // inputs {logits, labels, global max} outputs {sums}
+      softmax_shard_sum_exp(c.out(0, 2 * a.tokens), c.in(0, n), labels, c.in(2, a.tokens),
+                            a.tokens, a.vocab, a.vocab_offset);
+      return;
+    case LossStep::shard_finish: {  // inputs {logits, labels, global max, sums}
+      float* stats = c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr;
+      cross_entropy_shard_finish(c.out(0, n), stats, c.in(0, n), c.in(2, a.tokens),
+                                 c.in(3, 2 * a.tokens), labels, a.tokens, a.vocab);
+      return;
+    }
+    default:
+      c.fail("unknown loss step");
+  }
 }
 
 // OptimizerArgs::offset (ZeRO: the update covers elements [offset, offset + numel) of the
@@ -351,8 +374,14 @@ void run_optimizer(const OpContext& c, const OptimizerArgs& a) {
   const I64 n = a.numel;
   const I64 offset = optimizer_offset(a);
   if (offset < 0) c.fail("adamw offset must be >= 0");
-  float* param = c.in(0, offset + n) + offset;
-  const float* grad = c.in(1, offset + n) + offset;
+  // A tensor too small to hold [offset, offset + numel) is this rank's shard itself (ZeRO-2
+  // gradient partitions, ZeRO-3 parameter partitions): it is read from its start.
+  auto at_offset = [&](std::size_t i) {
+    return c.input_tensor(i).numel() >= offset + n ? offset : I64{0};
+  };
+  const I64 param_at = at_offset(0), grad_at = at_offset(1);
+  float* param = c.in(0, param_at + n) + param_at;
+  const float* grad = c.in(1, grad_at + n) + grad_at;
   float* master = with_master ? c.in(2, n) : nullptr;
   float* m = c.in(with_master ? 3 : 2, n);
   float* v = c.in(with_master ? 4 : 3, n);

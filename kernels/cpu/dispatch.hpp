@@ -35,7 +35,11 @@
 //   add          a smaller second input is broadcast (repeated) over the first.
 //   optimizer    inputs {param, grad, [master], m, v}; with OptimizerArgs::offset (ZeRO) the
 //                update reads/writes param and grad at [offset, offset + numel) and the states
-//                (master, m, v) at [0, numel).
+//                (master, m, v) at [0, numel); a param or grad tensor smaller than offset +
+//                numel is the shard itself and is read from its start (ZeRO-2/3 partitions).
+//   loss         LossArgs::step selects the vocab-parallel step (op.hpp): shard_max {logits}
+//                -> {row max}; shard_sum_exp {logits, labels, global max} -> {sums [t, 2]};
+//                shard_finish {logits, labels, global max, sums} -> {softmax, stats}.
 //   cast, memcpy plain copies.
 #pragma once
 

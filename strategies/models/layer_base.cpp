@@ -119,9 +119,12 @@ std::vector<int> LayerBase::micro_batches_in_flight() const {
 
 Tensor LayerBase::add_parameter(Runtime& rt, const std::string& what,
                                 std::vector<std::int64_t> shape, bool with_gradients,
-                                Tensor* grad) {
+                                Tensor* grad, TensorPlacement placement) {
   Tensor p = rt.alloc(name_ + "." + what, shape, batch_.param_dtype, MemCategory::parameters);
   params_.push_back(p);
+  if (placement.name.empty()) placement = whole_tensor(name_ + "." + what, shape);
+  rt.place(p, placement);
+  placements_.push_back(std::move(placement));
   Tensor g;
   if (with_gradients) {
     g = rt.alloc(name_ + "." + what + ".grad", std::move(shape), batch_.grad_dtype,

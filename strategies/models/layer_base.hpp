@@ -88,6 +88,7 @@ class LayerBase : public Layer {
   std::string name() const override { return name_; }
   const std::vector<Tensor>& parameters() const override { return params_; }
   const std::vector<Tensor>& gradients() const override { return grads_; }
+  const std::vector<TensorPlacement>& placements() const override { return placements_; }
 
   Flops forward_flops() const override { return figures().forward_flops; }
   Flops backward_flops() const override { return figures().backward_flops; }
@@ -109,9 +110,10 @@ class LayerBase : public Layer {
   virtual Tensor make_measure_input(Runtime& rt) const = 0;
 
   // Allocates a parameter in batch.param_dtype (and its gradient in grad_dtype, zero-filled by
-  // the backend, when with_gradients) and appends them to params_/grads_.
+  // the backend, when with_gradients), appends them to params_/grads_ and places it
+  // (`placement`; default: the whole logical tensor "<layer>.<what>").
   Tensor add_parameter(Runtime& rt, const std::string& what, std::vector<std::int64_t> shape,
-                       bool with_gradients, Tensor* grad);
+                       bool with_gradients, Tensor* grad, TensorPlacement placement = {});
 
   std::string prefix(int micro_batch) const;  // "mb{k}.{name}."
   Emitter emitter(Runtime& rt, int micro_batch) const { return Emitter(rt, prefix(micro_batch)); }
@@ -126,6 +128,7 @@ class LayerBase : public Layer {
   ParallelContext ctx_;
   std::vector<Tensor> params_;
   std::vector<Tensor> grads_;
+  std::vector<TensorPlacement> placements_;
 
  private:
   std::map<int, std::map<std::string, Tensor>> saved_;

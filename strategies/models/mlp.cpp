@@ -26,6 +26,7 @@ class MlpLayer final : public LayerBase {
 
   void allocate(Runtime& rt, bool with_gradients) override {
     params_.clear();
+    placements_.clear();
     grads_.clear();
     w_ = add_parameter(rt, "linear.weight", {in_, out_}, with_gradients, &gw_);
     if (bias_) b_ = add_parameter(rt, "linear.bias", {out_}, with_gradients, &gb_);

@@ -151,15 +151,24 @@ Handle tp_comm(Emitter& em, const ParallelContext& ctx, OpKind kind, Phase ph, s
     case OpKind::all_reduce:
       h = ops::all_reduce(em.rt(), ph, label, buffer, ctx.tp_group, issue, reduce);
       break;
-    case OpKind::reduce_scatter:
-      h = ops::reduce_scatter(em.rt(), ph, label, buffer, ctx.tp_group, issue, reduce);
-      break;
-    case OpKind::all_gather:
-      h = ops::all_gather(em.rt(), ph, label, buffer, ctx.tp_group, issue);
-      break;
     default:
-      throw std::logic_error("tp_comm: not a tensor-parallel collective");
+      throw std::logic_error("tp_comm: not an all-reduce");
   }
+  if (!defer) em.pending(h);
+  return h;
+}
+
+// Sequence parallelism's collectives between a full activation [b, s, k] and this rank's
+// sequence shard [b, s/t, k] (CommShards along dimension 1): the reduce-scatter writes the
+// reduced shard into `shard`, the all-gather fills `full` from every rank's `shard`.
+Handle sp_comm(Emitter& em, const ParallelContext& ctx, OpKind kind, Phase ph, std::string_view what,
+               std::string_view sf, const Tensor& full, const Tensor& shard, bool defer = false) {
+  const std::string label = em.label(what, sf);
+  const Issue issue = em.comm_issue(Stream::tp_comm);
+  const CommShards part{{shard}, /*dim=*/1, false};
+  const Handle h = kind == OpKind::reduce_scatter
+                       ? ops::reduce_scatter(em.rt(), ph, label, {full}, ctx.tp_group, part, issue)
+                       : ops::all_gather(em.rt(), ph, label, {full}, ctx.tp_group, part, issue);
   if (!defer) em.pending(h);
   return h;
 }
@@ -174,8 +183,8 @@ Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, DT
     return partial;
   }
   Tensor shard = em.rt().alloc(em.name(std::string(what) + ".out"), {x.b, x.sl, x.h}, dt, kAct);
-  const Handle h = tp_comm(em, ctx, OpKind::reduce_scatter, ph,
-                           std::string(what) + ".reducescatter", sf, partial);
+  const Handle h = sp_comm(em, ctx, OpKind::reduce_scatter, ph,
+                           std::string(what) + ".reducescatter", sf, partial, shard);
   em.release_after(partial, h);  // the reduce-scatter reads it on the tp stream
   return shard;
 }
@@ -187,8 +196,8 @@ Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, DType
                    bool defer = false, Handle* handle = nullptr) {
   if (!x.sp) return local;
   Tensor full = em.rt().alloc(em.name(std::string(what) + ".gathered"), {x.b, x.s, x.h}, dt, kAct);
-  Handle h = tp_comm(em, ctx, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
-                     defer);
+  Handle h = sp_comm(em, ctx, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
+                     local, defer);
   if (handle) *handle = h;
   return full;
 }
@@ -217,8 +226,8 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   if (x.t > 1) {
     if (x.sp) {
       d_in = rt.alloc(em.name(std::string(what) + ".dinput_shard"), {x.b, x.sl, k}, dt, kAct);
-      comm = tp_comm(em, ctx, OpKind::reduce_scatter, Phase::backward,
-                     std::string(what) + ".reducescatter", "bwd", d_in_full, true);
+      comm = sp_comm(em, ctx, OpKind::reduce_scatter, Phase::backward,
+                     std::string(what) + ".reducescatter", "bwd", d_in_full, d_in, true);
     } else {
       comm = tp_comm(em, ctx, OpKind::all_reduce, Phase::backward,
                      std::string(what) + ".allreduce", "bwd", d_in_full, true);
@@ -241,11 +250,59 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
 }
 
 // Shared word-embedding table (tied embeddings): the first of the two layers allocated on a
-// runtime allocates it; the other reuses it.
+// runtime allocates it and owns it; the other reuses it (and borrows it: Layer::borrowed_*).
 struct SharedTable {
   Runtime* rt = nullptr;
   Tensor weight, grad;
+
+  // Binds `p` to the table on `runtime`: calls `allocate` (which fills p) and returns true when
+  // the caller is the first there, else sets p to the existing table and returns false.
+  template <class Allocate>
+  bool bind(Runtime& runtime, Param& p, Allocate allocate) {
+    if (rt == &runtime && weight.valid()) {
+      p = {weight, grad};
+      return false;
+    }
+    allocate();
+    rt = &runtime;
+    weight = p.w;
+    grad = p.g;
+    return true;
+  }
 };
+
+// A table tensor a layer uses without owning it (Layer::borrowed_parameters).
+std::vector<Tensor> unless_owned(bool owns, const Tensor& t) {
+  if (owns || !t.valid()) return {};
+  return {t};
+}
+
+// Ranges of a column-parallel dimension made of parts of the given global widths (Q | K | V,
+// gate | up), each split evenly over the tensor-parallel group: rank r holds the r-th slice
+// of every part, concatenated.
+std::vector<std::pair<I64, I64>> split_parts(std::initializer_list<I64> widths, const Dims& x) {
+  std::vector<std::pair<I64, I64>> segments;
+  I64 base = 0;
+  for (I64 w : widths) {
+    segments.push_back({base + x.tp_rank * (w / x.t), w / x.t});
+    base += w;
+  }
+  return segments;
+}
+
+TensorPlacement sharded(std::string name, std::vector<I64> global_shape, int dim,
+                        std::vector<std::pair<I64, I64>> segments) {
+  TensorPlacement p = whole_tensor(std::move(name), std::move(global_shape));
+  p.dim = dim;
+  p.segments = std::move(segments);
+  return p;
+}
+
+// The vocab-parallel table [ceil(V/t), h] of rank r: rows [r·ceil(V/t), ...) of [V, h]. `name`
+// is the logical table (the tied copy on the last pipeline stage is the embedding's table).
+TensorPlacement vocab_rows(const TransformerConfig& cfg, const Dims& x, std::string name) {
+  return sharded(std::move(name), {cfg.vocab_size, x.h}, 0, {{x.tp_rank * x.vl, x.vl}});
+}
 
 // ---------------------------------------------------------------- embedding
 
@@ -264,19 +321,22 @@ class EmbeddingLayer final : public LayerBase {
   std::int64_t local_parameter_count() const override {
     return x_.vl * x_.h + (learned() ? cfg_.max_positions() * x_.h : 0);
   }
+  std::vector<Tensor> borrowed_parameters() const override { return unless_owned(owns_table_, word_.w); }
+  std::vector<Tensor> borrowed_gradients() const override { return unless_owned(owns_table_, word_.g); }
+  // With SP each rank adds the positions of its sequence shard only.
+  std::vector<Tensor> sequence_parallel_gradients() const override {
+    if (!x_.sp || !pos_.g.valid()) return {};
+    return {pos_.g};
+  }
 
   void allocate(Runtime& rt, bool with_gradients) override {
     params_.clear();
+    placements_.clear();
     grads_.clear();
-    owns_table_ = !(table_->rt == &rt && table_->weight.valid());
-    if (!owns_table_) {
-      word_ = {table_->weight, table_->grad};
-    } else {
-      word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g);
-      table_->rt = &rt;
-      table_->weight = word_.w;
-      table_->grad = word_.g;
-    }
+    owns_table_ = table_->bind(rt, word_, [&] {
+      word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g,
+                              vocab_rows(cfg_, x_, "embedding.word.weight"));
+    });
     if (learned())
       pos_.w = add_parameter(rt, "position.weight", {cfg_.max_positions(), x_.h},
                              with_gradients, &pos_.g);
@@ -397,23 +457,42 @@ class TransformerBlock final : public LayerBase {
 
   void allocate(Runtime& rt, bool g) override {
     params_.clear();
+    placements_.clear();
     grads_.clear();
     const bool ln = cfg_.norm == NormType::layernorm;
-    auto param = [&](const char* what, std::vector<I64> shape, Param& p) {
-      p.w = add_parameter(rt, what, std::move(shape), g, &p.g);
+    // Replicated parameters are whole; a sharded one is `dim` of the global shape split into
+    // the parts `segments` (split_parts).
+    auto param = [&](const char* what, std::vector<I64> shape, Param& p, std::vector<I64> global = {},
+                     int dim = 0, std::vector<std::pair<I64, I64>> segments = {}) {
+      TensorPlacement where;
+      if (!global.empty()) where = sharded(name() + "." + what, std::move(global), dim, std::move(segments));
+      p.w = add_parameter(rt, what, std::move(shape), g, &p.g, std::move(where));
     };
+    const I64 a = cfg_.num_attention_heads * x_.d, kv = cfg_.query_groups() * x_.d, f = cfg_.ffn_size();
+    const auto qkv_cols = split_parts({a, kv, kv}, x_);
+    const auto fc1_cols = x_.m == 2 ? split_parts({f, f}, x_) : split_parts({f}, x_);
     param("attn.norm.weight", {x_.h}, ln1_w_);
     if (ln) param("attn.norm.bias", {x_.h}, ln1_b_);
-    param("attn.qkv.weight", {x_.h, x_.nqkv}, qkv_w_);
-    if (cfg_.bias) param("attn.qkv.bias", {x_.nqkv}, qkv_b_);
-    param("attn.proj.weight", {x_.al * x_.d, x_.h}, proj_w_);
+    param("attn.qkv.weight", {x_.h, x_.nqkv}, qkv_w_, {x_.h, a + 2 * kv}, 1, qkv_cols);
+    if (cfg_.bias) param("attn.qkv.bias", {x_.nqkv}, qkv_b_, {a + 2 * kv}, 0, qkv_cols);
+    param("attn.proj.weight", {x_.al * x_.d, x_.h}, proj_w_, {a, x_.h}, 0, split_parts({a}, x_));
     if (cfg_.bias) param("attn.proj.bias", {x_.h}, proj_b_);
     param("mlp.norm.weight", {x_.h}, ln2_w_);
     if (ln) param("mlp.norm.bias", {x_.h}, ln2_b_);
-    param("mlp.fc1.weight", {x_.h, x_.fl * x_.m}, fc1_w_);
-    if (cfg_.bias) param("mlp.fc1.bias", {x_.fl * x_.m}, fc1_b_);
-    param("mlp.fc2.weight", {x_.fl, x_.h}, fc2_w_);
+    param("mlp.fc1.weight", {x_.h, x_.fl * x_.m}, fc1_w_, {x_.h, f * x_.m}, 1, fc1_cols);
+    if (cfg_.bias) param("mlp.fc1.bias", {x_.fl * x_.m}, fc1_b_, {f * x_.m}, 0, fc1_cols);
+    param("mlp.fc2.weight", {x_.fl, x_.h}, fc2_w_, {f, x_.h}, 0, split_parts({f}, x_));
     if (cfg_.bias) param("mlp.fc2.bias", {x_.h}, fc2_b_);
+  }
+
+  // With SP the norms and the biases added after a reduce-scatter see this rank's sequence
+  // shard only.
+  std::vector<Tensor> sequence_parallel_gradients() const override {
+    if (!x_.sp) return {};
+    std::vector<Tensor> out;
+    for (const Param* p : {&ln1_w_, &ln1_b_, &proj_b_, &ln2_w_, &ln2_b_, &fc2_b_})
+      if (p->g.valid()) out.push_back(p->g);
+    return out;
   }
 
   Tensor forward(Runtime& rt, const Tensor& input, int mb) override {
@@ -713,25 +792,32 @@ class LMHead final : public LayerBase {
   std::int64_t local_parameter_count() const override {
     return norm_params(cfg_) + (cfg_.tied_embeddings ? 0 : x_.vl * x_.h);
   }
+  std::vector<Tensor> borrowed_parameters() const override { return unless_owned(owns_table_, out_.w); }
+  std::vector<Tensor> borrowed_gradients() const override { return unless_owned(owns_table_, out_.g); }
+  // With SP the final norm sees this rank's sequence shard only.
+  std::vector<Tensor> sequence_parallel_gradients() const override {
+    if (!x_.sp) return {};
+    std::vector<Tensor> out;
+    for (const Param* p : {&norm_w_, &norm_b_})
+      if (p->g.valid()) out.push_back(p->g);
+    return out;
+  }
 
   void allocate(Runtime& rt, bool g) override {
     params_.clear();
+    placements_.clear();
     grads_.clear();
     norm_w_.w = add_parameter(rt, "norm.weight", {x_.h}, g, &norm_w_.g);
     if (cfg_.norm == NormType::layernorm)
       norm_b_.w = add_parameter(rt, "norm.bias", {x_.h}, g, &norm_b_.g);
-    owns_table_ = !(table_->rt == &rt && table_->weight.valid());
-    if (!owns_table_) {
-      out_ = {table_->weight, table_->grad};
-    } else {
-      // Untied: the output layer. Tied without the embedding on this runtime: its copy.
-      out_.w = add_parameter(rt, cfg_.tied_embeddings ? "word_embedding_copy.weight"
-                                                      : "output.weight",
-                             {x_.vl, x_.h}, g, &out_.g);
-      table_->rt = &rt;
-      table_->weight = out_.w;
-      table_->grad = out_.g;
-    }
+    // Untied: the output layer. Tied without the embedding on this runtime: its copy, the same
+    // logical tensor as the embedding's table (Megatron initialises it from the table).
+    owns_table_ = table_->bind(rt, out_, [&] {
+      out_.w = add_parameter(rt, cfg_.tied_embeddings ? "word_embedding_copy.weight" : "output.weight",
+                             {x_.vl, x_.h}, g, &out_.g,
+                             vocab_rows(cfg_, x_, cfg_.tied_embeddings ? "embedding.word.weight"
+                                                                       : "lm_head.output.weight"));
+    });
   }
 
   Tensor forward(Runtime& rt, const Tensor& x, int mb) override {
@@ -749,16 +835,12 @@ class LMHead final : public LayerBase {
     gemm_op(em, ph, "output", "fwd", in, out_.w, logits, args);
     if (in.id != ln.id) rt.release(in);
     save(mb, "ln", ln);
-    // Vocab-parallel cross-entropy: local softmax statistics, one all-reduce of them.
     Tensor labels =
         rt.alloc("mb" + std::to_string(mb) + ".labels", {x_.b, x_.s}, DType::int32, kAct);
     Tensor softmax = rt.alloc(em.name("loss.softmax"), {tokens, x_.vl}, DType::fp32, kAct);
     Tensor stats = rt.alloc(em.name("loss.stats"), {tokens, 2}, DType::fp32, kAct);
-    em.computed(ops::cross_entropy(rt, ph, em.label("loss", "fwd"), {logits, labels},
-                                   {softmax, stats}, LossArgs{tokens, x_.vl, false},
-                                   em.compute_issue()));
+    cross_entropy_fwd(em, logits, labels, softmax, stats);
     rt.release(logits);
-    if (x_.t > 1) tp_comm(em, ctx_, OpKind::all_reduce, ph, "loss.allreduce", "fwd", stats);
     Tensor loss = rt.alloc(em.name("loss"), {1}, DType::fp32, kAct);
     elementwise_op(em, ph, "loss.mean", "fwd", {stats}, {loss}, ElementwiseFn::scale, tokens);
     rt.release(stats);
@@ -777,7 +859,7 @@ class LMHead final : public LayerBase {
     Tensor labels = take(mb, "labels");
     Tensor d_logits = rt.alloc(em.name("output.dlogits"), {x_.b, x_.s, x_.vl}, dt, kAct);
     em.computed(ops::cross_entropy(rt, Phase::backward, em.label("loss", "bwd"),
-                                   {softmax, labels}, {d_logits}, LossArgs{tokens, x_.vl, true},
+                                   {softmax, labels}, {d_logits}, loss_args(LossStep::full, true),
                                    em.compute_issue()));
     rt.release(softmax);
     rt.release(labels);
@@ -802,6 +884,45 @@ class LMHead final : public LayerBase {
   }
 
  private:
+  LossArgs loss_args(LossStep step, bool backward) const {
+    LossArgs a{x_.b * x_.s, x_.vl, backward};
+    a.vocab_offset = x_.tp_rank * x_.vl;
+    a.step = step;
+    return a;
+  }
+
+  // Softmax cross-entropy of the logits into softmax and per-token stats {loss, lse}. With the
+  // vocabulary split over tensor parallelism it is Megatron's vocab-parallel form (LossStep):
+  // the global row max and the global sum of exponentials (with the label's logit, which one
+  // rank holds) are all-reduced between three local steps.
+  void cross_entropy_fwd(Emitter& em, const Tensor& logits, const Tensor& labels,
+                         const Tensor& softmax, const Tensor& stats) {
+    Runtime& rt = em.rt();
+    const Phase ph = Phase::forward;
+    if (x_.t == 1) {
+      em.computed(ops::cross_entropy(rt, ph, em.label("loss", "fwd"), {logits, labels},
+                                     {softmax, stats}, loss_args(LossStep::full, false),
+                                     em.compute_issue()));
+      return;
+    }
+    const I64 tokens = x_.b * x_.s;
+    Tensor row_max = rt.alloc(em.name("loss.max"), {tokens}, DType::fp32, kAct);
+    em.computed(ops::cross_entropy(rt, ph, em.label("loss.max", "fwd"), {logits}, {row_max},
+                                   loss_args(LossStep::shard_max, false), em.compute_issue()));
+    tp_comm(em, ctx_, OpKind::all_reduce, ph, "loss.max.allreduce", "fwd", row_max, false,
+            ReduceOp::max);
+    Tensor sums = rt.alloc(em.name("loss.sum_exp"), {tokens, 2}, DType::fp32, kAct);
+    em.computed(ops::cross_entropy(rt, ph, em.label("loss.sum_exp", "fwd"), {logits, labels, row_max},
+                                   {sums}, loss_args(LossStep::shard_sum_exp, false),
+                                   em.compute_issue()));
+    tp_comm(em, ctx_, OpKind::all_reduce, ph, "loss.sum_exp.allreduce", "fwd", sums);
+    em.computed(ops::cross_entropy(rt, ph, em.label("loss", "fwd"), {logits, labels, row_max, sums},
+                                   {softmax, stats}, loss_args(LossStep::shard_finish, false),
+                                   em.compute_issue()));
+    rt.release(row_max);
+    rt.release(sums);
+  }
+
   TransformerConfig cfg_;
   Dims x_;
   std::shared_ptr<SharedTable> table_;

@@ -20,6 +20,15 @@
 // after the QKV and fc1 input-gradient GEMMs (backward); with it, all-gather before QKV/fc1 and
 // reduce-scatter after proj/fc2 (forward), the conjugates in backward plus the re-gather of the
 // QKV/fc1 inputs for their weight gradients (as Megatron-LM does), and norms/dropout on s/t.
+// The vocab-parallel loss is Megatron's: local row max → all-reduce max → local sum of
+// exponentials and label logit → all-reduce sum → local softmax and per-token loss (LossStep,
+// op.hpp). Sequence-parallel collectives move [b, s, h] activations to and from the sequence
+// shards [b, s/t, h] out of place (CommShards along dimension 1); the gradients of parameters
+// applied on a sequence shard (norms, the biases after a reduce-scatter, positions) are
+// partial and listed by sequence_parallel_gradients() for the strategy to all-reduce.
+// Every parameter is placed in its logical tensor (placements(): QKV's columns are this rank's
+// slices of Q, K and V; fc1's of gate and up), so a backend can initialise and checkpoint it
+// as part of the one global tensor.
 // Communication runs on Stream::tp_comm; the compute op that consumes its result lists it in
 // Issue::after (a stream wait, not a host wait). The input-gradient all-reduce overlaps the
 // weight-gradient GEMM, as in Megatron-LM.
@@ -29,7 +38,8 @@
 // of "embedding" and "lm_head" is allocated first on a runtime allocates the table and reports
 // it in parameters()/gradients(); the other reuses it and does not report it. A pipeline stage
 // holding only "lm_head" therefore allocates its own copy (Megatron's embedding copy on the last
-// stage, whose gradient a strategy all-reduces with the first stage's).
+// stage, whose gradient a strategy all-reduces with the first stage's). The layer that reuses
+// the table reports it in borrowed_parameters()/borrowed_gradients().
 #pragma once
 
 #include <cstdint>

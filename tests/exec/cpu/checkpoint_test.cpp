@@ -69,13 +69,14 @@ std::string load_error(const fs::path& p) {
   return "";
 }
 
-TEST(Checkpoint, RoundTripsEveryTensorOfEveryRank) {
+TEST(Checkpoint, RoundTripsEveryLogicalTensor) {
   Checkpoint ck;
   ck.strategy = "s";
   ck.world_size = 2;
   ck.next_iteration = 7;
   ck.seed = 42;
-  ck.ranks = {{{"a", {1.0f, -2.5f}}, {"b", {}}}, {{"a", {3.0f, 4.0f}}, {"c", {1e-30f}}}};
+  ck.sequences_per_iteration = 8;
+  ck.tensors = {{"a", {1.0f, -2.5f, 3.0f, 4.0f}}, {"b", {}}, {"c", {1e-30f}}};
   const fs::path p = dir() / "roundtrip.ck";
   save_checkpoint(ck, p.string());
   const Checkpoint back = load_checkpoint(p.string());
@@ -83,7 +84,8 @@ TEST(Checkpoint, RoundTripsEveryTensorOfEveryRank) {
   EXPECT_EQ(back.world_size, 2);
   EXPECT_EQ(back.next_iteration, 7);
   EXPECT_EQ(back.seed, 42u);
-  EXPECT_EQ(back.ranks, ck.ranks);
+  EXPECT_EQ(back.sequences_per_iteration, 8);
+  EXPECT_EQ(back.tensors, ck.tensors);
   // Saved atomically: no temporary file is left behind, and a new save replaces the file whole.
   ck.next_iteration = 8;
   save_checkpoint(ck, p.string());
@@ -169,7 +171,10 @@ TEST(Checkpoint, DamagedFilesAreRefused) {
   EXPECT_THROW(run_cpu(*strategy(2), resume), InputError);
 }
 
-TEST(Checkpoint, AnotherStrategyOrSeedIsRefused) {
+// Another strategy may resume a checkpoint (it holds logical tensors; equivalence_test.cpp),
+// but not another global batch, seed or precision: the data, the dropout masks or the state
+// would not be the run's.
+TEST(Checkpoint, AnotherBatchSeedOrPrecisionIsRefused) {
   const fs::path p = dir() / "dp2.ck";
   RunOptions o = options(1);
   o.checkpoint_path = p.string();
@@ -177,11 +182,26 @@ TEST(Checkpoint, AnotherStrategyOrSeedIsRefused) {
 
   RunOptions resume = options(1);
   resume.resume_path = p.string();
+  TrainingConfig training;
+  training.global_batch_size = 16;
+  training.micro_batch_size = 2;
+  training.seq_length = 32;
+  training.precision = DType::bf16;
+  ParallelConfig parallel;
+  parallel.data_parallel_size = 2;
   try {
-    run_cpu(*strategy(4), resume);
-    FAIL() << "resumed a dp=2 checkpoint on 4 ranks";
+    run_cpu(DataParallel(gpt_tiny(), training, parallel, {}), resume);
+    FAIL() << "resumed with another global batch";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot resume"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sequences per iteration"), std::string::npos) << e.what();
+  }
+  training.global_batch_size = 8;
+  training.precision = DType::fp32;  // no fp32 master copies: the state does not fit
+  try {
+    run_cpu(DataParallel(gpt_tiny(), training, parallel, {}), resume);
+    FAIL() << "resumed an fp32 run from a mixed-precision checkpoint";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not match"), std::string::npos) << e.what();
   }
   resume.seed = 7;
   try {

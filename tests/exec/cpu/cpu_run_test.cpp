@@ -324,8 +324,7 @@ std::vector<std::string> op_keys(const Trace& trace) {
   return keys;
 }
 
-TEST(CpuRun, MeasuredTraceHasExactlyTheSimulatorsOpIds) {
-  const Scenario scenario = load_scenario("gpt-tiny-localhost");
+void expect_simulators_op_ids(const Scenario& scenario) {
   const int iterations = 2;
   auto child = sim_test::run_in_child([&] {
     sim::SimulationOptions options = scenario.simulation;
@@ -360,6 +359,24 @@ TEST(CpuRun, MeasuredTraceHasExactlyTheSimulatorsOpIds) {
   for (const TraceRecord& r : measured.trace.records) {
     ASSERT_GE(r.start_s, 0) << r.op_id;
     ASSERT_GE(r.end_s, r.start_s) << r.op_id;
+  }
+}
+
+TEST(CpuRun, MeasuredTraceHasExactlyTheSimulatorsOpIds) { expect_simulators_op_ids(load_scenario("gpt-tiny-localhost")); }
+
+// The same with every kind of collective the strategies issue: vocab-parallel loss, sequence-
+// parallel reduce-scatters and all-gathers (out of place), their gradient all-reduce, ZeRO-3
+// parameter gathers and gradient reduce-scatters into partitions.
+TEST(CpuRun, MeasuredTraceHasTheSimulatorsOpIdsUnderTensorSequenceAndZero3) {
+  for (const std::string strategy : {"tensor_model_parallel_size: 2, sequence_parallel: true",
+                                     "data_parallel_size: 2, zero_stage: 3"}) {
+    SCOPED_TRACE(strategy);
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / "tandem-cpu-op-ids.yaml";
+    std::ofstream(path) << "name: op-ids\nmodel: gpt-tiny\ncluster: localhost\n"
+                           "training: {global_batch_size: 8, micro_batch_size: 2, seq_length: 32, "
+                           "precision: bf16, lr: 0.001}\n"
+                           "strategy: {type: hybrid, " << strategy << "}\n";
+    expect_simulators_op_ids(load_scenario(path.string()));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tests/kernels/cpu/kernel_test_support.hpp"
@@ -72,21 +73,26 @@ TEST(CrossEntropyTest, VocabShardsReproduceTheFullSoftmax) {
   cross_entropy_backward(d.data(), softmax.data(), labels.data(), tokens, vocab, 1.0f / tokens);
 
   std::vector<std::vector<float>> shard_logits(shards, std::vector<float>(tokens * local));
-  std::vector<std::vector<float>> shard_stats(shards, std::vector<float>(3 * tokens));
+  // Step 1 and the all-reduce MAX.
+  std::vector<float> global_max(tokens, -1e30f), row_max(tokens);
   for (I64 r = 0; r < shards; ++r) {
     for (I64 t = 0; t < tokens; ++t)
       for (I64 j = 0; j < local; ++j)
         shard_logits[r][t * local + j] = logits[t * vocab + r * local + j];
-    softmax_shard_stats(shard_stats[r].data(), shard_logits[r].data(), labels.data(), tokens,
-                        local, r * local);
+    softmax_shard_max(row_max.data(), shard_logits[r].data(), tokens, local);
+    for (I64 t = 0; t < tokens; ++t) global_max[t] = std::max(global_max[t], row_max[t]);
   }
-  std::vector<float> merged = shard_stats[2];  // merge order must not matter
-  softmax_stats_merge(merged.data(), shard_stats[0].data(), tokens);
-  softmax_stats_merge(merged.data(), shard_stats[1].data(), tokens);
+  // Step 2 and the all-reduce SUM (in reverse order: the order must not matter beyond round-off).
+  std::vector<float> sums(2 * tokens, 0.0f), part(2 * tokens);
+  for (I64 r = shards - 1; r >= 0; --r) {
+    softmax_shard_sum_exp(part.data(), shard_logits[r].data(), labels.data(), global_max.data(),
+                          tokens, local, r * local);
+    for (I64 i = 0; i < 2 * tokens; ++i) sums[i] += part[i];
+  }
   for (I64 r = 0; r < shards; ++r) {
     std::vector<float> sm(tokens * local), st(2 * tokens), dl(tokens * local);
-    cross_entropy_shard_finish(sm.data(), st.data(), shard_logits[r].data(), merged.data(),
-                               labels.data(), tokens, local);
+    cross_entropy_shard_finish(sm.data(), st.data(), shard_logits[r].data(), global_max.data(),
+                               sums.data(), labels.data(), tokens, local);
     cross_entropy_backward(dl.data(), sm.data(), labels.data(), tokens, local, 1.0f / tokens,
                            r * local);
     for (I64 t = 0; t < tokens; ++t) {

@@ -1,0 +1,43 @@
+// A hybrid strategy (strategies/hybrid_parallel.hpp) by its shape, on identical CPU-core ranks:
+// what the CPU equivalence tests and the CPU training-step benchmark run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strategies/hybrid_parallel.hpp"
+
+namespace tandem::exec::cpu::testing {
+
+struct HybridShape {
+  std::string name;
+  int tp = 1, pp = 1, dp = 1;
+  bool sp = false;
+  int zero = 0;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;
+  DType precision = DType::fp32;
+};
+
+// Global batch 8 in micro-batches of 2; `training` supplies the rest (lr, sequence length).
+inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> model, const HybridShape& s,
+                                                   TrainingConfig training, std::int64_t bucket_params) {
+  training.global_batch_size = 8;
+  training.micro_batch_size = 2;
+  training.precision = s.precision;
+  ParallelConfig parallel;
+  parallel.tensor_model_parallel_size = s.tp;
+  parallel.pipeline_model_parallel_size = s.pp;
+  parallel.data_parallel_size = s.dp;
+  parallel.sequence_parallel = s.sp;
+  parallel.zero_stage = s.zero;
+  parallel.ddp_bucket_size = bucket_params;
+  HybridConfig config;
+  config.schedule = s.schedule;
+  config.virtual_stages = s.virtual_stages;
+  const std::vector<RankDevice> devices(static_cast<std::size_t>(s.tp * s.pp * s.dp), RankDevice{1.0, 1e12, 0, "cpu"});
+  return std::make_unique<HybridParallel>(std::move(model), training, parallel, config, devices);
+}
+
+}  // namespace tandem::exec::cpu::testing
