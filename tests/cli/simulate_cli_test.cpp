@@ -1,5 +1,6 @@
 // `tandem simulate` end to end: the real binary, its exit status, its outputs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_test_support.hpp"
@@ -22,7 +23,7 @@ using cli_test::CliRun;
 using cli_test::run_tandem;
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path path = fs::temp_directory_path() / "tandem-cli-test" / name;
+  const fs::path path = fs::temp_directory_path() / ("tandem-cli-test-" + std::to_string(::getpid())) / name;
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
   return path.string();
@@ -36,7 +37,8 @@ TEST(SimulateCli, PrintsThePredictionOfABundledScenario) {
 }
 
 TEST(SimulateCli, JsonAndPerfettoTraceAreWritten) {
-  const fs::path dir = fs::temp_directory_path() / "tandem-cli-test";
+  const fs::path dir = fs::temp_directory_path() / ("tandem-cli-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);  // on its own: under ctest no other test made it first
   const std::string json_path = (dir / "prediction.json").string();
   const std::string trace_path = (dir / "timeline.json").string();
   const CliRun run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json " + json_path + " --trace " + trace_path);

@@ -1,6 +1,7 @@
 // Scenarios: every bundled one loads; each class of bad input is one InputError naming the
 // file, the line and the field.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,7 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / "tandem-scenario-test";
+  const fs::path dir = fs::temp_directory_path() / ("tandem-scenario-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path path = dir / name;
   std::ofstream(path) << text;

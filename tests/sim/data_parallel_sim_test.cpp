@@ -2,6 +2,7 @@
 // overlap, determinism, memory, the proportional batch split on a heterogeneous cluster, and the
 // equivalence of the fused and per-op compute fidelities.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -23,7 +24,7 @@ namespace {
 // One node of four H100s behind an NVSwitch: every ring edge is one intra-node route, so a ring
 // all-reduce takes exactly 2(n-1)(alpha + S/(n beta)).
 std::string one_node_cluster() {
-  const auto path = std::filesystem::temp_directory_path() / "tandem-dp-one-node.yaml";
+  const auto path = std::filesystem::temp_directory_path() / ("tandem-dp-one-node-" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(path) << "name: one-node\n"
                          "network: { topology: star, switch_latency_us: 0.5 }\n"
                          "node_groups:\n"

@@ -3,6 +3,7 @@
 // that end the run with one clear error instead of a hang, and a measured trace whose op ids are
 // exactly the simulator's.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -189,7 +190,7 @@ TEST(CpuRun, MlpDataParallelMatchesOneRank) {
 // A pipeline (the hybrid strategy with 2 stages, 1F1B) moves activations and gradients between
 // ranks with real send/recv: same loss and parameters as data parallelism, up to round-off.
 TEST(CpuRun, TwoStagePipelineMatchesDataParallel) {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / "tandem-cpu-pp2.yaml";
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("tandem-cpu-pp2-" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(path) << "name: pp2\nmodel: gpt-tiny\ncluster: localhost\n"
                          "training: {global_batch_size: 8, micro_batch_size: 2, seq_length: 32, "
                          "precision: fp32, lr: 0.001}\n"
@@ -371,7 +372,7 @@ TEST(CpuRun, MeasuredTraceHasTheSimulatorsOpIdsUnderTensorSequenceAndZero3) {
   for (const std::string strategy : {"tensor_model_parallel_size: 2, sequence_parallel: true",
                                      "data_parallel_size: 2, zero_stage: 3"}) {
     SCOPED_TRACE(strategy);
-    const std::filesystem::path path = std::filesystem::temp_directory_path() / "tandem-cpu-op-ids.yaml";
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / ("tandem-cpu-op-ids-" + std::to_string(::getpid()) + ".yaml");
     std::ofstream(path) << "name: op-ids\nmodel: gpt-tiny\ncluster: localhost\n"
                            "training: {global_batch_size: 8, micro_batch_size: 2, seq_length: 32, "
                            "precision: bf16, lr: 0.001}\n"

@@ -20,6 +20,7 @@
 // Checkpoints: 4 steps straight equal 2 steps, a checkpoint, and 2 more steps restored under
 // another strategy (the checkpoint holds logical tensors), within the same tolerances.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -163,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
 namespace fs = std::filesystem;
 
 fs::path checkpoint_path(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / "tandem-equivalence-test";
+  const fs::path d = fs::temp_directory_path() / ("tandem-equivalence-test-" + std::to_string(::getpid()));
   fs::create_directories(d);
   return d / (name + ".ck");
 }

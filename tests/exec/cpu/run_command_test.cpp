@@ -1,5 +1,6 @@
 // `tandem run SCENARIO --backend cpu` end to end: the real binary, its exit status, its outputs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_test_support.hpp"
@@ -23,7 +24,7 @@ using cli_test::CliRun;
 using cli_test::run_tandem;
 
 fs::path test_dir() {
-  const fs::path dir = fs::temp_directory_path() / "tandem-run-cli-test";
+  const fs::path dir = fs::temp_directory_path() / ("tandem-run-cli-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
 }
