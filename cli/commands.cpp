@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/compare_command.hpp"
+#include "cli/guarded.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/simulate_command.hpp"
@@ -31,22 +32,13 @@ int run(int argc, char** argv) {
     const int status = app.exit(e);
     return status == 0 ? 0 : kExitBadInput;
   }
-  try {
+  return run_guarded([&] {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);
-  } catch (const InputError& e) {
-    std::cerr << "tandem: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const StrategyError& e) {
-    std::cerr << "tandem: impossible strategy: " << e.field() << ": " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "tandem: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }
 
 }  // namespace tandem::cli
