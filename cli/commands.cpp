@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/calibrate_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
@@ -19,6 +20,8 @@ int run(int argc, char** argv) {
   CLI::App* simulate_cmd = add_simulate_command(app, simulate);
   RunCommandOptions run_options;
   CLI::App* run_cmd = add_run_command(app, run_options);
+  CalibrateOptions calibrate_options;
+  CLI::App* calibrate_cmd = add_calibrate_command(app, calibrate_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +31,7 @@ int run(int argc, char** argv) {
   try {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
+    if (calibrate_cmd->parsed()) return run_calibrate(calibrate_options);
   } catch (const InputError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitBadInput;

@@ -1,0 +1,86 @@
+#include "exec/cpu/calibration/cpu_microbenchmarks.hpp"
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "analysis/calibration/fit.hpp"
+#include "exec/cpu/cpu_run.hpp"
+#include "strategies/models/mlp.hpp"
+
+namespace tandem::exec::cpu {
+
+namespace {
+
+// run_cpu needs a data source even for workloads that read no data (communication only).
+std::shared_ptr<const DataSource> placeholder_data() {
+  MlpConfig c;
+  c.input_size = 1;
+  c.hidden_sizes = {1};
+  c.output_size = 2;
+  return make_data_source(MlpModel(c), 1);
+}
+
+}  // namespace
+
+CpuMicrobenchmarks::CpuMicrobenchmarks(int max_devices)
+    : max_devices_(max_devices > 0 ? max_devices
+                                   : std::max(2, static_cast<int>(std::thread::hardware_concurrency()))) {}
+
+calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Workload& workload,
+                                                         int warmup, int iterations) {
+  RunOptions options;
+  if (workload.model) {
+    configure_for_model(options, *workload.model, workload.seq_length);
+  } else {
+    options.data = placeholder_data();
+  }
+  options.iterations = iterations;
+  options.warmup_iterations = warmup;
+  options.record_trace = true;
+  const RunResult run = run_cpu(*workload.strategy, options);
+
+  calibration::StepMeasurement step;
+  std::vector<double> step_times;
+  for (const IterationStats& it : run.iterations) {
+    if (!it.warmup) step_times.push_back(it.time_s);
+  }
+  step.step_s = calibration::median(step_times);
+
+  // Per op label: per iteration, the shortest duration over ranks (for a collective, the last
+  // member to arrive: the transfer without the wait for peers); then the median over iterations.
+  struct Op {
+    const TraceRecord* first = nullptr;
+    std::map<int, double> shortest_by_iteration;
+  };
+  std::map<std::string, Op> by_label;
+  std::vector<std::string> order;  // issue order of the first rank, for a readable result
+  const int first_measured = run.first_iteration + warmup;
+  for (const TraceRecord& r : run.trace.records) {
+    if (r.iteration < first_measured) continue;
+    auto [entry, inserted] = by_label.try_emplace(r.op_id);
+    if (inserted) {
+      entry->second.first = &r;
+      order.push_back(r.op_id);
+    }
+    const double seconds = r.end_s - r.start_s;
+    auto [slot, fresh] = entry->second.shortest_by_iteration.try_emplace(r.iteration, seconds);
+    if (!fresh) slot->second = std::min(slot->second, seconds);
+  }
+  for (const std::string& label : order) {
+    const Op& op = by_label.at(label);
+    std::vector<double> durations;
+    for (const auto& [iteration, seconds] : op.shortest_by_iteration) durations.push_back(seconds);
+    calibration::OpTiming t;
+    t.label = label;
+    t.kind = op.first->kind;
+    t.flops = op.first->flops;
+    t.bytes = op.first->bytes;
+    t.group_size = op.first->kind == OpKind::send || op.first->kind == OpKind::recv ? 2 : op.first->group_size;
+    t.seconds = calibration::median(durations);
+    step.ops.push_back(t);
+  }
+  return step;
+}
+
+}  // namespace tandem::exec::cpu
