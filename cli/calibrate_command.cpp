@@ -40,6 +40,10 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::string cluster_out =
       o.cluster_out.empty() ? bundled_dir("platforms/clusters") + "/localhost-calibrated.yaml" : o.cluster_out;
 
+  for (const std::string& out : {device_out, cluster_out}) {
+    const fs::path parent = fs::absolute(fs::path(out)).parent_path();
+    if (!fs::is_directory(parent)) throw InputError(out, 0, "output", "no such directory: " + parent.string());
+  }
   exec::cpu::CpuMicrobenchmarks bench(devices);
   calibration::CalibrationOptions options;
   options.quick = o.quick;
@@ -65,6 +69,7 @@ int run_calibrate(const CalibrateOptions& o) {
   cluster.device = fs::relative(fs::absolute(device_out), cluster_dir).string();
   if (cluster.device.find('/') == std::string::npos) cluster.device = "./" + cluster.device;
   cluster.devices_per_node = devices;
+  cluster.shared_cores = std::max(1, cores);
   cluster.intra_link = result.intra_link;
   // The memory bus caps what all cores copy together: each core's measured copy rate, summed.
   cluster.bus = LinkSpec{result.intra_link.bandwidth_bytes_per_s * devices, 0};

@@ -12,8 +12,10 @@ namespace tandem::calibration {
 
 namespace {
 
-// Within this ratio of rms errors the kind's usual side is preferred (a tie is not evidence).
+// The other side must explain the points clearly better to be chosen: 10% less rms error and
+// half a percent less in absolute terms (two exact fits differ by rounding only).
 constexpr double kSideTieRatio = 1.10;
+constexpr double kSideTieFloor = 0.005;
 
 BoundSide usual_side(OpKind kind) {
   return kind == OpKind::gemm || kind == OpKind::attention ? BoundSide::flops : BoundSide::memory;
@@ -45,7 +47,7 @@ std::optional<CurveFit> fit_kind(OpKind kind, const std::vector<OpTiming>& ops, 
   if (!memory) return flops;
   const CurveFit& usual = usual_side(kind) == BoundSide::flops ? *flops : *memory;
   const CurveFit& other = usual_side(kind) == BoundSide::flops ? *memory : *flops;
-  return other.rms_relative_error * kSideTieRatio < usual.rms_relative_error ? other : usual;
+  return other.rms_relative_error * kSideTieRatio + kSideTieFloor < usual.rms_relative_error ? other : usual;
 }
 
 }  // namespace
@@ -67,7 +69,11 @@ CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& ba
     }
     steps.push_back(timing);
   }
-  const Seconds launch_s = fit_launch_overhead(steps);
+  std::vector<double> gaps;
+  for (const StepMeasurement& step : m.compute) {
+    if (step.launch_gap_s > 0) gaps.push_back(step.launch_gap_s);
+  }
+  const Seconds launch_s = gaps.empty() ? fit_launch_overhead(steps) : median(gaps);
   if (!steps.empty()) result.profile.launch_overhead_s = launch_s;
   for (const auto& [name, ops] : by_class) {
     // OpTiming holds the kernel's own time: the launch overhead lies outside it.

@@ -86,6 +86,10 @@ std::string cluster_yaml(const CalibratedCluster& c) {
   y += "    device: " + quoted(c.device) + "\n";
   y += "    nodes: 1\n";
   y += "    devices_per_node: " + std::to_string(c.devices_per_node) + "\n";
+  if (c.shared_cores > 0) {
+    y += "    shared_cores: " + std::to_string(c.shared_cores) + "\n";
+    y += "    background_load: 0   # cores other programs keep busy; set it to the machine's load\n";
+  }
   y += "    intra_node:\n";
   y += "      fabric: shared_memory\n";
   y += "      bandwidth_gb_per_s: " + num(c.intra_link.bandwidth_bytes_per_s / kGB) + "\n";

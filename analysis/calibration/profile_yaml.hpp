@@ -20,6 +20,7 @@ struct CalibratedCluster {
   int devices_per_node = 2;
   LinkSpec intra_link;           // device-to-device (fitted)
   LinkSpec bus;                  // the memory bus all devices share
+  int shared_cores = 0;          // the cores the devices (threads) share; 0: not written
 };
 std::string cluster_yaml(const CalibratedCluster& cluster);
 

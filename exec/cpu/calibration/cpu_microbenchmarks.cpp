@@ -67,6 +67,19 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
     auto [slot, fresh] = entry->second.shortest_by_iteration.try_emplace(r.iteration, seconds);
     if (!fresh) slot->second = std::min(slot->second, seconds);
   }
+  // Gaps between consecutive compute kernels of rank 0, within each measured iteration.
+  std::map<int, std::vector<std::pair<double, double>>> kernels_by_iteration;
+  for (const TraceRecord& r : run.trace.records) {
+    if (r.iteration >= first_measured && r.rank == 0 && r.stream == Stream::compute && !is_communication(r.kind))
+      kernels_by_iteration[r.iteration].push_back({r.start_s, r.end_s});
+  }
+  std::vector<double> gaps;
+  for (auto& [iteration, spans] : kernels_by_iteration) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) gaps.push_back(std::max(0.0, spans[i].first - spans[i - 1].second));
+  }
+  if (!gaps.empty()) step.launch_gap_s = calibration::median(gaps);
+
   for (const std::string& label : order) {
     const Op& op = by_label.at(label);
     std::vector<double> durations;
