@@ -112,7 +112,7 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
   const int warmup = o.warmup;
   const int iterations = o.quick ? std::min(o.iterations, 3) : o.iterations;
   Measurements m;
-  for (const Workload& w : compute_workloads(o.quick, o.precision)) {
+  for (const Workload& w : compute_workloads(o.quick, o.precision, std::max(1, bench.concurrent_devices()))) {
     m.compute.push_back(bench.measure(w, warmup, iterations));
     const auto classes = kernel_classes(w);
     for (OpTiming& op : m.compute.back().ops) {

@@ -26,7 +26,8 @@ struct Workload {
   std::int64_t seq_length = 1;
 };
 
-// One op of the workload's step (identified by its label), timed.
+// One op of the workload's step (identified by its label), timed. A compute op run by several
+// replicas: the median over them.
 struct OpTiming {
   std::string label;
   OpKind kind = OpKind::gemm;
@@ -60,6 +61,10 @@ class Microbenchmarks {
   virtual std::string backend() const = 0;            // "cpu", "cuda"
   virtual std::string accelerator() const = 0;        // GPU name; "" for the CPU backend
   virtual int max_devices() const = 0;                // largest group a workload may use
+  // Devices that compute at once in a real run without sharing a processor (a CPU's cores, a
+  // node's GPUs): compute workloads run that many replicas side by side, so kernels are timed
+  // with their neighbours busy (shared caches, memory bandwidth, clocks), as in training.
+  virtual int concurrent_devices() const = 0;
   // Runs `warmup` + `iterations` steps of the workload; medians over the last `iterations`.
   virtual StepMeasurement measure(const Workload& workload, int warmup, int iterations) = 0;
 };

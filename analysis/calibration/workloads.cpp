@@ -14,26 +14,28 @@ namespace tandem::calibration {
 
 namespace {
 
-TrainingConfig one_micro_batch(std::int64_t micro_batch, std::int64_t seq, DType precision) {
+TrainingConfig one_micro_batch(std::int64_t micro_batch, std::int64_t seq, DType precision, int replicas) {
   TrainingConfig t;
-  t.global_batch_size = micro_batch;
+  t.global_batch_size = micro_batch * replicas;
   t.micro_batch_size = micro_batch;
   t.seq_length = seq;
   t.precision = precision;
   return t;
 }
 
-Workload single_device(std::string name, std::shared_ptr<const Model> model, TrainingConfig training) {
-  ParallelConfig parallel;  // one device: no communication at all
+Workload replicated(std::string name, std::shared_ptr<const Model> model, TrainingConfig training, int replicas) {
+  ParallelConfig parallel;
+  parallel.data_parallel_size = replicas;
   Workload w;
   w.name = std::move(name);
   w.seq_length = training.seq_length;
-  w.strategy = std::make_shared<DataParallel>(model, training, parallel, std::vector<double>{1.0});
+  w.strategy = std::make_shared<DataParallel>(model, training, parallel,
+                                              std::vector<double>(static_cast<std::size_t>(replicas), 1.0));
   w.model = std::move(model);
   return w;
 }
 
-Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_batch, DType precision) {
+Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_batch, DType precision, int replicas) {
   TransformerConfig c = transformer_preset("gpt-tiny");  // byte vocabulary, dropout as trained
   c.name = "calib-gpt-h" + std::to_string(hidden);
   c.num_layers = 1;
@@ -42,18 +44,18 @@ Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_
   c.num_attention_heads = hidden / 16;
   c.seq_length = seq;
   c.max_position_embeddings = seq;
-  return single_device(c.name + "-s" + std::to_string(seq) + "-b" + std::to_string(micro_batch),
-                       std::make_shared<TransformerModel>(c), one_micro_batch(micro_batch, seq, precision));
+  return replicated(c.name + "-s" + std::to_string(seq) + "-b" + std::to_string(micro_batch),
+                    std::make_shared<TransformerModel>(c), one_micro_batch(micro_batch, seq, precision, replicas), replicas);
 }
 
-Workload mlp_workload(std::int64_t width, std::int64_t batch, DType precision) {
+Workload mlp_workload(std::int64_t width, std::int64_t batch, DType precision, int replicas) {
   MlpConfig c;
   c.name = "calib-mlp-w" + std::to_string(width);
   c.input_size = 256;
   c.hidden_sizes = {width, width};
   c.output_size = 10;
-  return single_device(c.name + "-b" + std::to_string(batch), std::make_shared<MlpModel>(c),
-                       one_micro_batch(batch, 1, precision));
+  return replicated(c.name + "-b" + std::to_string(batch), std::make_shared<MlpModel>(c),
+                    one_micro_batch(batch, 1, precision, replicas), replicas);
 }
 
 // Each rank holds one buffer per size; every op is waited for before the next is issued.
@@ -158,23 +160,24 @@ std::map<std::string, std::string> kernel_classes(const Workload& workload) {
   return recorder.classes;
 }
 
-std::vector<Workload> compute_workloads(bool quick, DType precision) {
+std::vector<Workload> compute_workloads(bool quick, DType precision, int replicas) {
+  if (replicas < 1) throw std::invalid_argument("compute workloads need a replica or more");
   std::vector<Workload> w;
   // Transformer: hidden 32..128 (head dim 16), sequences 16..64, micro-batches 1..4: GEMMs from
   // ~3e4 to ~1e8 FLOPs, attention, norms and element-wise kernels from KBs to MBs.
   const std::vector<std::int64_t> hiddens = quick ? std::vector<std::int64_t>{32, 128}
                                                   : std::vector<std::int64_t>{32, 64, 128};
   for (std::int64_t h : hiddens) {
-    w.push_back(gpt_workload(h, 32, 2, precision));
-    if (!quick) w.push_back(gpt_workload(h, 16, 1, precision));
-    w.push_back(gpt_workload(h, 64, 4, precision));
+    w.push_back(gpt_workload(h, 32, 2, precision, replicas));
+    if (!quick) w.push_back(gpt_workload(h, 16, 1, precision, replicas));
+    w.push_back(gpt_workload(h, 64, 4, precision, replicas));
   }
   // MLP: wide GEMMs (up to 64 x 512 x 512) and large element-wise and optimizer kernels.
   const std::vector<std::int64_t> widths = quick ? std::vector<std::int64_t>{128, 512}
                                                  : std::vector<std::int64_t>{128, 256, 512};
   for (std::int64_t width : widths) {
-    w.push_back(mlp_workload(width, 32, precision));
-    if (!quick) w.push_back(mlp_workload(width, 64, precision));
+    w.push_back(mlp_workload(width, 32, precision, replicas));
+    if (!quick) w.push_back(mlp_workload(width, 64, precision, replicas));
   }
   return w;
 }

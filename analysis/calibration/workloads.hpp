@@ -22,8 +22,9 @@
 
 namespace tandem::calibration {
 
-// `precision`: the dtype the steps train in (fp32 on CPUs).
-std::vector<Workload> compute_workloads(bool quick, DType precision = DType::fp32);
+// `precision`: the dtype the steps train in (fp32 on CPUs). `replicas` data-parallel replicas
+// run the step side by side (one gradient all-reduce per step joins them).
+std::vector<Workload> compute_workloads(bool quick, DType precision = DType::fp32, int replicas = 1);
 
 // Message sizes of the communication grid (payload bytes, nccl-tests sense).
 std::vector<Bytes> comm_sizes_bytes(bool quick);

@@ -27,6 +27,10 @@ CpuMicrobenchmarks::CpuMicrobenchmarks(int max_devices)
     : max_devices_(max_devices > 0 ? max_devices
                                    : std::max(2, static_cast<int>(std::thread::hardware_concurrency()))) {}
 
+int CpuMicrobenchmarks::concurrent_devices() const {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Workload& workload,
                                                          int warmup, int iterations) {
   RunOptions options;
@@ -47,11 +51,12 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
   }
   step.step_s = calibration::median(step_times);
 
-  // Per op label: per iteration, the shortest duration over ranks (for a collective, the last
-  // member to arrive: the transfer without the wait for peers); then the median over iterations.
+  // Per op label and iteration, its durations on the ranks that ran it: a compute op's is their
+  // median (replicas run side by side); a collective's the shortest (the last member to arrive:
+  // the transfer without the wait for peers). Then the median over iterations.
   struct Op {
     const TraceRecord* first = nullptr;
-    std::map<int, double> shortest_by_iteration;
+    std::map<int, std::vector<double>> by_iteration;
   };
   std::map<std::string, Op> by_label;
   std::vector<std::string> order;  // issue order of the first rank, for a readable result
@@ -63,9 +68,7 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
       entry->second.first = &r;
       order.push_back(r.op_id);
     }
-    const double seconds = r.end_s - r.start_s;
-    auto [slot, fresh] = entry->second.shortest_by_iteration.try_emplace(r.iteration, seconds);
-    if (!fresh) slot->second = std::min(slot->second, seconds);
+    entry->second.by_iteration[r.iteration].push_back(r.end_s - r.start_s);
   }
   // Gaps between consecutive compute kernels of rank 0, within each measured iteration.
   std::map<int, std::vector<std::pair<double, double>>> kernels_by_iteration;
@@ -82,8 +85,11 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
 
   for (const std::string& label : order) {
     const Op& op = by_label.at(label);
+    const bool comm = is_communication(op.first->kind);
     std::vector<double> durations;
-    for (const auto& [iteration, seconds] : op.shortest_by_iteration) durations.push_back(seconds);
+    for (const auto& [iteration, on_ranks] : op.by_iteration) {
+      durations.push_back(comm ? *std::min_element(on_ranks.begin(), on_ranks.end()) : calibration::median(on_ranks));
+    }
     calibration::OpTiming t;
     t.label = label;
     t.kind = op.first->kind;

@@ -17,6 +17,7 @@ class CpuMicrobenchmarks final : public calibration::Microbenchmarks {
   std::string backend() const override { return "cpu"; }
   std::string accelerator() const override { return ""; }
   int max_devices() const override { return max_devices_; }
+  int concurrent_devices() const override;  // the CPU cores
   calibration::StepMeasurement measure(const calibration::Workload& workload, int warmup,
                                        int iterations) override;
 

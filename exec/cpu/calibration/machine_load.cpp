@@ -57,6 +57,12 @@ double OtherProgramsMeter::cores() const {
   return std::max(0.0, others_s / (now.wall_s - start_.wall_s));
 }
 
+double OtherProgramsMeter::own_cores() const {
+  const Sample now = sample();
+  if (now.wall_s <= start_.wall_s) return 0;
+  return (now.own_s - start_.own_s) / (now.wall_s - start_.wall_s);
+}
+
 CoreShare measure_core_share(int threads, int cores, double duration_s) {
   std::vector<double> shares(static_cast<std::size_t>(threads), 0.0);
   std::vector<std::thread> workers;

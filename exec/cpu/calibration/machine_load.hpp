@@ -30,6 +30,7 @@ class OtherProgramsMeter {
   OtherProgramsMeter();  // starts the interval
   void restart();
   double cores() const;  // since the start; 0 when /proc/stat cannot be read
+  double own_cores() const;  // this process's CPU time since the start over the wall time
 
  private:
   struct Sample {

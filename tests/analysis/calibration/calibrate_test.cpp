@@ -61,6 +61,7 @@ class SimulatedDevice final : public Microbenchmarks {
   std::string backend() const override { return "simulated"; }
   std::string accelerator() const override { return ""; }
   int max_devices() const override { return 3; }
+  int concurrent_devices() const override { return 2; }
   StepMeasurement measure(const Workload& w, int, int) override {
     OpCollector rt(w.strategy->world_size());
     auto program = w.strategy->program_for(0);

@@ -105,7 +105,10 @@ Timing measured(const Scenario& s, const DeviceProfile& profile) {
   double background_load = 0;
   options.on_iteration = [&](const exec::cpu::IterationStats& it) {
     if (it.iteration == options.warmup_iterations - 1) others.restart();
-    if (it.iteration == options.warmup_iterations + options.iterations - 1) background_load = others.cores();
+    if (it.iteration == options.warmup_iterations + options.iterations - 1) {
+      background_load = others.cores();
+      if (std::getenv("TANDEM_CALIBRATION_VERBOSE")) std::printf("   own cores %.2f\n", others.own_cores());
+    }
   };
   options.record_trace = std::getenv("TANDEM_CALIBRATION_VERBOSE") != nullptr;
   const exec::cpu::RunResult run = exec::cpu::run_cpu(*strategy, options);
