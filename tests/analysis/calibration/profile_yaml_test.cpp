@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../../platforms/platform_test_support.hpp"
+#include "tests/platforms/platform_test_support.hpp"
 #include "analysis/trace.hpp"
 
 namespace tandem::calibration {
