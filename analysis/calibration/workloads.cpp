@@ -7,6 +7,7 @@
 #include "strategies/models/mlp.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
+#include "strategies/null_runtime.hpp"
 #include "strategies/ops.hpp"
 #include "platforms/kernel_class.hpp"
 
@@ -122,42 +123,18 @@ class CommStrategy final : public Strategy {
   std::vector<Bytes> sizes_;
 };
 
-// Executes nothing; remembers each compute op's class by label.
-class ClassRecorder final : public Runtime {
- public:
-  std::map<std::string, std::string> classes;
-  int rank() const override { return 0; }
-  int world_size() const override { return 1; }
-  Tensor alloc(std::string_view, std::vector<std::int64_t> shape, DType dtype, MemCategory) override {
-    return Tensor{next_id_++, std::move(shape), dtype};
-  }
-  void release(const Tensor&) override {}
-  void reacquire(const Tensor&, MemCategory) override {}
-  Handle compute(ComputeOp op, const Issue&) override {
-    classes[op.label] = kernel_class(op);
-    return Handle{};
-  }
-  Handle communicate(CommOp, const Issue&) override { return Handle{}; }
-  void wait(Handle) override {}
-  Handle record(Stream) override { return Handle{}; }
-  void synchronize() override {}
-  void begin_iteration(int) override {}
-  void end_iteration() override {}
-
- private:
-  std::int32_t next_id_ = 0;
-};
-
 }  // namespace
 
 std::map<std::string, std::string> kernel_classes(const Workload& workload) {
-  ClassRecorder recorder;
+  std::map<std::string, std::string> classes;
+  NullRuntime recorder(workload.strategy->world_size());
+  recorder.on_compute = [&](const ComputeOp& op) { classes[op.label] = kernel_class(op); };
   auto program = workload.strategy->program_for(0);
   program->setup(recorder);
   recorder.begin_iteration(0);
   program->train_step(recorder, 0);
   recorder.end_iteration();
-  return recorder.classes;
+  return classes;
 }
 
 std::vector<Workload> compute_workloads(bool quick, DType precision, int replicas) {

@@ -13,41 +13,26 @@
 #include "analysis/calibration/workloads.hpp"
 #include "platforms/kernel_class.hpp"
 #include "sim/cost_model.hpp"
+#include "strategies/null_runtime.hpp"
 
 namespace tandem::calibration {
 namespace {
 
-// Runs rank 0's program and keeps its ops.
-class OpCollector final : public Runtime {
- public:
-  std::vector<ComputeOp> compute_ops;
-  std::vector<CommOp> comm_ops;
-  explicit OpCollector(int world) : world_(world) {}
-  int rank() const override { return 0; }
-  int world_size() const override { return world_; }
-  Tensor alloc(std::string_view, std::vector<std::int64_t> shape, DType dtype, MemCategory) override {
-    return Tensor{next_id_++, std::move(shape), dtype};
-  }
-  void release(const Tensor&) override {}
-  void reacquire(const Tensor&, MemCategory) override {}
-  Handle compute(ComputeOp op, const Issue&) override {
-    compute_ops.push_back(std::move(op));
-    return Handle{};
-  }
-  Handle communicate(CommOp op, const Issue&) override {
-    comm_ops.push_back(std::move(op));
-    return Handle{};
-  }
-  void wait(Handle) override {}
-  Handle record(Stream) override { return Handle{}; }
-  void synchronize() override {}
-  void begin_iteration(int) override {}
-  void end_iteration() override {}
-
- private:
-  int world_;
-  std::int32_t next_id_ = 0;
+// Rank 0's ops of one step of a workload.
+struct StepOps {
+  std::vector<ComputeOp> compute;
+  std::vector<CommOp> comm;
 };
+StepOps ops_of(const Workload& w) {
+  StepOps ops;
+  NullRuntime rt(w.strategy->world_size());
+  rt.on_compute = [&](const ComputeOp& op) { ops.compute.push_back(op); };
+  rt.on_communicate = [&](const CommOp& op) { ops.comm.push_back(op); };
+  auto program = w.strategy->program_for(0);
+  program->setup(rt);
+  program->train_step(rt, 0);
+  return ops;
+}
 
 struct Truth {
   DeviceProfile profile;
@@ -63,17 +48,14 @@ class SimulatedDevice final : public Microbenchmarks {
   int max_devices() const override { return 3; }
   int concurrent_devices() const override { return 2; }
   StepMeasurement measure(const Workload& w, int, int) override {
-    OpCollector rt(w.strategy->world_size());
-    auto program = w.strategy->program_for(0);
-    program->setup(rt);
-    program->train_step(rt, 0);
+    const StepOps ops = ops_of(w);
     StepMeasurement step;
-    for (const ComputeOp& op : rt.compute_ops) {
+    for (const ComputeOp& op : ops.compute) {
       const Seconds kernel = sim::compute_cost(op, truth_.profile).seconds - truth_.profile.launch_overhead_s;
       step.ops.push_back({op.label, op.kind, "", op.flops, op.bytes, 0, kernel * jitter()});
       step.step_s += kernel + truth_.profile.launch_overhead_s;
     }
-    for (const CommOp& op : rt.comm_ops) {
+    for (const CommOp& op : ops.comm) {
       const bool p2p = op.kind == OpKind::send || op.kind == OpKind::recv;
       const Seconds t = truth_.latency_s + op.bytes / truth_.bandwidth_bytes_per_s;
       step.ops.push_back({op.label, op.kind, "", 0, op.bytes, p2p ? 2 : op.group.size(), t * jitter()});
@@ -145,11 +127,7 @@ TEST(Calibrate, PredictsEveryOpWithinTwoPercentDespiteThreePercentJitter) {
   // Parameters of a curve trade off against each other under noise; what must hold is the time
   // they give to the ops training issues.
   for (const Workload& w : compute_workloads(false)) {
-    OpCollector rt(1);
-    auto program = w.strategy->program_for(0);
-    program->setup(rt);
-    program->train_step(rt, 0);
-    for (const ComputeOp& op : rt.compute_ops) {
+    for (const ComputeOp& op : ops_of(w).compute) {
       const double expected = sim::compute_cost(op, truth.profile).seconds;
       const double fitted = sim::compute_cost(op, r.profile).seconds;
       EXPECT_NEAR(fitted / expected, 1.0, 0.02) << w.name << " " << op.label << " (" << kernel_class(op) << ")";
