@@ -49,9 +49,9 @@ struct StepMeasurement {
   std::vector<OpTiming> ops;
   Seconds step_s = 0;
   // The backend's own time between one kernel's end and the next one's start on the compute
-  // stream (dispatch, bookkeeping), as the median gap: the rare long gaps (a data batch
-  // generated, a large buffer allocated, the thread descheduled) are not per-op costs. 0 when the
-  // backend cannot tell; calibrate() then charges the step's time outside kernels to its ops.
+  // stream (dispatch, bookkeeping, allocation), per op: the mean gap, less the gaps where the
+  // thread was descheduled or waited for a peer. 0 when the backend cannot tell; calibrate()
+  // then charges the step's time outside kernels to its ops.
   Seconds launch_gap_s = 0;
 };
 
