@@ -101,7 +101,22 @@ CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& ba
     return f.kind == OpKind::send && f.group_size == 2;
   });
   if (send == result.comm.end()) throw std::invalid_argument("calibration needs send/recv measurements");
-  result.intra_link = LinkSpec{send->fit.bandwidth_bytes_per_s, send->fit.latency_s};
+  // A transfer also costs the backend's hand-offs around it (waking the stream's worker, waking
+  // the host when it is done): the part of a send/recv step outside its transfers, per transfer.
+  std::vector<double> handoffs;
+  for (const StepMeasurement& step : m.comm) {
+    Seconds transfers_s = 0;
+    int count = 0;
+    for (const OpTiming& op : step.ops) {
+      if (op.kind != OpKind::send && op.kind != OpKind::recv) break;
+      transfers_s += op.seconds;
+      ++count;
+    }
+    if (count == static_cast<int>(step.ops.size()) && count > 0)
+      handoffs.push_back(std::max(0.0, step.step_s - transfers_s) / count);
+  }
+  result.handoff_s = handoffs.empty() ? 0.0 : median(handoffs);
+  result.intra_link = LinkSpec{send->fit.bandwidth_bytes_per_s, send->fit.latency_s + result.handoff_s};
   return result;
 }
 
@@ -135,7 +150,8 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
 std::string describe(const CalibrationResult& r) {
   std::string text;
   char line[200];
-  std::snprintf(line, sizeof line, "launch overhead  %.2f us per op\n", r.profile.launch_overhead_s * 1e6);
+  std::snprintf(line, sizeof line, "launch overhead  %.2f us per op; transfer hand-off %.2f us\n",
+                r.profile.launch_overhead_s * 1e6, r.handoff_s * 1e6);
   text += line;
   for (const KindFit& k : r.compute) {
     std::snprintf(line, sizeof line, "%-22s bound %-6s  max efficiency %.3f  half work %.3g  rms error %.1f%% (%d ops)\n",

@@ -7,7 +7,9 @@
 //     the others);
 //   * the per-op launch overhead: the part of a step spent outside kernels, per op;
 //   * the intra-node link's latency and bandwidth (alpha-beta) from send/recv over message sizes,
-//     and, for the report, an alpha-beta fit of every measured collective and group size.
+//     the latency including the backend's hand-off per transfer (a send/recv step's time outside
+//     its transfers: waking the stream worker, waking the host), and, for the report, an
+//     alpha-beta fit of every measured collective and group size.
 //
 // fit_calibration() is the pure fitting half (tests feed it synthetic measurements);
 // calibrate() runs the workloads on a backend and fits.
@@ -51,7 +53,8 @@ struct Measurements {
 
 struct CalibrationResult {
   DeviceProfile profile;  // the base profile with the fitted curves and launch overhead
-  LinkSpec intra_link;    // the fitted device-to-device link (send/recv)
+  LinkSpec intra_link;    // the fitted device-to-device link (send/recv), hand-off included
+  Seconds handoff_s = 0;  // per transfer, outside the transfer itself (in intra_link's latency)
   std::vector<KindFit> compute;
   std::vector<CommFit> comm;
   Measurements measurements;
