@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/calibrate_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/guarded.hpp"
 #include "cli/report_command.hpp"
@@ -26,6 +27,8 @@ int run(int argc, char** argv) {
   CLI::App* compare_cmd = add_compare_command(app, compare);
   ReportCommandOptions report;
   CLI::App* report_cmd = add_report_command(app, report);
+  CalibrateOptions calibrate_options;
+  CLI::App* calibrate_cmd = add_calibrate_command(app, calibrate_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -35,6 +38,7 @@ int run(int argc, char** argv) {
   return run_guarded([&] {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
+    if (calibrate_cmd->parsed()) return run_calibrate(calibrate_options);
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);
     return 0;

@@ -267,7 +267,8 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
   long long total_devices = 0;
   long long total_nodes = 0;
   for (const YamlNode& g : group_nodes) {
-    g.only_keys({"name", "device", "nodes", "devices_per_node", "intra_node", "nic"});
+    g.only_keys({"name", "device", "nodes", "devices_per_node", "intra_node", "nic", "shared_cores",
+                 "background_load"});
     NodeGroup group;
 
     const YamlNode name = g["name"];
@@ -291,6 +292,16 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
                   (list.empty() ? "none" : list) + ")");
     }
     group.device = load_device_profile(profile);  // its own errors name the profile's file
+    if (auto cores = g.get("shared_cores")) {
+      const long long n = cores->positive_int();
+      if (n > kMaxDevices) cores->fail("is implausibly large");
+      group.shared_cores = static_cast<int>(n);
+    }
+    if (auto load = g.get("background_load")) {
+      if (!g.has("shared_cores")) load->fail("needs shared_cores (the cores the load competes for)");
+      group.background_load = load->non_negative();
+      if (group.background_load >= group.shared_cores) load->fail("must be below shared_cores (the cores it takes)");
+    }
 
     const YamlNode nodes = g["nodes"];
     const YamlNode per_node = g["devices_per_node"];

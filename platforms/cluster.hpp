@@ -32,6 +32,12 @@ struct NodeGroup {
   // Shared intra-node bus (PCIe root complex, memory bus); bandwidth 0 = none (NVSwitch).
   LinkSpec intra_bus;
   LinkSpec nic;  // each device's network interface (rail); bandwidth 0 for single-node groups
+  // CPU devices that are threads on one machine: the node's devices compute on `shared_cores`
+  // cores together (0: every device has its own processor, as GPUs do), of which other programs
+  // keep `background_load` cores' worth busy. More busy ranks than free cores slow each of them
+  // down (the simulator shares the cores fairly; sim/simulation.cpp).
+  int shared_cores = 0;
+  double background_load = 0;
 };
 
 enum class InterNodeTopology { star, fat_tree };

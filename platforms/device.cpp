@@ -9,6 +9,7 @@
 #include "common/input_error.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster.hpp"  // bundled_dir
+#include "platforms/kernel_class.hpp"
 
 namespace tandem {
 namespace fs = std::filesystem;
@@ -81,6 +82,15 @@ OpEfficiency default_efficiency(const std::string& device_kind, OpKind op) {
   }
 }
 
+const char* to_string(BoundSide side) { return side == BoundSide::flops ? "flops" : "memory"; }
+
+const EfficiencyCurve* DeviceProfile::curve_for(const ComputeOp& op) const {
+  if (efficiency_curves.empty()) return nullptr;  // the common case: no string built per op
+  auto it = efficiency_curves.find(kernel_class(op));
+  if (it == efficiency_curves.end()) it = efficiency_curves.find(to_string(op.kind));
+  return it == efficiency_curves.end() ? nullptr : &it->second;
+}
+
 FlopsPerSecond DeviceProfile::peak_flops_per_s(DType dtype) const {
   switch (dtype) {
     case DType::fp32: return peak_fp32_flops_per_s;
@@ -92,6 +102,33 @@ FlopsPerSecond DeviceProfile::peak_flops_per_s(DType dtype) const {
 }
 
 namespace {
+
+// `efficiency_curves.<kind>: { bound: flops|memory, max_efficiency: e, half_work: x }`. The
+// maximum is relative to the profile's peak of the bound side and may exceed 1: a CPU kernel whose
+// working set stays in cache streams faster than the DRAM bandwidth the profile states.
+EfficiencyCurve read_curve(const YamlNode& node) {
+  node.only_keys({"bound", "max_efficiency", "half_work"});
+  EfficiencyCurve curve;
+  const YamlNode bound = node["bound"];
+  const std::string side = bound.as_string();
+  if (side == "flops") curve.bound = BoundSide::flops;
+  else if (side == "memory") curve.bound = BoundSide::memory;
+  else bound.fail("must be flops or memory, got '" + side + "'");
+  curve.max_efficiency = node["max_efficiency"].positive();
+  curve.half_work = node["half_work"].non_negative();
+  return curve;
+}
+
+void read_provenance(const YamlNode& node, DeviceProfile::Provenance& p) {
+  node.only_keys({"machine", "cpu_model", "accelerator", "backend", "date", "tandem_commit"});
+  auto text = [&](const char* key) { return node.has(key) ? node.str(key) : std::string(); };
+  p.machine = text("machine");
+  p.cpu_model = text("cpu_model");
+  p.accelerator = text("accelerator");
+  p.backend = text("backend");
+  p.date = text("date");
+  p.tandem_commit = text("tandem_commit");
+}
 
 double fraction(const YamlNode& node) {
   const double v = node.as_double();
@@ -106,7 +143,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   root.only_keys({"name", "description", "kind", "peak_fp32_tflops", "peak_bf16_tflops",
                   "peak_fp16_tflops", "memory_bandwidth_gb_per_s", "memory_capacity_gb",
                   "idle_power_w", "busy_power_w", "price_per_hour_usd", "launch_overhead_us",
-                  "efficiency"});
+                  "efficiency", "efficiency_curves", "calibrated"});
   DeviceProfile p;
   p.file = path;
   p.name = root.str("name");
@@ -148,6 +185,17 @@ DeviceProfile load_device_profile(const std::string& path) {
       if (auto m = entry->get("memory")) p.memory_efficiency[i] = fraction(*m);
     }
   }
+  if (auto curves = root.get("efficiency_curves")) {
+    for (const auto& [key, entry] : curves->entries()) {
+      OpKind kind;
+      if (!kernel_class_kind(key, kind)) {
+        entry.fail("unknown kernel class '" + key + "' (a compute kind, e.g. gemm, optionally "
+                   "followed by .variant: elementwise.gelu, attention.fwd)");
+      }
+      p.efficiency_curves[key] = read_curve(entry);
+    }
+  }
+  if (auto provenance = root.get("calibrated")) read_provenance(*provenance, p.calibrated);
   return p;
 }
 

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/units.hpp"
+#include "platforms/efficiency_curve.hpp"
 #include "strategies/op.hpp"
 #include "strategies/tensor.hpp"
 
@@ -36,6 +39,24 @@ struct DeviceProfile {
   // (indexed by OpKind, compute kinds only). Defaults are set by the loader per kind.
   std::array<double, kOpKindCount> flop_efficiency{};
   std::array<double, kOpKindCount> memory_efficiency{};
+
+  // Calibrated efficiency curves (optional `efficiency_curves:`; `tandem calibrate` writes
+  // them), by kernel class (platforms/kernel_class.hpp: "gemm", "elementwise.gelu", ...) or kind
+  // name. An op with a curve is costed by the curve on its bound side alone, replacing the
+  // roofline of the constant efficiencies above (sim/cost_model.hpp says why).
+  std::map<std::string, EfficiencyCurve> efficiency_curves;
+  // The curve for an op: its class's, else its kind's, else null.
+  const EfficiencyCurve* curve_for(const ComputeOp& op) const;
+
+  // Where a calibrated profile came from (optional `calibrated:`; empty when not calibrated).
+  struct Provenance {
+    std::string machine;        // host name
+    std::string cpu_model;      // /proc/cpuinfo "model name"
+    std::string accelerator;    // GPU name, "" for a CPU backend
+    std::string backend;        // "cpu", "cuda"
+    std::string date;           // ISO 8601, UTC
+    std::string tandem_commit;  // git commit of the tandem that calibrated
+  } calibrated;
 
   FlopsPerSecond peak_flops_per_s(DType dtype) const;  // int32 -> the fp32 peak
 

@@ -16,6 +16,16 @@ ComputeCost compute_cost(const ComputeOp& op, const DeviceProfile& device) {
       device.memory_bandwidth_bytes_per_s * device.memory_efficiency[k];
 
   ComputeCost cost;
+  if (const EfficiencyCurve* curve = device.curve_for(op)) {
+    // A calibrated kind: its measured curve on the bound side is the whole op.
+    if (curve->bound == BoundSide::flops) {
+      cost.flop_seconds = curve->seconds(op.flops, device.peak_flops_per_s(dtype));
+    } else {
+      cost.memory_seconds = curve->seconds(op.bytes, device.memory_bandwidth_bytes_per_s);
+    }
+    cost.seconds = device.launch_overhead_s + cost.flop_seconds + cost.memory_seconds;
+    return cost;
+  }
   cost.flop_seconds = (op.flops > 0 && flops_per_s > 0) ? op.flops / flops_per_s : 0.0;
   cost.memory_seconds = (op.bytes > 0 && bytes_per_s > 0) ? op.bytes / bytes_per_s : 0.0;
   cost.seconds = device.launch_overhead_s + std::max(cost.flop_seconds, cost.memory_seconds);

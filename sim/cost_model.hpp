@@ -5,6 +5,12 @@
 // (its bytes over the memory bandwidth, scaled likewise), plus a fixed launch overhead. Tensor-core
 // peaks apply only to GEMM and attention; element-wise, norm and optimizer kernels run on the
 // vector units, at the fp32 peak.
+//
+// A kind with a calibrated efficiency curve (platforms/efficiency_curve.hpp, fitted by `tandem
+// calibrate` from the kind's kernels measured on the device) is costed by that curve on its bound
+// side alone: the measurement already contains whatever limited the kernel. That matters on CPUs,
+// where most kernels of a training step run out of cache, so a roofline against DRAM bandwidth
+// would call them memory-bound when they are not.
 #pragma once
 
 #include "common/units.hpp"

@@ -90,6 +90,13 @@ BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_ind
   const std::string busy = number(group.device.busy_power_w);
   const std::string wattage = idle + ":" + busy + ":" + busy;
 
+  // Devices sharing the node's cores compute on one multi-core host (see the header).
+  s4u::Host* cores = nullptr;
+  if (group.shared_cores > 0) {
+    cores = built.zone->create_host(name + "-cores", kSimHostSpeedFlopsPerS);
+    cores->set_core_count(group.shared_cores);
+    cores->set_property(kBackgroundLoadProperty, number(group.background_load));
+  }
   std::vector<s4u::Host*> devices(count);
   for (int d = 0; d < count; ++d) {
     s4u::Host* host = built.zone->create_host(name + "d" + std::to_string(d), kSimHostSpeedFlopsPerS);
@@ -97,6 +104,7 @@ BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_ind
     host->set_property("wattage_per_state", wattage);
     host->set_property("wattage_off", "0");
     host->set_property("rank", std::to_string(first_rank + d));
+    if (cores != nullptr) host->set_property(kComputeHostProperty, cores->get_name());
     devices[d] = host;
     hosts[first_rank + d] = host;
   }

@@ -16,6 +16,11 @@
 //               "<cluster>" of leaves, each leaf uplink ("leaf<L>-uplink", split-duplex) carrying
 //               sum(node uplinks) / oversubscription and one switch latency, so leaf -> leaf
 //               crosses three switches (leaf, spine, leaf). One leaf = a star.
+// Shared cores: a node group with `shared_cores` (CPU devices that are threads of one machine)
+// also gets a host "g<G>n<N>-cores" with that many cores and the property background_load; each
+// of its device hosts names it in the property compute_host, and the simulator executes the
+// device's compute there, so the node's ranks (and background_load always-busy threads) share
+// the cores fairly. Routes, energy and the rank actors stay on the device hosts.
 // Every host runs at kSimHostSpeedFlopsPerS with one core and carries the energy properties
 // wattage_per_state = "idle:busy:busy" (the device profile) and wattage_off = "0", and the
 // property "rank". Route latencies and single-flow bandwidths equal Cluster::path_latency_s /
@@ -35,6 +40,8 @@ namespace tandem::sim {
 
 // Every device host's speed: a compute op of duration t executes t * kSimHostSpeedFlopsPerS flops.
 inline constexpr double kSimHostSpeedFlopsPerS = 1e12;
+inline constexpr const char* kComputeHostProperty = "compute_host";
+inline constexpr const char* kBackgroundLoadProperty = "background_load";
 
 struct BuiltPlatform {
   std::vector<simgrid::s4u::Host*> hosts;  // index = global rank

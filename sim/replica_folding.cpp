@@ -99,6 +99,11 @@ FoldPlan plan_replica_folding(const Strategy& strategy, const Cluster& cluster, 
     plan.note = structure ? "one replica" : "no replica folding: replicas run different work";
     return plan;
   }
+  for (const NodeGroup& group : cluster.groups)
+    if (group.shared_cores > 0) {
+      plan.note = "no replica folding: devices share a machine's cores";
+      return plan;
+    }
   if (cluster.has_spine() && cluster.network.oversubscription > 1.0) {
     plan.note = "no replica folding: the fabric is oversubscribed (replicas would share a bottleneck)";
     return plan;

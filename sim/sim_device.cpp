@@ -35,6 +35,7 @@ SimDevice::SimDevice(int rank, SimulationContext& context)
       mutex_(s4u::Mutex::create()),
       op_done_(s4u::ConditionVariable::create()) {
   for (auto& s : streams_) s.has_work = s4u::ConditionVariable::create();
+  if (const char* cores = host_->get_property(kComputeHostProperty)) compute_host_ = s4u::Host::by_name(cores);
 }
 
 SimDevice::~SimDevice() = default;
@@ -87,6 +88,10 @@ void SimDevice::flush_compute() {
   const Seconds seconds = pending_compute_s_;
   pending_compute_s_ = 0;
   ++compute_executions_;
+  if (compute_host_ != nullptr) {  // cores shared with the node's other ranks
+    s4u::this_actor::exec_init(seconds * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
+    return;
+  }
   s4u::this_actor::execute(seconds * kSimHostSpeedFlopsPerS);
 }
 

@@ -123,6 +123,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   SimulationContext& context_;
   const DeviceProfile& device_;
   simgrid::s4u::Host* host_;
+  simgrid::s4u::Host* compute_host_ = nullptr;  // shared cores (platform_builder.hpp), else null
 
   MemoryLedger memory_;
   int next_tensor_id_ = 0;

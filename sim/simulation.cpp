@@ -1,5 +1,7 @@
 #include "sim/simulation.hpp"
 
+#include <set>
+
 #include <simgrid/plugins/energy.h>
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
@@ -72,6 +74,32 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   BuiltPlatform platform = build_platform(cluster);
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
   context.topology = topology_view(cluster);
+
+  // 0. Other programs on shared cores take `background_load` cores' worth, whatever the number
+  //    of ranks (Linux shares the CPU between sessions first): kBackgroundThreads daemons, each
+  //    capped at load / kBackgroundThreads, so that max-min sharing gives them exactly the load
+  //    while the ranks share the rest (as long as ranks <= kBackgroundThreads x rest / load).
+  //    They are killed when the ranks are done.
+  constexpr int kBackgroundThreads = 16;
+  std::set<std::string> loaded;
+  for (s4u::Host* host : context.hosts) {
+    const char* cores_name = host->get_property(kComputeHostProperty);
+    if (cores_name == nullptr || !loaded.insert(cores_name).second) continue;
+    s4u::Host* cores = s4u::Host::by_name(cores_name);
+    const double load = std::stod(cores->get_property(kBackgroundLoadProperty));
+    if (!(load > 0)) continue;
+    const double bound = std::min(1.0, load / kBackgroundThreads) * kSimHostSpeedFlopsPerS;
+    for (int i = 0; i < kBackgroundThreads; ++i) {
+      s4u::Actor::create("background", host, [cores, bound] {
+        while (true) {
+          s4u::ExecPtr exec = s4u::this_actor::exec_init(1e6 * kSimHostSpeedFlopsPerS);
+          exec->set_host(cores);
+          exec->set_bound(bound);
+          exec->wait();
+        }
+      })->daemonize();
+    }
+  }
 
   // 1. One actor per simulated device runs that rank's program (every device, unless replicas
   //    are folded: then ghosts have a host on the platform but no actor).

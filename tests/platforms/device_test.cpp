@@ -18,7 +18,7 @@ double eff_memory(const DeviceProfile& p, OpKind op) { return p.memory_efficienc
 
 TEST(DeviceProfile, EveryBundledProfileLoads) {
   const auto names = available_device_profiles();
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 7u);  // six datasheet profiles and localhost-calibrated
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     const DeviceProfile p = find_device_profile(name);
@@ -229,7 +229,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"efficiency unknown kind", "norm: { memory: 0.7 }", "all_reduce: { memory: 0.7 }",
                 "efficiency.all_reduce", "all_reduce", "unknown field"},
         BadCase{"efficiency unknown key", "norm: { memory: 0.7 }", "norm: { latency: 0.7 }",
-                "efficiency.norm.latency", "norm:", "unknown field"}),
+                "efficiency.norm.latency", "norm:", "unknown field"},
+        BadCase{"curve unknown kernel class", "launch_overhead_us: 3",
+                "launch_overhead_us: 3\nefficiency_curves:\n  softmax.fwd: { bound: flops, max_efficiency: 0.5, half_work: 0 }",
+                "efficiency_curves.softmax.fwd", "softmax.fwd", "unknown kernel class"},
+        BadCase{"curve bad bound", "launch_overhead_us: 3",
+                "launch_overhead_us: 3\nefficiency_curves:\n  gemm: { bound: cache, max_efficiency: 0.5, half_work: 0 }",
+                "efficiency_curves.gemm.bound", "bound: cache", "must be flops or memory"},
+        BadCase{"curve zero efficiency", "launch_overhead_us: 3",
+                "launch_overhead_us: 3\nefficiency_curves:\n  elementwise.gelu: { bound: memory, max_efficiency: 0, half_work: 0 }",
+                "efficiency_curves.elementwise.gelu.max_efficiency", "elementwise.gelu", "must be positive"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.what;
       for (char& ch : name) {

@@ -1,0 +1,171 @@
+#include "analysis/calibration/calibrate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+#include "analysis/calibration/workloads.hpp"
+
+namespace tandem::calibration {
+
+namespace {
+
+// The other side must explain the points clearly better to be chosen: 10% less rms error and
+// half a percent less in absolute terms (two exact fits differ by rounding only).
+constexpr double kSideTieRatio = 1.10;
+constexpr double kSideTieFloor = 0.005;
+
+BoundSide usual_side(OpKind kind) {
+  return kind == OpKind::gemm || kind == OpKind::attention ? BoundSide::flops : BoundSide::memory;
+}
+
+bool uses_tensor_cores(OpKind kind) { return kind == OpKind::gemm || kind == OpKind::attention; }
+
+std::optional<CurveFit> try_side(const std::vector<OpTiming>& ops, BoundSide side, double peak_per_s,
+                                 Seconds launch_s) {
+  std::vector<Point> points;
+  for (const OpTiming& op : ops) {
+    const double work = side == BoundSide::flops ? op.flops : op.bytes;
+    if (!(work > 0)) return std::nullopt;  // this side cannot explain an op without such work
+    points.push_back({work, op.seconds});
+  }
+  try {
+    return fit_curve(points, side, peak_per_s, launch_s);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<CurveFit> fit_kind(OpKind kind, const std::vector<OpTiming>& ops, const DeviceProfile& base,
+                                 DType precision, Seconds launch_s) {
+  const DType dtype = uses_tensor_cores(kind) ? precision : DType::fp32;
+  const auto flops = try_side(ops, BoundSide::flops, base.peak_flops_per_s(dtype), launch_s);
+  const auto memory = try_side(ops, BoundSide::memory, base.memory_bandwidth_bytes_per_s, launch_s);
+  if (!flops) return memory;
+  if (!memory) return flops;
+  const CurveFit& usual = usual_side(kind) == BoundSide::flops ? *flops : *memory;
+  const CurveFit& other = usual_side(kind) == BoundSide::flops ? *memory : *flops;
+  return other.rms_relative_error * kSideTieRatio + kSideTieFloor < usual.rms_relative_error ? other : usual;
+}
+
+}  // namespace
+
+CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& base, DType precision) {
+  CalibrationResult result;
+  result.measurements = m;
+  result.profile = base;
+
+  std::vector<StepTiming> steps;
+  std::map<std::string, std::vector<OpTiming>> by_class;
+  for (const StepMeasurement& step : m.compute) {
+    StepTiming timing{step.step_s, 0, 0};
+    for (const OpTiming& op : step.ops) {
+      timing.kernels_s += op.seconds;  // a step's communication is not launch overhead either
+      if (is_communication(op.kind)) continue;
+      ++timing.ops;
+      by_class[op.kernel_class.empty() ? to_string(op.kind) : op.kernel_class].push_back(op);
+    }
+    steps.push_back(timing);
+  }
+  std::vector<double> gaps;
+  for (const StepMeasurement& step : m.compute) {
+    if (step.launch_gap_s > 0) gaps.push_back(step.launch_gap_s);
+  }
+  const Seconds launch_s = gaps.empty() ? fit_launch_overhead(steps) : median(gaps);
+  if (!steps.empty()) result.profile.launch_overhead_s = launch_s;
+  for (const auto& [name, ops] : by_class) {
+    // OpTiming holds the kernel's own time: the launch overhead lies outside it.
+    if (auto fit = fit_kind(ops.front().kind, ops, base, precision, /*launch_s=*/0)) {
+      result.profile.efficiency_curves[name] = fit->curve;
+      result.compute.push_back({name, *fit});
+    }
+  }
+
+  std::map<std::pair<OpKind, int>, std::vector<Point>> comm_points;
+  for (const StepMeasurement& step : m.comm) {
+    for (const OpTiming& op : step.ops) {
+      const OpKind kind = op.kind == OpKind::recv ? OpKind::send : op.kind;
+      comm_points[{kind, op.group_size}].push_back({op.bytes, op.seconds});
+    }
+  }
+  for (const auto& [key, points] : comm_points) {
+    try {
+      result.comm.push_back({key.first, key.second, fit_alpha_beta(points)});
+    } catch (const std::invalid_argument&) {
+      // Too few distinct sizes for this kind and group: nothing to report.
+    }
+  }
+  const auto send = std::find_if(result.comm.begin(), result.comm.end(), [](const CommFit& f) {
+    return f.kind == OpKind::send && f.group_size == 2;
+  });
+  if (send == result.comm.end()) throw std::invalid_argument("calibration needs send/recv measurements");
+  // A transfer also costs the backend's hand-offs around it (waking the stream's worker, waking
+  // the host when it is done): the part of a send/recv step outside its transfers, per transfer.
+  std::vector<double> handoffs;
+  for (const StepMeasurement& step : m.comm) {
+    Seconds transfers_s = 0;
+    int count = 0;
+    for (const OpTiming& op : step.ops) {
+      if (op.kind != OpKind::send && op.kind != OpKind::recv) break;
+      transfers_s += op.seconds;
+      ++count;
+    }
+    if (count == static_cast<int>(step.ops.size()) && count > 0)
+      handoffs.push_back(std::max(0.0, step.step_s - transfers_s) / count);
+  }
+  result.handoff_s = handoffs.empty() ? 0.0 : median(handoffs);
+  result.intra_link = LinkSpec{send->fit.bandwidth_bytes_per_s, send->fit.latency_s + result.handoff_s};
+  return result;
+}
+
+CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, const CalibrationOptions& o) {
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const int warmup = o.warmup;
+  const int iterations = o.quick ? std::min(o.iterations, 3) : o.iterations;
+  Measurements m;
+  for (const Workload& w : compute_workloads(o.quick, o.precision, std::max(1, bench.concurrent_devices()))) {
+    m.compute.push_back(bench.measure(w, warmup, iterations));
+    const auto classes = kernel_classes(w);
+    for (OpTiming& op : m.compute.back().ops) {
+      if (auto it = classes.find(op.label); it != classes.end()) op.kernel_class = it->second;
+    }
+    say(w.name + ": step " + std::to_string(m.compute.back().step_s * 1e3) + " ms");
+  }
+  const int max_group = o.max_group_size > 0 ? o.max_group_size : bench.max_devices();
+  const std::vector<Bytes> sizes = comm_sizes_bytes(o.quick);
+  for (OpKind kind : calibrated_comm_kinds()) {
+    for (int n = 2; n <= (kind == OpKind::send ? 2 : max_group); ++n) {
+      const Workload w = comm_workload(kind, n, sizes);
+      m.comm.push_back(bench.measure(w, warmup, iterations));
+      say(w.name + ": done");
+    }
+  }
+  return fit_calibration(m, base, o.precision);
+}
+
+std::string describe(const CalibrationResult& r) {
+  std::string text;
+  char line[200];
+  std::snprintf(line, sizeof line, "launch overhead  %.2f us per op; transfer hand-off %.2f us\n",
+                r.profile.launch_overhead_s * 1e6, r.handoff_s * 1e6);
+  text += line;
+  for (const KindFit& k : r.compute) {
+    std::snprintf(line, sizeof line, "%-22s bound %-6s  max efficiency %.3f  half work %.3g  rms error %.1f%% (%d ops)\n",
+                  k.kernel_class.c_str(), to_string(k.fit.curve.bound), k.fit.curve.max_efficiency,
+                  k.fit.curve.half_work, 100 * k.fit.rms_relative_error, k.fit.points_used);
+    text += line;
+  }
+  for (const CommFit& c : r.comm) {
+    std::snprintf(line, sizeof line, "%-15s n=%d  latency %.2f us  bandwidth %.2f GB/s  rms error %.1f%%\n",
+                  to_string(c.kind), c.group_size, c.fit.latency_s * 1e6, c.fit.bandwidth_bytes_per_s / 1e9,
+                  100 * c.fit.rms_relative_error);
+    text += line;
+  }
+  return text;
+}
+
+}  // namespace tandem::calibration

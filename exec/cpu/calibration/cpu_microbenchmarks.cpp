@@ -1,0 +1,119 @@
+#include "exec/cpu/calibration/cpu_microbenchmarks.hpp"
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "analysis/calibration/fit.hpp"
+#include "exec/cpu/cpu_run.hpp"
+#include "strategies/models/mlp.hpp"
+
+namespace tandem::exec::cpu {
+
+namespace {
+
+constexpr double kLongestOwnGap_s = 50e-6;
+
+// run_cpu needs a data source even for workloads that read no data (communication only).
+std::shared_ptr<const DataSource> placeholder_data() {
+  MlpConfig c;
+  c.input_size = 1;
+  c.hidden_sizes = {1};
+  c.output_size = 2;
+  return make_data_source(MlpModel(c), 1);
+}
+
+}  // namespace
+
+CpuMicrobenchmarks::CpuMicrobenchmarks(int max_devices)
+    : max_devices_(max_devices > 0 ? max_devices
+                                   : std::max(2, static_cast<int>(std::thread::hardware_concurrency()))) {}
+
+int CpuMicrobenchmarks::concurrent_devices() const {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Workload& workload,
+                                                         int warmup, int iterations) {
+  RunOptions options;
+  if (workload.model) {
+    configure_for_model(options, *workload.model, workload.seq_length);
+  } else {
+    options.data = placeholder_data();
+  }
+  options.iterations = iterations;
+  options.warmup_iterations = warmup;
+  options.record_trace = true;
+  const RunResult run = run_cpu(*workload.strategy, options);
+
+  calibration::StepMeasurement step;
+  std::vector<double> step_times;
+  for (const IterationStats& it : run.iterations) {
+    if (!it.warmup) step_times.push_back(it.time_s);
+  }
+  step.step_s = calibration::median(step_times);
+
+  // Per op label and iteration, its durations on the ranks that ran it: a compute op's is their
+  // median (replicas run side by side); a collective's the shortest (the last member to arrive:
+  // the transfer without the wait for peers). Then the median over iterations.
+  struct Op {
+    const TraceRecord* first = nullptr;
+    std::map<int, std::vector<double>> by_iteration;
+  };
+  std::map<std::string, Op> by_label;
+  std::vector<std::string> order;  // issue order of the first rank, for a readable result
+  const int first_measured = run.first_iteration + warmup;
+  for (const TraceRecord& r : run.trace.records) {
+    if (r.iteration < first_measured) continue;
+    auto [entry, inserted] = by_label.try_emplace(r.op_id);
+    if (inserted) {
+      entry->second.first = &r;
+      order.push_back(r.op_id);
+    }
+    entry->second.by_iteration[r.iteration].push_back(r.end_s - r.start_s);
+  }
+  // Gaps between consecutive compute kernels of rank 0, within each measured iteration.
+  std::map<int, std::vector<std::pair<double, double>>> kernels_by_iteration;
+  for (const TraceRecord& r : run.trace.records) {
+    if (r.iteration >= first_measured && r.rank == 0 && r.stream == Stream::compute && !is_communication(r.kind))
+      kernels_by_iteration[r.iteration].push_back({r.start_s, r.end_s});
+  }
+  std::vector<double> gaps;
+  for (auto& [iteration, spans] : kernels_by_iteration) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) gaps.push_back(std::max(0.0, spans[i].first - spans[i - 1].second));
+  }
+  // The mean of the gaps shorter than kLongestOwnGap_s: dispatch, bookkeeping and the buffer
+  // allocations the CPU device makes between kernels (tens of microseconds at most), all per-op
+  // costs of a real run. Longer gaps are the thread waiting: descheduled (a time slice is a
+  // millisecond or so) or waiting for a peer; they are not the op's.
+  double sum = 0;
+  int counted = 0;
+  for (double gap : gaps) {
+    if (gap < kLongestOwnGap_s) {
+      sum += gap;
+      ++counted;
+    }
+  }
+  if (counted > 0) step.launch_gap_s = sum / counted;
+
+  for (const std::string& label : order) {
+    const Op& op = by_label.at(label);
+    const bool comm = is_communication(op.first->kind);
+    std::vector<double> durations;
+    for (const auto& [iteration, on_ranks] : op.by_iteration) {
+      durations.push_back(comm ? *std::min_element(on_ranks.begin(), on_ranks.end()) : calibration::median(on_ranks));
+    }
+    calibration::OpTiming t;
+    t.label = label;
+    t.kind = op.first->kind;
+    t.flops = op.first->flops;
+    t.bytes = op.first->bytes;
+    t.group_size = op.first->kind == OpKind::send || op.first->kind == OpKind::recv ? 2 : op.first->group_size;
+    t.seconds = calibration::median(durations);
+    step.ops.push_back(t);
+  }
+  return step;
+}
+
+}  // namespace tandem::exec::cpu
