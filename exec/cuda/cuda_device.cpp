@@ -5,6 +5,7 @@
 
 #include "exec/common/op_labels.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/elementwise.cuh"
 
 namespace tandem::exec::cuda {
 namespace {
@@ -112,8 +113,6 @@ Tensor CudaDevice::alloc(std::string_view name, std::vector<std::int64_t> shape,
   if (category == MemCategory::parameters) {
     host.resize(static_cast<std::size_t>(n));
     cpu::init_parameter(name, host.data(), n, settings_.seed, settings_.init_std);
-  } else if (category == MemCategory::optimizer_state && ends_with(name, ".master")) {
-    masters_to_fill_.insert(t.id);
   } else if (category == MemCategory::activations && settings_.data && iteration_ >= 0) {
     I64 k = 0;
     std::string_view role;
@@ -137,7 +136,19 @@ void CudaDevice::free_buffer(int tensor_id, cudaEvent_t ready) {
   allocator_.free(it->second.data, ready);
   if (it->second.category == MemCategory::activations) names_.erase(tensor_id);
   buffers_.erase(it);
-  masters_to_fill_.erase(tensor_id);
+}
+
+void CudaDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
+  placements_[tensor.id] = placement;
+  auto it = buffers_.find(tensor.id);
+  if (it == buffers_.end()) return;
+  // The CPU backend's values, made on the host (one source of truth for both backends).
+  std::vector<float> host(static_cast<std::size_t>(it->second.numel));
+  if (!cpu::init_placed_tensor(it->second.category, placement, host.data(), it->second.numel, settings_.seed,
+                               settings_.init_std))
+    return;
+  CUDA_CHECK(cudaMemcpyAsync(it->second.data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice,
+                             stream(Stream::compute)));
 }
 
 void CudaDevice::release(const Tensor& tensor) {
@@ -195,6 +206,20 @@ std::vector<float> CudaDevice::read(const Tensor& tensor) {
   return out;
 }
 
+std::vector<cpu::PlacedTensor> CudaDevice::placed_snapshot(const std::set<MemCategory>& categories) {
+  synchronize();
+  std::vector<cpu::PlacedTensor> out;
+  for (const auto& [id, b] : buffers_) {
+    if (!categories.count(b.category)) continue;
+    auto placed = placements_.find(id);
+    cpu::PlacedTensor t{placed != placements_.end() ? placed->second : whole_tensor(names_.at(id), {b.numel}),
+                        std::vector<float>(static_cast<std::size_t>(b.numel))};
+    CUDA_CHECK(cudaMemcpy(t.values.data(), b.data, sizeof(float) * t.values.size(), cudaMemcpyDeviceToHost));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<float>> CudaDevice::snapshot(const std::set<MemCategory>& categories) {
   synchronize();
   std::map<std::string, std::vector<float>> out;
@@ -231,12 +256,6 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
   try {
     const Stream s = issue.stream;
     cudaStream_t cs = stream(s);
-    // The fp32 master copy starts as the parameter (the first optimizer op that uses it).
-    if (op.kind == OpKind::optimizer && op.inputs.size() == 5 && masters_to_fill_.erase(op.inputs[2].id)) {
-      const I64 n = std::min(op.inputs[0].numel(), op.inputs[2].numel());
-      CUDA_CHECK(cudaMemcpyAsync(storage(op.inputs[2], op.label), storage(op.inputs[0], op.label), sizeof(float) * n,
-                                 cudaMemcpyDeviceToDevice, cs));
-    }
     kernels::cuda::RunOptions options;
     options.seed = settings_.seed;
     options.iteration = iteration_;
@@ -288,15 +307,23 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     const Stream s = issue.stream;
     std::vector<Handle> after = issue.after;
     if (s != Stream::compute) after.push_back(record(Stream::compute));  // buffers written or zeroed there
-    DeviceBuffer buffer;
+    DeviceBuffer buffer, parts;
     std::vector<int> touched;
     for (const Tensor& t : op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket) {
       buffer.push_back(DeviceSpan{storage(t, op.label), t.numel()});
       touched.push_back(t.id);
     }
+    const bool sharded = op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_gather;
+    if (sharded) {  // out-of-place parts (CommShards); other kinds have none
+      for (const Tensor& t : op.shards.tensors) {
+        parts.push_back(DeviceSpan{storage(t, op.label), t.numel()});
+        touched.push_back(t.id);
+      }
+    }
     const std::int64_t id = begin_op(s, after);
     ++comm_ops_;
-    if (!trivial) collectives_->run(op, buffer, stream(s));
+    if (!trivial) collectives_->run(op, buffer, parts, stream(s));
+    else if (sharded && !parts.empty()) one_member_parts(op, buffer, parts, stream(s));
     OpRecord& r = ops_[static_cast<std::size_t>(id)];
     CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
     if (s != Stream::compute)
@@ -314,6 +341,28 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     throw;
   } catch (const std::exception& e) {
     throw cpu::OpError(op.label, e.what());
+  }
+}
+
+// A reduce-scatter or all-gather of one member: its part of each tensor is the whole tensor, so
+// the op is a copy between tensors and parts (added into the part when accumulating).
+void CudaDevice::one_member_parts(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts,
+                                  cudaStream_t s) {
+  if (parts.size() != full.size())
+    throw std::logic_error("collective with " + std::to_string(full.size()) + " tensors and " +
+                           std::to_string(parts.size()) + " parts");
+  for (std::size_t j = 0; j < full.size(); ++j) {
+    const I64 n = full[j].size;
+    if (parts[j].size < n) throw std::logic_error("part " + std::to_string(j) + " is smaller than its share");
+    if (n == 0) continue;
+    const bool reduce = op.kind == OpKind::reduce_scatter;
+    if (reduce && op.shards.accumulate) {
+      kernels::cuda::add_forward(parts[j].data, parts[j].data, full[j].data, n, n, s);
+      continue;
+    }
+    float* dst = reduce ? parts[j].data : full[j].data;
+    const float* src = reduce ? full[j].data : parts[j].data;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s));
   }
 }
 
