@@ -107,12 +107,13 @@ Tensor CudaDevice::alloc(std::string_view name, std::vector<std::int64_t> shape,
   names_[t.id] = std::string(name);
   buffers_[t.id] = Buffer{data, n, category};
   cudaStream_t s = stream(Stream::compute);
-  // Host-made values (parameters, data) are staged through pageable memory: cudaMemcpyAsync
-  // returns once they are copied out, so the vector may go at once.
+  // Host-made values (data) are staged through pageable memory: cudaMemcpyAsync returns once
+  // they are copied out, so the vector may go at once. A parameter's values wait for place()
+  // (its part of the logical tensor), or for the first op when it is never placed: computing
+  // them twice would double the host time of a large model's setup.
   std::vector<float> host;
   if (category == MemCategory::parameters) {
-    host.resize(static_cast<std::size_t>(n));
-    cpu::init_parameter(name, host.data(), n, settings_.seed, settings_.init_std);
+    unplaced_parameters_.push_back(t.id);
   } else if (category == MemCategory::activations && settings_.data && iteration_ >= 0) {
     I64 k = 0;
     std::string_view role;
@@ -138,17 +139,31 @@ void CudaDevice::free_buffer(int tensor_id, cudaEvent_t ready) {
   buffers_.erase(it);
 }
 
+void CudaDevice::upload(float* device, const std::vector<float>& host) {
+  CUDA_CHECK(cudaMemcpyAsync(device, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice,
+                             stream(Stream::compute)));
+}
+
+void CudaDevice::init_unplaced_parameters() {
+  for (int id : unplaced_parameters_) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end() || placements_.count(id)) continue;
+    std::vector<float> host(static_cast<std::size_t>(it->second.numel));
+    cpu::init_parameter(names_.at(id), host.data(), it->second.numel, settings_.seed, settings_.init_std);
+    upload(it->second.data, host);
+  }
+  unplaced_parameters_.clear();
+}
+
 void CudaDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
   placements_[tensor.id] = placement;
   auto it = buffers_.find(tensor.id);
   if (it == buffers_.end()) return;
   // The CPU backend's values, made on the host (one source of truth for both backends).
   std::vector<float> host(static_cast<std::size_t>(it->second.numel));
-  if (!cpu::init_placed_tensor(it->second.category, placement, host.data(), it->second.numel, settings_.seed,
-                               settings_.init_std))
-    return;
-  CUDA_CHECK(cudaMemcpyAsync(it->second.data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice,
-                             stream(Stream::compute)));
+  if (cpu::init_placed_tensor(it->second.category, placement, host.data(), it->second.numel, settings_.seed,
+                              settings_.init_std))
+    upload(it->second.data, host);
 }
 
 void CudaDevice::release(const Tensor& tensor) {
@@ -196,7 +211,10 @@ float* CudaDevice::storage(const Tensor& tensor, const std::string& label) {
   return it->second.data;
 }
 
-float* CudaDevice::device_data(const Tensor& tensor) { return storage(tensor, "device_data()"); }
+float* CudaDevice::device_data(const Tensor& tensor) {
+  if (!unplaced_parameters_.empty()) init_unplaced_parameters();
+  return storage(tensor, "device_data()");
+}
 
 std::vector<float> CudaDevice::read(const Tensor& tensor) {
   float* p = storage(tensor, "read()");
@@ -237,6 +255,7 @@ std::map<std::string, std::vector<float>> CudaDevice::snapshot(const std::set<Me
 // ---------------------------------------------------------------- ops
 
 std::int64_t CudaDevice::begin_op(Stream s, const std::vector<Handle>& after) {
+  if (!unplaced_parameters_.empty()) init_unplaced_parameters();
   for (const Handle& h : after) {
     if (!h.valid()) continue;
     if (static_cast<std::size_t>(h.id) >= ops_.size()) throw std::logic_error("wait on unknown handle " + std::to_string(h.id));
@@ -383,6 +402,7 @@ Handle CudaDevice::record(Stream s) {
 }
 
 void CudaDevice::synchronize() {
+  if (!unplaced_parameters_.empty()) init_unplaced_parameters();
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
 }
 

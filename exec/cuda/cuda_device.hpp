@@ -116,6 +116,8 @@ class CudaDevice final : public Runtime {
   float* storage(const Tensor& tensor, const std::string& label);
   cudaEvent_t event();
   void free_buffer(int tensor_id, cudaEvent_t ready);
+  void upload(float* device, const std::vector<float>& host);  // on the compute stream
+  void init_unplaced_parameters();  // whole-tensor values of parameters never placed
   void one_member_parts(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts, cudaStream_t s);
   std::int64_t begin_op(Stream stream, const std::vector<Handle>& after);
   void finish_iteration_records();
@@ -145,6 +147,7 @@ class CudaDevice final : public Runtime {
   std::unordered_map<int, Buffer> buffers_;
   std::unordered_map<int, std::string> names_;
   std::unordered_map<int, TensorPlacement> placements_;
+  std::vector<int> unplaced_parameters_;  // allocated since the last op, values not yet set
   std::unordered_map<int, std::int64_t> last_comm_op_;  // tensor -> handle of the last comm op using it
   MemoryLedger memory_;
   int next_tensor_id_ = 0;

@@ -88,7 +88,7 @@ TEST_P(CudaPlacement, EveryRankStartsFromTheCpuBackendsValues) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Strategies, CudaPlacement,
+    CudaStrategies, CudaPlacement,  // 'Cuda*': the GPU check's filter (tests/gpu/check.sh)
     ::testing::Values(Shape{"tp2_sp", 2, 1, 1, true}, Shape{"zero3_dp2_masters", 1, 1, 2, false, 3,
                                                              PipelineSchedule::one_f_one_b, 1, DType::bf16},
                       Shape{"tp2_pp2_zero1_masters", 2, 2, 1, false, 1, PipelineSchedule::one_f_one_b, 1, DType::bf16}),
