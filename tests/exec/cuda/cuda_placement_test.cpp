@@ -27,19 +27,8 @@ using Shape = cpu::testing::HybridShape;
 const std::set<MemCategory> kState{MemCategory::parameters, MemCategory::optimizer_state};
 constexpr std::uint64_t kSeed = 99;
 
-std::shared_ptr<const Model> small_gpt() {
-  TransformerConfig c;
-  c.name = "gpt-placement-test";
-  c.num_layers = 2;
-  c.hidden_size = 64;
-  c.num_attention_heads = 4;
-  c.vocab_size = 250;  // not a multiple of tp: padded vocabulary rows start at 0
-  c.seq_length = 16;
-  c.max_position_embeddings = 16;
-  c.hidden_dropout = 0;
-  c.attention_dropout = 0;
-  return std::make_shared<TransformerModel>(c);
-}
+// The vocabulary is not a multiple of tp: padded rows start at 0.
+std::shared_ptr<const Model> small_gpt() { return cpu::testing::small_gpt("gpt-placement-test", 2, 64, 4, 250, 16); }
 
 std::unique_ptr<HybridParallel> hybrid(const Shape& s) {
   TrainingConfig training;
