@@ -128,13 +128,7 @@ void CpuDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
   if (it == buffers_.end()) return;
   const DeviceSettings& s = context_.settings();
   Buffer& b = it->second;
-  constexpr std::string_view kMaster = ".master";
-  if (b.category == MemCategory::parameters) {
-    init_placed(placement, placement.name, b.data.get(), b.numel, s.seed, s.init_std);
-  } else if (b.category == MemCategory::optimizer_state && ends_with(placement.name, kMaster)) {
-    const std::string_view param(placement.name.data(), placement.name.size() - kMaster.size());
-    init_placed(placement, param, b.data.get(), b.numel, s.seed, s.init_std);
-  }
+  init_placed_tensor(b.category, placement, b.data.get(), b.numel, s.seed, s.init_std);
 }
 
 TensorPlacement CpuDevice::placement_locked(int tensor_id) const {

@@ -88,6 +88,21 @@ void init_placed(const TensorPlacement& placement, std::string_view name, float*
   }
 }
 
+bool init_placed_tensor(MemCategory category, const TensorPlacement& placement, float* data, std::int64_t n,
+                        std::uint64_t seed, float std_dev) {
+  constexpr std::string_view kMaster = ".master";
+  if (category == MemCategory::parameters) {
+    init_placed(placement, placement.name, data, n, seed, std_dev);
+    return true;
+  }
+  if (category == MemCategory::optimizer_state && ends_with(placement.name, kMaster)) {
+    const std::string_view param(placement.name.data(), placement.name.size() - kMaster.size());
+    init_placed(placement, param, data, n, seed, std_dev);
+    return true;
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------- text corpus
 
 std::string generate_corpus(std::uint64_t seed, std::size_t bytes) {

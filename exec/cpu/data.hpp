@@ -106,5 +106,12 @@ void init_parameter(std::string_view name, float* data, std::int64_t n, std::uin
 // `name` (placement.name, or the parameter a ".master" copy belongs to).
 void init_placed(const TensorPlacement& placement, std::string_view name, float* data, std::int64_t n,
                  std::uint64_t seed, float std_dev);
+// What Runtime::place() sets, on every backend with real memory (the CUDA backend computes it
+// on the host and copies it over): a parameter (category parameters) becomes its part of the
+// logical tensor, an fp32 master copy (optimizer_state, placement "<param>.master") the same
+// part of its parameter's initial value, as mixed-precision frameworks copy the parameters into
+// the masters at setup. Returns false, leaving `data` alone, for any other tensor.
+bool init_placed_tensor(MemCategory category, const TensorPlacement& placement, float* data, std::int64_t n,
+                        std::uint64_t seed, float std_dev);
 
 }  // namespace tandem::exec::cpu

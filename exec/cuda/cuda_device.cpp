@@ -5,6 +5,7 @@
 
 #include "exec/common/op_labels.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/elementwise.cuh"
 
 namespace tandem::exec::cuda {
 namespace {
@@ -106,14 +107,13 @@ Tensor CudaDevice::alloc(std::string_view name, std::vector<std::int64_t> shape,
   names_[t.id] = std::string(name);
   buffers_[t.id] = Buffer{data, n, category};
   cudaStream_t s = stream(Stream::compute);
-  // Host-made values (parameters, data) are staged through pageable memory: cudaMemcpyAsync
-  // returns once they are copied out, so the vector may go at once.
+  // Host-made values (data) are staged through pageable memory: cudaMemcpyAsync returns once
+  // they are copied out, so the vector may go at once. A parameter's values wait for place()
+  // (its part of the logical tensor), or for the first op when it is never placed: computing
+  // them twice would double the host time of a large model's setup.
   std::vector<float> host;
   if (category == MemCategory::parameters) {
-    host.resize(static_cast<std::size_t>(n));
-    cpu::init_parameter(name, host.data(), n, settings_.seed, settings_.init_std);
-  } else if (category == MemCategory::optimizer_state && ends_with(name, ".master")) {
-    masters_to_fill_.insert(t.id);
+    unplaced_parameters_.push_back(t.id);
   } else if (category == MemCategory::activations && settings_.data && iteration_ >= 0) {
     I64 k = 0;
     std::string_view role;
@@ -137,7 +137,33 @@ void CudaDevice::free_buffer(int tensor_id, cudaEvent_t ready) {
   allocator_.free(it->second.data, ready);
   if (it->second.category == MemCategory::activations) names_.erase(tensor_id);
   buffers_.erase(it);
-  masters_to_fill_.erase(tensor_id);
+}
+
+void CudaDevice::upload(float* device, const std::vector<float>& host) {
+  CUDA_CHECK(cudaMemcpyAsync(device, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice,
+                             stream(Stream::compute)));
+}
+
+void CudaDevice::init_unplaced_parameters() {
+  for (int id : unplaced_parameters_) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end() || placements_.count(id)) continue;
+    std::vector<float> host(static_cast<std::size_t>(it->second.numel));
+    cpu::init_parameter(names_.at(id), host.data(), it->second.numel, settings_.seed, settings_.init_std);
+    upload(it->second.data, host);
+  }
+  unplaced_parameters_.clear();
+}
+
+void CudaDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
+  placements_[tensor.id] = placement;
+  auto it = buffers_.find(tensor.id);
+  if (it == buffers_.end()) return;
+  // The CPU backend's values, made on the host (one source of truth for both backends).
+  std::vector<float> host(static_cast<std::size_t>(it->second.numel));
+  if (cpu::init_placed_tensor(it->second.category, placement, host.data(), it->second.numel, settings_.seed,
+                              settings_.init_std))
+    upload(it->second.data, host);
 }
 
 void CudaDevice::release(const Tensor& tensor) {
@@ -185,13 +211,30 @@ float* CudaDevice::storage(const Tensor& tensor, const std::string& label) {
   return it->second.data;
 }
 
-float* CudaDevice::device_data(const Tensor& tensor) { return storage(tensor, "device_data()"); }
+float* CudaDevice::device_data(const Tensor& tensor) {
+  if (!unplaced_parameters_.empty()) init_unplaced_parameters();
+  return storage(tensor, "device_data()");
+}
 
 std::vector<float> CudaDevice::read(const Tensor& tensor) {
   float* p = storage(tensor, "read()");
   synchronize();
   std::vector<float> out(static_cast<std::size_t>(tensor.numel()));
   CUDA_CHECK(cudaMemcpy(out.data(), p, sizeof(float) * out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+std::vector<cpu::PlacedTensor> CudaDevice::placed_snapshot(const std::set<MemCategory>& categories) {
+  synchronize();
+  std::vector<cpu::PlacedTensor> out;
+  for (const auto& [id, b] : buffers_) {
+    if (!categories.count(b.category)) continue;
+    auto placed = placements_.find(id);
+    cpu::PlacedTensor t{placed != placements_.end() ? placed->second : whole_tensor(names_.at(id), {b.numel}),
+                        std::vector<float>(static_cast<std::size_t>(b.numel))};
+    CUDA_CHECK(cudaMemcpy(t.values.data(), b.data, sizeof(float) * t.values.size(), cudaMemcpyDeviceToHost));
+    out.push_back(std::move(t));
+  }
   return out;
 }
 
@@ -212,6 +255,7 @@ std::map<std::string, std::vector<float>> CudaDevice::snapshot(const std::set<Me
 // ---------------------------------------------------------------- ops
 
 std::int64_t CudaDevice::begin_op(Stream s, const std::vector<Handle>& after) {
+  if (!unplaced_parameters_.empty()) init_unplaced_parameters();
   for (const Handle& h : after) {
     if (!h.valid()) continue;
     if (static_cast<std::size_t>(h.id) >= ops_.size()) throw std::logic_error("wait on unknown handle " + std::to_string(h.id));
@@ -231,12 +275,6 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
   try {
     const Stream s = issue.stream;
     cudaStream_t cs = stream(s);
-    // The fp32 master copy starts as the parameter (the first optimizer op that uses it).
-    if (op.kind == OpKind::optimizer && op.inputs.size() == 5 && masters_to_fill_.erase(op.inputs[2].id)) {
-      const I64 n = std::min(op.inputs[0].numel(), op.inputs[2].numel());
-      CUDA_CHECK(cudaMemcpyAsync(storage(op.inputs[2], op.label), storage(op.inputs[0], op.label), sizeof(float) * n,
-                                 cudaMemcpyDeviceToDevice, cs));
-    }
     kernels::cuda::RunOptions options;
     options.seed = settings_.seed;
     options.iteration = iteration_;
@@ -288,15 +326,23 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     const Stream s = issue.stream;
     std::vector<Handle> after = issue.after;
     if (s != Stream::compute) after.push_back(record(Stream::compute));  // buffers written or zeroed there
-    DeviceBuffer buffer;
+    DeviceBuffer buffer, parts;
     std::vector<int> touched;
     for (const Tensor& t : op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket) {
       buffer.push_back(DeviceSpan{storage(t, op.label), t.numel()});
       touched.push_back(t.id);
     }
+    const bool sharded = op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_gather;
+    if (sharded) {  // out-of-place parts (CommShards); other kinds have none
+      for (const Tensor& t : op.shards.tensors) {
+        parts.push_back(DeviceSpan{storage(t, op.label), t.numel()});
+        touched.push_back(t.id);
+      }
+    }
     const std::int64_t id = begin_op(s, after);
     ++comm_ops_;
-    if (!trivial) collectives_->run(op, buffer, stream(s));
+    if (!trivial) collectives_->run(op, buffer, parts, stream(s));
+    else if (sharded && !parts.empty()) one_member_parts(op, buffer, parts, stream(s));
     OpRecord& r = ops_[static_cast<std::size_t>(id)];
     CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
     if (s != Stream::compute)
@@ -317,6 +363,28 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
   }
 }
 
+// A reduce-scatter or all-gather of one member: its part of each tensor is the whole tensor, so
+// the op is a copy between tensors and parts (added into the part when accumulating).
+void CudaDevice::one_member_parts(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts,
+                                  cudaStream_t s) {
+  if (parts.size() != full.size())
+    throw std::logic_error("collective with " + std::to_string(full.size()) + " tensors and " +
+                           std::to_string(parts.size()) + " parts");
+  for (std::size_t j = 0; j < full.size(); ++j) {
+    const I64 n = full[j].size;
+    if (parts[j].size < n) throw std::logic_error("part " + std::to_string(j) + " is smaller than its share");
+    if (n == 0) continue;
+    const bool reduce = op.kind == OpKind::reduce_scatter;
+    if (reduce && op.shards.accumulate) {
+      kernels::cuda::add_forward(parts[j].data, parts[j].data, full[j].data, n, n, s);
+      continue;
+    }
+    float* dst = reduce ? parts[j].data : full[j].data;
+    const float* src = reduce ? full[j].data : parts[j].data;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s));
+  }
+}
+
 void CudaDevice::wait(Handle handle) {
   if (!handle.valid()) return;
   if (static_cast<std::size_t>(handle.id) >= ops_.size())
@@ -334,6 +402,7 @@ Handle CudaDevice::record(Stream s) {
 }
 
 void CudaDevice::synchronize() {
+  if (!unplaced_parameters_.empty()) init_unplaced_parameters();
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
 }
 

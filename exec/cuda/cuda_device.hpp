@@ -6,8 +6,10 @@
 // of kernels/cpu/dispatch.hpp, so the CUDA kernels read the same layouts as the CPU ones. The
 // MemoryLedger counts the DECLARED bytes by category (the simulator's notion of peak memory);
 // the allocator reports what the GPU really held (peak in use, peak reserved). Parameters, data
-// tensors and fp32 masters are initialised exactly as on the CPU backend (exec/cpu/data.hpp:
-// same values, copied to the device), so both backends train the same numbers.
+// tensors and, at place(), placed parameters and fp32 masters are initialised exactly as on the
+// CPU backend (exec/cpu/data.hpp: the same host code's values, copied to the device), so both
+// backends start every strategy from the same global weights and train the same numbers.
+// placed_snapshot() gives the state in the CPU backend's global form (global_state.hpp).
 //
 // Streams. One CUDA stream per Runtime stream (compute, dp_comm, tp_comm, pp_send, pp_recv).
 // Every op is enqueued asynchronously between two CUDA events (start, end); its Handle is its
@@ -32,12 +34,12 @@
 #include <set>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "analysis/trace.hpp"
 #include "exec/cpu/cpu_device.hpp"
 #include "exec/cpu/data.hpp"
+#include "exec/cpu/global_state.hpp"
 #include "exec/cuda/caching_allocator.hpp"
 #include "exec/cuda/nccl_collectives.hpp"
 #include "kernels/cuda/dispatch.hpp"
@@ -71,6 +73,7 @@ class CudaDevice final : public Runtime {
   void release(const Tensor& tensor) override;
   void reacquire(const Tensor& tensor, MemCategory category) override;
   void release_after(const Tensor& tensor, Handle handle) override;
+  void place(const Tensor& tensor, const TensorPlacement& placement) override;
   Handle compute(ComputeOp op, const Issue& issue) override;
   Handle communicate(CommOp op, const Issue& issue) override;
   void wait(Handle handle) override;
@@ -92,6 +95,8 @@ class CudaDevice final : public Runtime {
   std::size_t compute_ops() const { return compute_ops_; }
   std::size_t comm_ops() const { return comm_ops_; }
   std::map<std::string, std::vector<float>> snapshot(const std::set<MemCategory>& categories);
+  // Live tensors of these categories with their placements (unplaced: whole, under their name).
+  std::vector<cpu::PlacedTensor> placed_snapshot(const std::set<MemCategory>& categories);
   cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)]; }
   kernels::cuda::Blas& blas() { return *blas_; }
 
@@ -111,6 +116,9 @@ class CudaDevice final : public Runtime {
   float* storage(const Tensor& tensor, const std::string& label);
   cudaEvent_t event();
   void free_buffer(int tensor_id, cudaEvent_t ready);
+  void upload(float* device, const std::vector<float>& host);  // on the compute stream
+  void init_unplaced_parameters();  // whole-tensor values of parameters never placed
+  void one_member_parts(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts, cudaStream_t s);
   std::int64_t begin_op(Stream stream, const std::vector<Handle>& after);
   void finish_iteration_records();
   void* workspace(std::size_t bytes);
@@ -138,7 +146,8 @@ class CudaDevice final : public Runtime {
 
   std::unordered_map<int, Buffer> buffers_;
   std::unordered_map<int, std::string> names_;
-  std::unordered_set<int> masters_to_fill_;
+  std::unordered_map<int, TensorPlacement> placements_;
+  std::vector<int> unplaced_parameters_;  // allocated since the last op, values not yet set
   std::unordered_map<int, std::int64_t> last_comm_op_;  // tensor -> handle of the last comm op using it
   MemoryLedger memory_;
   int next_tensor_id_ = 0;

@@ -123,6 +123,9 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
     result.trace.source = "cuda";
     if (o.record_trace) result.trace.records = device.trace_records();
     if (o.capture_parameters) result.parameters.push_back(device.snapshot({MemCategory::parameters}));
+    // The logical tensors need every rank's parts: this process holds them all only when alone.
+    if (o.capture_parameters && world == 1)
+      result.global_parameters = cpu::assemble_global({device.placed_snapshot({MemCategory::parameters})});
   }
   double measured_time = 0;
   int measured = 0;

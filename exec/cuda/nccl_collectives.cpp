@@ -6,7 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/cuda/shard_layout.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/elementwise.cuh"
 
 #define NCCL_CHECK(call)                                                                                   \
   do {                                                                                                     \
@@ -91,7 +93,71 @@ void* NcclCollectives::comm_for(const Group& group) {
   return comm;
 }
 
-void NcclCollectives::run(const CommOp& op, const DeviceBuffer& buffer, cudaStream_t stream) {
+void NcclCollectives::sharded(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts, void* comm_handle,
+                              int members, int me, cudaStream_t stream) {
+  const std::vector<Tensor>& tensors = op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket;
+  if (tensors.size() != full.size()) throw std::logic_error("collective: one device span per tensor");
+  const bool out_of_place = !parts.empty();
+  if (out_of_place && parts.size() != full.size())
+    throw std::logic_error("collective with " + std::to_string(full.size()) + " tensors and " +
+                           std::to_string(parts.size()) + " parts");
+  if (!out_of_place && op.shards.dim >= 0) throw std::logic_error("parts along a dimension need part tensors");
+  std::vector<std::vector<I64>> shapes;
+  for (const Tensor& t : tensors) shapes.push_back(t.shape);
+  const ShardLayout layout = shard_layout(shapes, members, op.shards.dim);
+  for (std::size_t j = 0; out_of_place && j < parts.size(); ++j)
+    for (const Segment& seg : layout.members[static_cast<std::size_t>(me)])
+      if (seg.tensor == static_cast<int>(j) && parts[j].size < seg.part_offset + seg.floats)
+        throw std::logic_error("part " + std::to_string(j) + " is smaller than its share");
+  ncclComm_t comm = nc(comm_handle);
+  const bool reduce = op.kind == OpKind::reduce_scatter;
+  const auto count = static_cast<std::size_t>(layout.chunk);
+  const auto& mine = layout.members[static_cast<std::size_t>(me)];
+  // Where this member's segment lives on its side: its out-of-place part or its place in the tensor.
+  auto own = [&](const Segment& seg) {
+    return out_of_place ? parts[seg.tensor].data + seg.part_offset : full[seg.tensor].data + seg.full_offset;
+  };
+  auto copy = [&](float* dst, const float* src, I64 floats) {
+    if (dst != src && floats > 0)
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * static_cast<std::size_t>(floats), cudaMemcpyDeviceToDevice,
+                                 stream));
+  };
+  if (layout.chunk == 0) return;
+  // One tensor whose member-major layout is its own (even element-wise parts, or blocks along
+  // the leading dimension): NCCL reads and writes it directly.
+  if (layout.is_identity() && !(reduce && op.shards.accumulate)) {
+    float* data = full[0].data;
+    float* part = out_of_place ? parts[0].data : data + me * layout.chunk;
+    if (reduce) NCCL_CHECK(ncclReduceScatter(data, part, count, ncclFloat32, nccl_op(op.reduce), comm, stream));
+    else NCCL_CHECK(ncclAllGather(part, data, count, ncclFloat32, comm, stream));
+    return;
+  }
+  float* staging = staging_.allocate(layout.chunk * members);
+  if (layout.has_padding())
+    CUDA_CHECK(cudaMemsetAsync(staging, 0, sizeof(float) * count * static_cast<std::size_t>(members), stream));
+  float* my_chunk = staging + me * layout.chunk;
+  if (reduce) {
+    for (const auto& segs : layout.members)
+      for (const Segment& seg : segs) copy(staging + seg.staging_offset, full[seg.tensor].data + seg.full_offset, seg.floats);
+    NCCL_CHECK(ncclReduceScatter(staging, my_chunk, count, ncclFloat32, nccl_op(op.reduce), comm, stream));
+    for (const Segment& seg : mine) {
+      float* dst = own(seg);
+      if (op.shards.accumulate && out_of_place)
+        kernels::cuda::add_forward(dst, dst, staging + seg.staging_offset, seg.floats, seg.floats, stream);
+      else
+        copy(dst, staging + seg.staging_offset, seg.floats);
+    }
+  } else {
+    for (const Segment& seg : mine) copy(staging + seg.staging_offset, own(seg), seg.floats);
+    NCCL_CHECK(ncclAllGather(my_chunk, staging, count, ncclFloat32, comm, stream));
+    for (const auto& segs : layout.members)
+      for (const Segment& seg : segs) copy(full[seg.tensor].data + seg.full_offset, staging + seg.staging_offset, seg.floats);
+  }
+  staging_.free_after(staging, stream);
+}
+
+void NcclCollectives::run(const CommOp& op, const DeviceBuffer& buffer, const DeviceBuffer& parts,
+                          cudaStream_t stream) {
   const I64 size = flat_size(buffer);
   const bool single = buffer.size() == 1;
   if (op.kind == OpKind::send || op.kind == OpKind::recv) {
@@ -109,8 +175,6 @@ void NcclCollectives::run(const CommOp& op, const DeviceBuffer& buffer, cudaStre
   ncclComm_t comm = nc(comm_for(op.group));
   const I64 n = op.group.size();
   const I64 index = op.group.index_of(bootstrap_.rank());
-  const I64 slice = (size + n - 1) / n;  // shard_range: ceil slices, the last ones shorter
-  const bool even = slice * n == size;
   const auto count = [](I64 v) { return static_cast<std::size_t>(v); };
 
   switch (op.kind) {
@@ -132,27 +196,9 @@ void NcclCollectives::run(const CommOp& op, const DeviceBuffer& buffer, cudaStre
       return;
     }
     case OpKind::reduce_scatter:
-    case OpKind::all_gather: {
-      const bool direct = single && even;
-      float* data = direct ? buffer[0].data : staging_.allocate(slice * n);
-      const I64 begin = std::min(index * slice, size), end = std::min(begin + slice, size);
-      if (!direct) {
-        CUDA_CHECK(cudaMemsetAsync(data, 0, sizeof(float) * count(slice * n), stream));
-        if (op.kind == OpKind::reduce_scatter) copy_range(buffer, data, 0, size, true, stream);
-        else copy_range(buffer, data + begin, begin, end, true, stream);
-      }
-      if (op.kind == OpKind::reduce_scatter)
-        NCCL_CHECK(ncclReduceScatter(data, data + index * slice, count(slice), ncclFloat32, nccl_op(op.reduce), comm,
-                                     stream));
-      else
-        NCCL_CHECK(ncclAllGather(data + index * slice, data, count(slice), ncclFloat32, comm, stream));
-      if (!direct) {
-        if (op.kind == OpKind::reduce_scatter) copy_range(buffer, data + begin, begin, end, false, stream);
-        else copy_range(buffer, data, 0, size, false, stream);
-        staging_.free_after(data, stream);
-      }
+    case OpKind::all_gather:
+      sharded(op, buffer, parts, comm, static_cast<int>(n), static_cast<int>(index), stream);
       return;
-    }
     case OpKind::all_to_all: {
       if (size % n) throw std::logic_error("all_to_all: the buffer does not split into " + std::to_string(n) + " chunks");
       const I64 chunk = size / n;

@@ -1,7 +1,10 @@
-// The CUDA backend's communication: NCCL on the stream the strategy chose, with the flat-buffer
-// conventions of exec/cpu/shared_memory_collectives.hpp (a bucket of tensors is one flat buffer;
-// reduce-scatter leaves member i's result in its own slice shard_range(size, n, i); all-gather
-// fills the whole buffer from every member's slice; all-to-all swaps n equal chunks).
+// The CUDA backend's communication: NCCL on the stream the strategy chose, with the conventions
+// of exec/cpu/shared_memory_collectives.hpp and CommShards (strategies/op.hpp): all-reduce,
+// broadcast and send/recv treat a bucket of tensors as one flat buffer; reduce-scatter and
+// all-gather split EACH tensor on its own (member i's part shard_range(n_j, members, i), or
+// blocks along CommShards::dim), in place (the part at its position in the tensor) or out of
+// place (CommShards::tensors, the reduce-scatter adding into them when `accumulate`), through
+// the member-major staging of shard_layout.hpp; all-to-all swaps n equal chunks.
 //
 // Communicators: one over all ranks (created at start, collectively; it also carries pipeline
 // send/recv between any two ranks) and one per group id, created on the group's first
@@ -11,9 +14,9 @@
 // the joins meet; a strategy that would first use two groups in opposite orders on two ranks
 // would deadlock here (none does).
 //
-// Buffers: a single tensor whose slices are equal is used in place; a bucket, or uneven slices,
-// go through a contiguous staging buffer (zero-padded to n equal slices) packed and unpacked on
-// the same stream.
+// Buffers: a single tensor whose member-major layout is its own (even parts) is used directly;
+// a bucket, uneven parts or blocks along an inner dimension go through a contiguous staging
+// buffer (zero-padded to n equal chunks) packed and unpacked on the same stream.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -46,11 +49,14 @@ class NcclCollectives {
   NcclCollectives(const NcclCollectives&) = delete;
   NcclCollectives& operator=(const NcclCollectives&) = delete;
 
-  // Enqueues `op` (a collective or send/recv) on `stream`. Throws on a malformed op or an NCCL
-  // error (naming the call).
-  void run(const CommOp& op, const DeviceBuffer& buffer, cudaStream_t stream);
+  // Enqueues `op` (a collective or send/recv) on `stream`: `buffer` holds the op's tensors
+  // (bucket order, or CommOp::buffer), `parts` its out-of-place parts (CommShards::tensors;
+  // empty: in place). Throws on a malformed op or an NCCL error (naming the call).
+  void run(const CommOp& op, const DeviceBuffer& buffer, const DeviceBuffer& parts, cudaStream_t stream);
 
  private:
+  void sharded(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts, void* comm, int members, int me,
+               cudaStream_t stream);
   void* comm_for(const Group& group);  // ncclComm_t
   Bootstrap& bootstrap_;
   Staging staging_;

@@ -262,16 +262,35 @@ void embedding(const Op& c, const EmbeddingArgs& a) {
                                 c.stream());
 }
 
+// LossArgs::step: the vocab-parallel steps, with the tensors of kernels/cpu/dispatch.hpp.
 void loss(const Op& c, const LossArgs& a) {
   const I64 n = a.tokens * a.vocab;
-  const std::int32_t* labels = c.ids(1, a.tokens);
-  if (!a.backward) {
-    cross_entropy_forward(c.out(0, n), c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr, c.in(0, n), labels,
-                          a.tokens, a.vocab, 0, c.stream());
+  if (!a.backward && a.step == LossStep::shard_max) {  // inputs {logits} outputs {row max}
+    softmax_shard_max(c.out(0, a.tokens), c.in(0, n), a.tokens, a.vocab, c.stream());
     return;
   }
-  const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
-  cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale, 0, c.stream());
+  const std::int32_t* labels = c.ids(1, a.tokens);
+  if (a.backward) {
+    const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
+    cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale, a.vocab_offset, c.stream());
+    return;
+  }
+  float* stats = c.outputs() > 1 ? c.out(1, 2 * a.tokens) : nullptr;
+  switch (a.step) {
+    case LossStep::full:
+      cross_entropy_forward(c.out(0, n), stats, c.in(0, n), labels, a.tokens, a.vocab, a.vocab_offset, c.stream());
+      return;
+    case LossStep::shard_sum_exp:  // inputs {logits, labels, global max} outputs {sums [t, 2]}
+      softmax_shard_sum_exp(c.out(0, 2 * a.tokens), c.in(0, n), labels, c.in(2, a.tokens), a.tokens, a.vocab,
+                            a.vocab_offset, c.stream());
+      return;
+    case LossStep::shard_finish:  // inputs {logits, labels, global max, sums} outputs {softmax[, stats]}
+      cross_entropy_shard_finish(c.out(0, n), stats, c.in(0, n), c.in(2, a.tokens), c.in(3, 2 * a.tokens), labels,
+                                 a.tokens, a.vocab, c.stream());
+      return;
+    default:
+      c.fail("unknown loss step");
+  }
 }
 
 void optimizer(const Op& c, const OptimizerArgs& a) {
@@ -280,8 +299,12 @@ void optimizer(const Op& c, const OptimizerArgs& a) {
   if (a.offset < 0) c.fail("adamw offset must be >= 0");
   if (a.step < 1) c.fail("adamw step is 1-based");
   const I64 n = a.numel, off = a.offset;
-  adamw_update(c.in(0, off + n) + off, with_master ? c.in(2, n) : nullptr, c.in(with_master ? 3 : 2, n),
-               c.in(with_master ? 4 : 3, n), c.in(1, off + n) + off, n,
+  // A param or grad tensor too small to hold [offset, offset + numel) is this rank's shard
+  // itself (ZeRO-2 gradient partitions, ZeRO-3 parameter partitions): read from its start.
+  auto at_offset = [&](std::size_t i) { return c.tensor(true, i).numel() >= off + n ? off : I64{0}; };
+  const I64 param_at = at_offset(0), grad_at = at_offset(1);
+  adamw_update(c.in(0, param_at + n) + param_at, with_master ? c.in(2, n) : nullptr, c.in(with_master ? 3 : 2, n),
+               c.in(with_master ? 4 : 3, n), c.in(1, grad_at + n) + grad_at, n,
                adamw_step(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.grad_scale, a.step), c.stream());
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strategies/hybrid_parallel.hpp"
+#include "strategies/models/transformer.hpp"
 
 namespace tandem::exec::cpu::testing {
 
@@ -19,6 +20,23 @@ struct HybridShape {
   int virtual_stages = 1;
   DType precision = DType::fp32;
 };
+
+// A small GPT without dropout (so that strategies are comparable number for number); positions
+// cover the sequence.
+inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std::int64_t hidden, int heads,
+                                              std::int64_t vocab, std::int64_t seq) {
+  TransformerConfig c;
+  c.name = std::move(name);
+  c.num_layers = layers;
+  c.hidden_size = hidden;
+  c.num_attention_heads = heads;
+  c.vocab_size = vocab;
+  c.seq_length = seq;
+  c.max_position_embeddings = seq;
+  c.hidden_dropout = 0;
+  c.attention_dropout = 0;
+  return std::make_shared<TransformerModel>(std::move(c));
+}
 
 // Global batch 8 in micro-batches of 2; `training` supplies the rest (lr, sequence length).
 inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> model, const HybridShape& s,

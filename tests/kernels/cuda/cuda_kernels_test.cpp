@@ -177,6 +177,55 @@ TEST(CudaKernels, CrossEntropyForwardAndBackwardMatchCpu) {
                MathMode::fp32, 1e-5, static_cast<std::int32_t>(vocab));
 }
 
+// The vocab-parallel steps (LossStep) of a shard holding vocab ids [offset, offset + vocab).
+// The test labels are (7i + 3) mod limit (cuda_test_support.hpp): with vocab 50, offset 50 and
+// limit 150 they fall below, inside and above the shard; with vocab 700 (rows wider than a
+// block) all are inside. The global max and sums inputs are arbitrary (sums positive, as after
+// the all-reduce).
+TEST(CudaKernels, VocabParallelCrossEntropyStepsMatchCpu) {
+  TANDEM_REQUIRE_GPU();
+  const I64 tokens = 23;
+  struct Shard {
+    I64 vocab, offset;
+    std::int32_t limit;
+  };
+  for (const Shard& sh : {Shard{50, 50, 150}, Shard{700, 0, 700}}) {
+    const I64 vocab = sh.vocab;
+    const Tensor logits = tensor(0, {tokens, vocab}), labels = tensor(1, {tokens}, DType::int32);
+    LossArgs a{tokens, vocab, false, sh.offset, LossStep::shard_max};
+    expect_agree(make_op(OpKind::loss, a, {logits}, {tensor(2, {tokens})}), MathMode::fp32, 1e-6, sh.limit);
+    a.step = LossStep::shard_sum_exp;
+    expect_agree(make_op(OpKind::loss, a, {logits, labels, tensor(2, {tokens})}, {tensor(3, {tokens, 2})}),
+                 MathMode::fp32, 1e-5, sh.limit);
+    a.step = LossStep::shard_finish;
+    expect_agree(make_op(OpKind::loss, a, {logits, labels, tensor(2, {tokens}), tensor(3, {tokens, 2})},
+                         {tensor(4, {tokens, vocab}), tensor(5, {tokens, 2})}),
+                 MathMode::fp32, 1e-5, sh.limit, {}, /*non_negative=*/{3});
+    // The unsharded forward and the backward take the shard's offset too.
+    a.step = LossStep::full;
+    expect_agree(make_op(OpKind::loss, a, {logits, labels}, {tensor(4, {tokens, vocab}), tensor(5, {tokens, 2})}),
+                 MathMode::fp32, 1e-5, sh.limit);
+    a.backward = true;
+    expect_agree(make_op(OpKind::loss, a, {logits, labels}, {tensor(4, {tokens, vocab})}), MathMode::fp32, 1e-5,
+                 sh.limit);
+  }
+}
+
+// ZeRO-2/3: a gradient or parameter tensor only the shard's size is the shard itself.
+TEST(CudaKernels, FusedAdamWReadsShardSizedParamsAndGradsFromTheirStart) {
+  TANDEM_REQUIRE_GPU();
+  const I64 shard = 300;
+  OptimizerArgs a;
+  a.numel = shard;
+  a.offset = 600;
+  a.step = 2;
+  expect_agree(make_op(OpKind::optimizer, a,
+                       {tensor(0, {shard}), tensor(1, {shard}), tensor(2, {shard}), tensor(3, {shard}),
+                        tensor(4, {shard})},
+                       {tensor(0, {shard}), tensor(2, {shard}), tensor(3, {shard}), tensor(4, {shard})}),
+               MathMode::fp32, 1e-5, 16, {}, /*non_negative=*/{4});
+}
+
 TEST(CudaKernels, FusedAdamWMatchesCpuWithMasterAndZeroOffset) {
   TANDEM_REQUIRE_GPU();
   const I64 n = 1000, shard = 300;
