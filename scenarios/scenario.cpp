@@ -275,7 +275,8 @@ Scenario load_scenario(const std::string& name_or_path) {
   Scenario s;
   s.file = resolve_scenario(name_or_path);
   const YamlNode root = YamlNode::load_file(s.file);
-  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation"});
+  // `search:` is read by load_search_scenario (search_spec.hpp); a plain load ignores it.
+  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation", "search"});
   s.name = root.str_or("name", fs::path(s.file).stem().string());
   s.description = root.str_or("description", "");
   read_model(root["model"], s);
