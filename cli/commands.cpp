@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/run_command.hpp"
+#include "cli/search_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
 #include "strategies/strategy.hpp"
@@ -19,6 +20,8 @@ int run(int argc, char** argv) {
   CLI::App* simulate_cmd = add_simulate_command(app, simulate);
   RunCommandOptions run_options;
   CLI::App* run_cmd = add_run_command(app, run_options);
+  SearchOptions search_options;
+  CLI::App* search_cmd = add_search_command(app, search_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +31,7 @@ int run(int argc, char** argv) {
   try {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
+    if (search_cmd->parsed()) return run_search_command(search_options);
   } catch (const InputError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitBadInput;
