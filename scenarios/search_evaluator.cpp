@@ -1,6 +1,7 @@
 #include "scenarios/search_evaluator.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "common/process_pool.hpp"
 #include "scenarios/candidate_scenario.hpp"
@@ -30,6 +31,11 @@ search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) c
   e.iteration_time_s = a.iteration_time_s;
   e.energy_per_iteration_j = a.energy_per_iteration_j;
   e.usd_per_s = search::usd_per_s(s.cluster, c.world_size());
+  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(strategy.get())) {
+    auto all_equal = [](const auto& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); };
+    e.even_batches = all_equal(hybrid->micro_batches_per_replica());
+    e.even_layers = all_equal(hybrid->layers_per_virtual_stage());
+  }
   return e;
 }
 

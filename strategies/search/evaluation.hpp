@@ -19,6 +19,10 @@ struct Estimate {
   Seconds iteration_time_s = 0;     // lower bound
   Joules energy_per_iteration_j = 0;  // lower bound
   double usd_per_s = 0;             // price of the devices used, per second
+  // Whether the batch shares / the layers per stage came out even: a speed-proportional split
+  // that came out even is the same strategy as its uniform twin (search.cpp keeps only one).
+  bool even_batches = false;
+  bool even_layers = false;
 };
 
 struct Evaluation {

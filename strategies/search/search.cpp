@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "strategies/search/search_state.hpp"
@@ -65,8 +66,16 @@ SearchResult run_search(const Enumeration& space, Evaluator& evaluator, const Se
   std::map<std::string, std::int64_t> dropped = space.dropped;
   std::vector<Candidate> valid;
   std::vector<Estimate> valid_estimates;
+  std::set<Candidate> buildable;
+  for (std::size_t i = 0; i < estimates.size(); ++i)
+    if (estimates[i].valid) buildable.insert(space.candidates[i]);
   for (std::size_t i = 0; i < estimates.size(); ++i) {
-    if (!estimates[i].valid) {
+    Candidate twin = space.candidates[i];
+    if (estimates[i].even_layers) twin.partition = HybridConfig::Partition::uniform;
+    if (estimates[i].even_batches) twin.batch_split = BatchSplit::even;
+    if (estimates[i].valid && twin != space.candidates[i] && buildable.count(twin)) {
+      ++dropped["same strategy as its uniform twin (splits came out even)"];
+    } else if (!estimates[i].valid) {
       ++dropped[estimates[i].invalid_reason];
     } else if (!settings.constraints.fits(estimates[i].memory_fraction)) {
       ++dropped["exceeds memory (analytic lower bound, with headroom)"];
