@@ -33,25 +33,30 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
     y << YAML::Key << "hidden_sizes" << YAML::Value << YAML::Flow << m.mlp.hidden_sizes;
     y << YAML::Key << "output_size" << YAML::Value << m.mlp.output_size;
   } else {
-    // A preset keeps the fields a scenario cannot spell (dropout, head dim); the rest are
-    // written out so that overrides survive.
+    // A preset is written by name plus the fields that differ from it: it keeps what a scenario
+    // cannot spell (dropout, head dim), and its own values are not re-validated as overrides.
     const TransformerConfig& t = m.transformer;
+    const bool preset = is_preset(t.name);
+    const TransformerConfig p = preset ? transformer_preset(t.name) : TransformerConfig{};
+    auto field = [&](const char* key, const auto& value, const auto& preset_value) {
+      if (!preset || value != preset_value) y << YAML::Key << key << YAML::Value << value;
+    };
     y << YAML::Key << "type" << YAML::Value << "transformer";
-    if (is_preset(t.name)) y << YAML::Key << "preset" << YAML::Value << t.name;
-    y << YAML::Key << "name" << YAML::Value << t.name;
-    y << YAML::Key << "num_layers" << YAML::Value << t.num_layers;
-    y << YAML::Key << "hidden_size" << YAML::Value << t.hidden_size;
-    y << YAML::Key << "num_attention_heads" << YAML::Value << t.num_attention_heads;
-    y << YAML::Key << "num_query_groups" << YAML::Value << t.query_groups();
-    y << YAML::Key << "ffn_hidden_size" << YAML::Value << t.ffn_size();
-    y << YAML::Key << "vocab_size" << YAML::Value << t.vocab_size;
-    y << YAML::Key << "seq_length" << YAML::Value << t.seq_length;
-    y << YAML::Key << "norm" << YAML::Value << to_string(t.norm);
-    y << YAML::Key << "activation" << YAML::Value << to_string(t.activation);
-    y << YAML::Key << "position" << YAML::Value << to_string(t.position);
-    y << YAML::Key << "tied_embeddings" << YAML::Value << t.tied_embeddings;
-    y << YAML::Key << "bias" << YAML::Value << t.bias;
-    y << YAML::Key << "use_flash_attn" << YAML::Value << t.use_flash_attn;
+    if (preset) y << YAML::Key << "preset" << YAML::Value << t.name;
+    else y << YAML::Key << "name" << YAML::Value << t.name;
+    field("num_layers", t.num_layers, p.num_layers);
+    field("hidden_size", t.hidden_size, p.hidden_size);
+    field("num_attention_heads", t.num_attention_heads, p.num_attention_heads);
+    field("num_query_groups", t.query_groups(), p.query_groups());
+    field("ffn_hidden_size", t.ffn_size(), p.ffn_size());
+    field("vocab_size", t.vocab_size, p.vocab_size);
+    field("seq_length", t.seq_length, p.seq_length);
+    field("norm", std::string(to_string(t.norm)), std::string(to_string(p.norm)));
+    field("activation", std::string(to_string(t.activation)), std::string(to_string(p.activation)));
+    field("position", std::string(to_string(t.position)), std::string(to_string(p.position)));
+    field("tied_embeddings", t.tied_embeddings, p.tied_embeddings);
+    field("bias", t.bias, p.bias);
+    field("use_flash_attn", t.use_flash_attn, p.use_flash_attn);
   }
   y << YAML::EndMap;
 }

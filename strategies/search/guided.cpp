@@ -51,8 +51,12 @@ class Guided {
     return neighbours_.emplace(i, std::move(out)).first->second;
   }
 
-  void evaluate(std::vector<int> batch) {
-    if (static_cast<int>(batch.size()) > budget_left()) batch.resize(budget_left());
+  void evaluate(const std::vector<int>& proposed) {
+    std::vector<int> batch;  // the new ones, as many as the budget allows
+    for (int i : proposed)
+      if (!state_.evaluated(i) && std::find(batch.begin(), batch.end(), i) == batch.end() &&
+          static_cast<int>(batch.size()) < budget_left())
+        batch.push_back(i);
     state_.set_remaining(budget_left());
     state_.evaluate(batch);
   }
@@ -86,7 +90,8 @@ class Guided {
     for (int c = 0; c < settings_.batch_size && !found.empty(); ++c) chains.push_back(found[c % found.size()].second);
     if (chains.empty()) return;
     double temperature = 0.1;  // relative worsening accepted with probability 1/e at the start
-    for (int stuck = 0; budget_left() > 0 && stuck < 4; temperature *= 0.8) {
+    constexpr int kMaxRounds = 10'000;  // a guard; the budget or "stuck" ends it long before
+    for (int stuck = 0, round = 0; budget_left() > 0 && stuck < 4 && round < kMaxRounds; temperature *= 0.8, ++round) {
       std::vector<int> proposals;
       bool fresh = false;
       for (int current : chains) {

@@ -1,0 +1,60 @@
+// `tandem search` end to end: the real binary on the small bundled search, its report, its JSON,
+// and a winner scenario that `tandem simulate` accepts unchanged and predicts the same time for.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/cli/cli_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::CliRun;
+using cli_test::run_tandem;
+
+TEST(SearchCli, ReportsTheTopStrategiesAndWritesAWinnerThatSimulates) {
+  const fs::path dir = fs::temp_directory_path() / ("tandem-search-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string json_path = (dir / "search.json").string();
+  const std::string winner = (dir / "winner.yaml").string();
+  const CliRun run = run_tandem("search search-tiny-h100 --workers 2 --top 3 --json " + json_path + " --winner " + winner);
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* needle : {"top 3 by time", "Pareto front", "simulated", "ruled out by the lower bound", "coverage",
+                             "tok/s", "MFU", "winner"})
+    EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
+  EXPECT_NE(run.err.find("simulated"), std::string::npos) << "progress on stderr";
+
+  std::ifstream in(json_path);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  ASSERT_EQ(report["ranked"].size(), 3u);
+  const double best_s = report["ranked"][0]["prediction"]["iteration_time_s"].get<double>();
+  EXPECT_LE(best_s, report["ranked"][1]["prediction"]["iteration_time_s"].get<double>());
+
+  const CliRun simulate = run_tandem("simulate " + winner + " --json -");
+  ASSERT_EQ(simulate.status, 0) << simulate.err;
+  const nlohmann::json prediction = nlohmann::json::parse(simulate.out);
+  EXPECT_DOUBLE_EQ(prediction["iteration_time_s"].get<double>(), best_s);
+}
+
+TEST(SearchCli, JsonToStdout) {
+  const CliRun run = run_tandem("search search-tiny-h100 --workers 1 --top 2 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(report["objective"], "time");
+  EXPECT_EQ(report["ranked"].size(), 2u);
+  EXPECT_GT(report["simulated"].get<int>(), 0);
+}
+
+TEST(SearchCli, BadOptionsAreBadInput) {
+  EXPECT_EQ(run_tandem("search search-tiny-h100 --objective speed").status, 2);
+  EXPECT_EQ(run_tandem("search no-such-scenario").status, 2);
+  const CliRun cost = run_tandem("search gpt-tiny-localhost --objective cost --top 1 --workers 1 --json -");
+  EXPECT_EQ(cost.status, 0) << cost.err << "cpu-generic has a price";
+}
+
+}  // namespace
+}  // namespace tandem
