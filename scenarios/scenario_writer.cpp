@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "analysis/trace.hpp"
 #include "strategies/models/presets.hpp"
@@ -24,7 +25,19 @@ bool is_preset(const std::string& name) {
   }
 }
 
+// The fields a scenario can spell, to tell an untouched preset from an overridden one (the
+// sequence length is the training section's, written there).
+auto spelled(const TransformerConfig& t) {
+  return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.ffn_size(), t.vocab_size,
+                    t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn);
+}
+
 void emit_model(YAML::Emitter& y, const ModelSpec& m) {
+  if (m.kind == ModelSpec::Kind::transformer && is_preset(m.transformer.name) &&
+      spelled(m.transformer) == spelled(transformer_preset(m.transformer.name))) {
+    y << YAML::Key << "model" << YAML::Value << m.transformer.name;  // `model: gpt3-13b`
+    return;
+  }
   y << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   if (m.kind == ModelSpec::Kind::mlp) {
     y << YAML::Key << "type" << YAML::Value << "mlp";
