@@ -5,6 +5,7 @@
 
 #include "common/process_pool.hpp"
 #include "scenarios/candidate_scenario.hpp"
+#include "scenarios/prediction_inputs.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/search/analytic_estimate.hpp"
 
@@ -48,14 +49,7 @@ std::vector<search::Estimate> SimulationEvaluator::estimate(const std::vector<se
 sim::Prediction predict(const Scenario& s) {
   auto strategy = make_strategy(s);
   const sim::SimulationResult result = sim::simulate(*strategy, s.cluster, s.simulation);
-  sim::PredictionInputs inputs;
-  inputs.scenario = s.name;
-  inputs.strategy = strategy->name();
-  inputs.model = make_model(s.model)->describe();
-  inputs.sequences_per_iteration = strategy->sequences_per_iteration();
-  inputs.seq_length = s.training.seq_length;
-  inputs.precision = s.training.precision;
-  return sim::summarize(result, s.cluster, inputs);
+  return sim::summarize(result, s.cluster, prediction_inputs(s, *strategy));
 }
 
 search::Evaluation evaluation_of(const sim::Prediction& p, const Cluster& cluster) {
