@@ -12,7 +12,8 @@ shift || true
 # 1. Dependencies: Debian packages only. Install the missing ones (as root, or through sudo).
 packages=(build-essential cmake ninja-build pkg-config git
           libsimgrid-dev libboost-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

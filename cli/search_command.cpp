@@ -12,6 +12,9 @@
 #include "scenarios/scenario_writer.hpp"
 #include "scenarios/search_evaluator.hpp"
 #include "scenarios/search_spec.hpp"
+#ifdef TANDEM_HAVE_MPI
+#include "distributed/mpi_search.hpp"
+#endif
 
 namespace tandem::cli {
 
@@ -26,6 +29,9 @@ CLI::App* add_search_command(CLI::App& app, SearchOptions& o) {
   cmd->add_option("--max-evaluations", o.max_evaluations, "guided search: simulations at most")->check(CLI::PositiveNumber);
   cmd->add_option("--json", o.json_path, "write the report as JSON to FILE ('-' for stdout)");
   cmd->add_option("--winner", o.winner_path, "write the best strategy as a scenario file (for simulate and run)");
+#ifdef TANDEM_HAVE_MPI
+  cmd->add_flag("--mpi", o.mpi, "under mpirun: rank 0 searches, ranks 1..N-1 simulate");
+#endif
   return cmd;
 }
 
@@ -49,10 +55,26 @@ int run_search_command(const SearchOptions& o) {
 
   const auto start = std::chrono::steady_clock::now();
   SearchProgressPrinter progress(settings.objective);
-  SimulationEvaluator evaluator(spec.base, workers, [&] { progress.simulated_one(); });
+  SimulationEvaluator local(spec.base, workers, [&] { progress.simulated_one(); });
+  search::Evaluator* evaluator = &local;
+#ifdef TANDEM_HAVE_MPI
+  std::optional<distributed::MpiSession> mpi;
+  std::optional<distributed::MpiEvaluator> remote;
+  if (o.mpi) {
+    mpi.emplace();
+    if (mpi->rank() != 0) {
+      SimulationEvaluator one(spec.base, 1);
+      distributed::serve_candidates(one);
+      return 0;
+    }
+    remote.emplace(*mpi, local, [&] { progress.simulated_one(); });
+    evaluator = &*remote;
+    settings.batch_size = std::max(settings.batch_size, 2 * (mpi->size() - 1));
+  }
+#endif
   const search::Enumeration space = search::enumerate(spec.space, spec.base.cluster, spec.base.training);
   const search::SearchResult result =
-      search::run_search(space, evaluator, settings, [&](const search::SearchProgress& p) { progress.update(p); });
+      search::run_search(space, *evaluator, settings, [&](const search::SearchProgress& p) { progress.update(p); });
   progress.finish();
 
   analysis::SearchReportContext ctx;
@@ -61,6 +83,9 @@ int run_search_command(const SearchOptions& o) {
   ctx.cluster = spec.base.cluster.name;
   ctx.heterogeneous = spec.base.cluster.is_heterogeneous();
   ctx.workers = workers;
+#ifdef TANDEM_HAVE_MPI
+  if (mpi) ctx.workers = mpi->size() - 1;  // MPI ranks simulating
+#endif
   ctx.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.winner_path.empty() && !result.ranked.empty()) {
     const search::Scored& best = result.ranked.front();

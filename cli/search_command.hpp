@@ -18,6 +18,7 @@ struct SearchOptions {
   std::optional<int> max_evaluations;
   std::string json_path;    // --json: the report as JSON ("-" for stdout)
   std::string winner_path;  // --winner: the winner as a scenario file
+  bool mpi = false;         // --mpi: simulate on MPI ranks 1..N-1 (builds with MPI only)
 };
 
 CLI::App* add_search_command(CLI::App& app, SearchOptions& options);

@@ -3,6 +3,8 @@
 // equally good strategies are always broken the same way, whatever the order of evaluation.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -39,6 +41,10 @@ struct Candidate {
   auto operator<=>(const Candidate&) const = default;
   bool operator==(const Candidate&) const = default;
 };
+
+// The knobs under their scenario names (how a candidate travels to MPI workers and into reports).
+nlohmann::json to_json(const Candidate& candidate);
+Candidate candidate_from_json(const nlohmann::json& j);  // throws on a malformed or unknown value
 
 const char* to_string(HybridConfig::Partition partition);  // "uniform", "proportional"
 const char* to_string(BatchSplit split);                   // "even", "proportional"

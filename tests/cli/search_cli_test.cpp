@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <cstdio>
+#include <cstdlib>
 
 #include "tests/cli/cli_test_support.hpp"
 
@@ -47,6 +49,30 @@ TEST(SearchCli, JsonToStdout) {
   EXPECT_EQ(report["objective"], "time");
   EXPECT_EQ(report["ranked"].size(), 2u);
   EXPECT_GT(report["simulated"].get<int>(), 0);
+}
+
+// The same search spread over MPI ranks (rank 0 searches, ranks 1 and 2 simulate) ranks the same
+// candidates with the same predictions as one local worker.
+TEST(SearchCli, MpiRanksGiveTheSameAnswerAsOneWorker) {
+  if (run_tandem("search --help").out.find("--mpi") == std::string::npos) GTEST_SKIP() << "built without MPI";
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
+  const std::string mpirun = "mpirun --oversubscribe --allow-run-as-root -np 3 " + cli_test::tandem_binary() +
+                             " search search-tiny-h100 --mpi --top 4 --json - 2>/dev/null";
+  FILE* pipe = popen(mpirun.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  const nlohmann::json mpi = nlohmann::json::parse(out);
+  const CliRun local = run_tandem("search search-tiny-h100 --workers 1 --top 4 --json -");
+  ASSERT_EQ(local.status, 0) << local.err;
+  const nlohmann::json one = nlohmann::json::parse(local.out);
+  EXPECT_EQ(mpi["workers"], 2);
+  ASSERT_EQ(mpi["ranked"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(mpi["ranked"][i]["candidate"], one["ranked"][i]["candidate"]);
+    EXPECT_EQ(mpi["ranked"][i]["objective"], one["ranked"][i]["objective"]);
+  }
 }
 
 TEST(SearchCli, BadOptionsAreBadInput) {
