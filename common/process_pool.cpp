@@ -22,16 +22,6 @@ struct Child {
   std::string data;
 };
 
-void write_all(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
 // In the child: run the task, send '0'+result or '1'+error, leave without running the parent's
 // exit handlers (they belong to the parent).
 [[noreturn]] void run_child(const std::function<std::string(std::size_t)>& task, std::size_t i, int fd) {
@@ -46,7 +36,7 @@ void write_all(int fd, const std::string& data) {
     message = "1unknown exception";
     code = 4;
   }
-  write_all(fd, message);
+  write_fully(fd, message);
   ::close(fd);
   std::fflush(nullptr);
   ::_exit(code);
@@ -74,6 +64,16 @@ ProcessOutcome reap(Child& child) {
 }
 
 }  // namespace
+
+void write_fully(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
 
 std::vector<ProcessOutcome> run_in_processes(std::size_t count, const std::function<std::string(std::size_t)>& task,
                                              int workers, const std::function<void(std::size_t)>& on_done) {

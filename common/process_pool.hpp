@@ -24,4 +24,8 @@ struct ProcessOutcome {
 std::vector<ProcessOutcome> run_in_processes(std::size_t count, const std::function<std::string(std::size_t)>& task,
                                              int workers, const std::function<void(std::size_t)>& on_done = {});
 
+// Writes all of `data` to a file descriptor (retrying short writes and interruptions); how a
+// child hands its result back through a pipe.
+void write_fully(int fd, const std::string& data);
+
 }  // namespace tandem
