@@ -3,8 +3,8 @@
 // candidate (SimGrid holds one engine per process), `workers` at a time. A result does not
 // depend on which worker computed it, so the search's answer is the same for any worker count.
 //
-// Not yet: spreading workers over several machines (an MPI driver whose rank 0 hands out
-// candidates); this pool uses the cores of one machine.
+// This pool uses the cores of one machine; distributed/mpi_search.hpp spreads the same work over
+// MPI ranks.
 #pragma once
 
 #include <functional>
