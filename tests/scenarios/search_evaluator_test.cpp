@@ -96,6 +96,23 @@ TEST(SearchEvaluator, SameWinnerWithOneAndSeveralWorkers) {
   EXPECT_EQ(rankings[0], rankings[1]);
 }
 
+TEST(SearchEvaluator, GuidedFindsTheExhaustiveOptimumOfARealSpace) {
+  const SearchScenario spec = load_search_scenario("search-tiny-h100");
+  const search::Enumeration space = search::enumerate(spec.space, spec.base.cluster, spec.base.training);
+  search::SearchSettings exhaustive = spec.settings, guided = spec.settings;
+  exhaustive.algorithm = search::Algorithm::exhaustive;
+  guided.algorithm = search::Algorithm::guided;
+  guided.max_evaluations = static_cast<int>(space.candidates.size()) / 2;
+  SimulationEvaluator a(spec.base, 2), b(spec.base, 2);
+  const search::SearchResult full = search::run_search(space, a, exhaustive);
+  const search::SearchResult found = search::run_search(space, b, guided);
+  ASSERT_FALSE(full.ranked.empty());
+  ASSERT_FALSE(found.ranked.empty());
+  EXPECT_EQ(found.ranked.front().candidate.key(), full.ranked.front().candidate.key());
+  EXPECT_EQ(found.ranked.front().value, full.ranked.front().value);
+  EXPECT_LE(found.evaluated, guided.max_evaluations);
+}
+
 TEST(SearchEvaluator, HeterogeneityAwareBeatsUniformOnTheMixedCluster) {
   const SearchScenario spec = load_search_scenario(mixed_search_scenario());
   const search::Enumeration space = search::enumerate(spec.space, spec.base.cluster, spec.base.training);
