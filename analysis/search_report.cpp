@@ -104,7 +104,9 @@ std::string search_report_text(const search::SearchResult& r, const SearchReport
 
 nlohmann::json search_report_json(const search::SearchResult& r, const SearchReportContext& ctx) {
   nlohmann::json ranked = nlohmann::json::array(), pareto = nlohmann::json::array();
+  nlohmann::json simulated = nlohmann::json::array();
   for (const auto& s : r.ranked) ranked.push_back(scored_json(s));
+  for (const auto& s : r.all) simulated.push_back(scored_json(s));
   const search::ParetoAxis axis = pareto_axis(r.objective);
   for (const auto& s : search::pareto_front(r.all, axis)) pareto.push_back(scored_json(s));
   nlohmann::json j = {{"scenario", ctx.scenario},
@@ -123,7 +125,8 @@ nlohmann::json search_report_json(const search::SearchResult& r, const SearchRep
                       {"ranked", ranked},
                       {"pareto_axis", to_string(axis)},
                       {"pareto_front", pareto},
-                      {"winner_file", ctx.winner_file}};
+                      {"winner_file", ctx.winner_file},
+                      {"all_simulated", simulated}};
   if (ctx.heterogeneous) {
     if (auto g = heterogeneity_gain(r))
       j["heterogeneity"] = {{"aware_best", scored_json(*g->aware)},

@@ -19,6 +19,7 @@ class LedgerRuntime final : public Runtime {
   struct Work {
     Flops flops;
     Bytes bytes;
+    Phase phase;
   };
   LedgerRuntime(int rank, int world) : rank_(rank), world_(world) {}
 
@@ -34,7 +35,7 @@ class LedgerRuntime final : public Runtime {
   // Freed at once: never later than any backend frees it, so the peak stays a lower bound.
   void release_after(const Tensor& t, Handle) override { release(t); }
   Handle compute(ComputeOp op, const Issue&) override {
-    if (recording) work_.push_back({op.flops, op.bytes});
+    if (recording) work_.push_back({op.flops, op.bytes, op.phase});
     return Handle{};
   }
   Handle communicate(CommOp, const Issue&) override { return Handle{}; }
@@ -73,16 +74,47 @@ std::vector<std::int64_t> program_keys(const Strategy& strategy) {
   return keys;
 }
 
-Seconds compute_lower_bound_s(const std::vector<LedgerRuntime::Work>& work, const DeviceProfile& device) {
+// Lower bounds of a rank's compute in one iteration: all of it, and its forward and backward
+// ops (recomputation counts as backward).
+struct ComputeBound {
+  Seconds total_s = 0, forward_s = 0, backward_s = 0;
+};
+
+ComputeBound compute_lower_bound(const std::vector<LedgerRuntime::Work>& work, const DeviceProfile& device) {
   const FlopsPerSecond best_flops_per_s =
       std::max({device.peak_fp32_flops_per_s, device.peak_bf16_flops_per_s, device.peak_fp16_flops_per_s});
-  Seconds total = 0;
+  ComputeBound b;
   for (const auto& w : work) {
     const Seconds flop_s = best_flops_per_s > 0 ? w.flops / best_flops_per_s : 0;
     const Seconds memory_s = device.memory_bandwidth_bytes_per_s > 0 ? w.bytes / device.memory_bandwidth_bytes_per_s : 0;
-    total += device.launch_overhead_s + std::max(flop_s, memory_s);
+    const Seconds op_s = device.launch_overhead_s + std::max(flop_s, memory_s);
+    b.total_s += op_s;
+    if (w.phase == Phase::forward) b.forward_s += op_s;
+    if (w.phase == Phase::backward) b.backward_s += op_s;
   }
-  return total;
+  return b;
+}
+
+// A pipeline without interleaving (GPipe, 1F1B) cannot beat its fill and drain: stage s starts
+// only once micro-batch 0 went forward through stages 0..s-1, does all its forward and backward
+// work, and its last backward (micro-batch m-1) still has to go back through stages s-1..0. Every
+// micro-batch of a stage does the same work, so one is 1/m of the stage's total.
+Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<ComputeBound>& ranks) {
+  const RankLayout& layout = hybrid.layout();
+  const int p = layout.pp_size();
+  if (p == 1 || static_cast<int>(hybrid.layers_per_virtual_stage().size()) != p) return 0;  // interleaved: v > 1
+  Seconds bound = 0;
+  for (int d = 0; d < layout.dp_size(); ++d) {
+    const double m = static_cast<double>(hybrid.micro_batches_per_replica()[d]);
+    Seconds fill = 0, drain = 0;  // one micro-batch through stages 0..s-1, forward and backward
+    for (int s = 0; s < p; ++s) {
+      const ComputeBound& stage = ranks[layout.rank_of({0, d, s})];
+      bound = std::max(bound, fill + stage.forward_s + stage.backward_s + drain);
+      fill += stage.forward_s / m;
+      drain += stage.backward_s / m;
+    }
+  }
+  return bound;
 }
 
 }  // namespace
@@ -96,7 +128,8 @@ AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& clus
   };
   std::map<std::int64_t, Traced> traced;
   // Per (program, device kind): the compute bound, computed once.
-  std::map<std::tuple<std::int64_t, std::string>, Seconds> compute_cache;
+  std::map<std::tuple<std::int64_t, std::string>, ComputeBound> compute_cache;
+  std::vector<ComputeBound> compute(world);
   AnalyticEstimate e;
   e.ranks.resize(world);
   for (int r = 0; r < world; ++r) {
@@ -112,13 +145,16 @@ AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& clus
       it = traced.emplace(keys[r], Traced{rt.ledger().peak(), rt.work()}).first;
     }
     const DeviceProfile& device = cluster.device_of(r);
-    auto [cached, fresh] = compute_cache.try_emplace({keys[r], device.name}, 0.0);
-    if (fresh) cached->second = compute_lower_bound_s(it->second.work, device);
-    e.ranks[r] = {it->second.peak_bytes, cached->second};
-    e.iteration_time_s = std::max(e.iteration_time_s, cached->second);
+    auto [cached, fresh] = compute_cache.try_emplace({keys[r], device.name});
+    if (fresh) cached->second = compute_lower_bound(it->second.work, device);
+    compute[r] = cached->second;
+    e.ranks[r] = {it->second.peak_bytes, cached->second.total_s};
+    e.iteration_time_s = std::max(e.iteration_time_s, cached->second.total_s);
     e.peak_memory_bytes = std::max(e.peak_memory_bytes, it->second.peak_bytes);
     e.memory_fraction = std::max(e.memory_fraction, it->second.peak_bytes / device.memory_capacity_bytes);
   }
+  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy))
+    e.iteration_time_s = std::max(e.iteration_time_s, pipeline_lower_bound_s(*hybrid, compute));
   for (int r = 0; r < world; ++r) {
     const DeviceProfile& d = cluster.device_of(r);
     e.energy_per_iteration_j += d.idle_power_w * e.iteration_time_s +

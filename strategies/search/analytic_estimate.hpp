@@ -7,7 +7,9 @@
 //   time    a rank's compute stream runs its ops one after another, each costing at least its
 //           launch overhead plus max(FLOPs / best peak, bytes / memory bandwidth) (the cost
 //           model's roofline with efficiencies of 1), and all of it lies inside the iteration:
-//           the largest per-rank sum is a lower bound of the simulated iteration time.
+//           the largest per-rank sum is a lower bound of the simulated iteration time. A
+//           pipeline (GPipe, 1F1B) adds its fill and drain: micro-batch 0's forward through the
+//           stages before a stage, and the last micro-batch's backward back through them.
 //   energy  every device draws at least its idle power for that long, and its busy power while
 //           its compute runs.
 //
@@ -30,7 +32,7 @@ struct RankEstimate {
 
 struct AnalyticEstimate {
   std::vector<RankEstimate> ranks;
-  Seconds iteration_time_s = 0;    // lower bound: the largest per-rank compute
+  Seconds iteration_time_s = 0;    // lower bound: per-rank compute, pipeline fill and drain
   Joules energy_per_iteration_j = 0;  // lower bound
   Bytes peak_memory_bytes = 0;     // the largest per-rank peak
   double memory_fraction = 0;      // the largest per-rank peak / that rank's capacity

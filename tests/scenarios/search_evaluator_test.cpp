@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scenarios/candidate_scenario.hpp"
 #include "scenarios/search_evaluator.hpp"
+#include "strategies/search/analytic_estimate.hpp"
 #include "scenarios/search_spec.hpp"
 
 namespace tandem {
@@ -44,8 +46,14 @@ void expect_bounds_below_simulation(const Scenario& base, const std::vector<Cand
 
 TEST(SearchEvaluator, BoundsAreLowerBoundsOfTheSimulation) {
   const Scenario base = load_scenario("search-tiny-h100");
+  Candidate gpipe = make(1, 4, 2, 2);
+  gpipe.schedule = PipelineSchedule::gpipe;
+  Candidate interleaved = make(2, 2, 2, 1);
+  interleaved.schedule = PipelineSchedule::interleaved_1f1b;
+  interleaved.virtual_stages = 2;
   expect_bounds_below_simulation(base, {make(1, 1, 8, 2), make(2, 2, 2, 1, 1), make(1, 4, 2, 1, 0, Recompute::full),
-                                        make(4, 2, 1, 2, 0, Recompute::selective), make(2, 1, 4, 1, 1)});
+                                        make(4, 2, 1, 2, 0, Recompute::selective), make(2, 1, 4, 1, 1), gpipe,
+                                        interleaved, make(2, 4, 1, 4, 0, Recompute::selective)});
 }
 
 std::string mixed_search_scenario() {
@@ -68,6 +76,18 @@ std::string mixed_search_scenario() {
                          "  zero_stage: 1\n"
                          "  recompute_granularity: none\n";
   return path.string();
+}
+
+TEST(SearchEvaluator, PipelineBoundCountsFillAndDrain) {
+  // Four stages, one micro-batch each: the fill and drain are most of the iteration, so the
+  // bound is well above the busiest rank's compute.
+  const Scenario base = load_scenario("search-tiny-h100");
+  SimulationEvaluator evaluator(base, 1);
+  const Scenario s = scenario_for(base, make(1, 4, 2, 8));
+  const search::AnalyticEstimate a = search::estimate_strategy(*make_strategy(s), s.cluster);
+  Seconds busiest_s = 0;
+  for (const auto& r : a.ranks) busiest_s = std::max(busiest_s, r.compute_s);
+  EXPECT_GT(a.iteration_time_s, 2 * busiest_s);
 }
 
 TEST(SearchEvaluator, BoundsHoldOnTheMixedCluster) {
