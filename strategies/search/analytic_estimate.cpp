@@ -20,6 +20,7 @@ class LedgerRuntime final : public Runtime {
     Flops flops;
     Bytes bytes;
     Phase phase;
+    DType dtype;
   };
   LedgerRuntime(int rank, int world) : rank_(rank), world_(world) {}
 
@@ -35,7 +36,7 @@ class LedgerRuntime final : public Runtime {
   // Freed at once: never later than any backend frees it, so the peak stays a lower bound.
   void release_after(const Tensor& t, Handle) override { release(t); }
   Handle compute(ComputeOp op, const Issue&) override {
-    if (recording) work_.push_back({op.flops, op.bytes, op.phase});
+    if (recording) work_.push_back({op.flops, op.bytes, op.phase, op.compute_dtype});
     return Handle{};
   }
   Handle communicate(CommOp, const Issue&) override { return Handle{}; }
@@ -81,10 +82,12 @@ struct ComputeBound {
 };
 
 ComputeBound compute_lower_bound(const std::vector<LedgerRuntime::Work>& work, const DeviceProfile& device) {
-  const FlopsPerSecond best_flops_per_s =
-      std::max({device.peak_fp32_flops_per_s, device.peak_bf16_flops_per_s, device.peak_fp16_flops_per_s});
   ComputeBound b;
   for (const auto& w : work) {
+    // The cost model runs an op at the peak of its dtype (tensor cores) or at the fp32 peak
+    // (vector units), times an efficiency <= 1: the better of the two peaks bounds either.
+    const FlopsPerSecond best_flops_per_s =
+        std::max(device.peak_flops_per_s(w.dtype), device.peak_flops_per_s(DType::fp32));
     const Seconds flop_s = best_flops_per_s > 0 ? w.flops / best_flops_per_s : 0;
     const Seconds memory_s = device.memory_bandwidth_bytes_per_s > 0 ? w.bytes / device.memory_bandwidth_bytes_per_s : 0;
     const Seconds op_s = device.launch_overhead_s + std::max(flop_s, memory_s);

@@ -5,7 +5,7 @@
 //           its peak is a lower bound of the simulated peak: above the device's capacity, the
 //           candidate cannot fit.
 //   time    a rank's compute stream runs its ops one after another, each costing at least its
-//           launch overhead plus max(FLOPs / best peak, bytes / memory bandwidth) (the cost
+//           launch overhead plus max(FLOPs / peak, bytes / memory bandwidth) (the cost
 //           model's roofline with efficiencies of 1), and all of it lies inside the iteration:
 //           the largest per-rank sum is a lower bound of the simulated iteration time. A
 //           pipeline (GPipe, 1F1B) adds its fill and drain: micro-batch 0's forward through the

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "platforms/cluster.hpp"
 #include "strategies/search/search_space.hpp"
@@ -68,6 +69,23 @@ TEST(SearchSpace, MixedClustersAddHeterogeneityAwareVariants) {
   EXPECT_EQ(std::count_if(e.candidates.begin(), e.candidates.end(),
                           [](const Candidate& c) { return c.heterogeneity_aware(); }),
             3);
+}
+
+TEST(SearchSpace, FewerDevicesUseTheFirstNodeGroups) {
+  // On the mixed cluster, 128 devices are the H100 and A100 nodes: the V100s left out.
+  const Cluster cluster = find_cluster("mixed");
+  const TrainingConfig training = batch_of(64);
+  SearchSpace s;
+  s.devices = {128, 192};
+  s.tp = {8};
+  s.micro_batch_size = {1};
+  s.recompute = {Recompute::none};
+  const Enumeration e = enumerate(complete_space(s, cluster, training), cluster, training);
+  std::set<int> worlds;
+  for (const Candidate& c : e.candidates) worlds.insert(c.world_size());
+  EXPECT_EQ(worlds, (std::set<int>{128, 192}));
+  EXPECT_TRUE(heterogeneous_prefix(cluster, 128));
+  EXPECT_FALSE(heterogeneous_prefix(cluster, 64));
 }
 
 TEST(SearchSpace, PinnedKnobsStayPinned) {
