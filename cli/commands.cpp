@@ -10,6 +10,7 @@
 #include "cli/guarded.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/search_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
 #include "strategies/strategy.hpp"
@@ -29,6 +30,8 @@ int run(int argc, char** argv) {
   CLI::App* report_cmd = add_report_command(app, report);
   CalibrateOptions calibrate_options;
   CLI::App* calibrate_cmd = add_calibrate_command(app, calibrate_options);
+  SearchOptions search_options;
+  CLI::App* search_cmd = add_search_command(app, search_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,6 +41,7 @@ int run(int argc, char** argv) {
   return run_guarded([&] {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
+    if (search_cmd->parsed()) return run_search_command(search_options);
     if (calibrate_cmd->parsed()) return run_calibrate(calibrate_options);
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);

@@ -5,6 +5,7 @@
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
 #include "common/input_error.hpp"
+#include "scenarios/prediction_inputs.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/prediction.hpp"
 #include "sim/simulation.hpp"
@@ -48,14 +49,7 @@ int run_simulate(const SimulateOptions& o) {
   const sim::SimulationResult result = sim::simulate(*strategy, scenario.cluster, options);
 
   // 3. Report.
-  sim::PredictionInputs inputs;
-  inputs.scenario = scenario.name;
-  inputs.strategy = strategy->name();
-  inputs.model = make_model(scenario.model)->describe();
-  inputs.sequences_per_iteration = strategy->sequences_per_iteration();
-  inputs.seq_length = scenario.training.seq_length;
-  inputs.precision = scenario.training.precision;
-  const sim::Prediction prediction = sim::summarize(result, scenario.cluster, inputs);
+  const sim::Prediction prediction = sim::summarize(result, scenario.cluster, prediction_inputs(scenario, *strategy));
 
   if (o.json_path == "-") {
     std::cout << sim::to_json(prediction).dump(2) << "\n";

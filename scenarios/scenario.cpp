@@ -128,7 +128,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   if (cfg.hidden_size % cfg.num_attention_heads != 0)
     node["num_attention_heads"].fail("hidden_size " + std::to_string(cfg.hidden_size) +
                                      " is not divisible by num_attention_heads");
-  if (cfg.num_attention_heads % cfg.num_query_groups != 0)
+  if (cfg.num_attention_heads % cfg.query_groups() != 0)  // a preset may leave it 0 (= heads)
     node["num_query_groups"].fail("num_attention_heads is not divisible by num_query_groups");
   return cfg;
 }
@@ -276,7 +276,8 @@ Scenario load_scenario(const std::string& name_or_path) {
   Scenario s;
   s.file = resolve_scenario(name_or_path);
   const YamlNode root = YamlNode::load_file(s.file);
-  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation"});
+  // `search:` is read by load_search_scenario (search_spec.hpp); a plain load ignores it.
+  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation", "search"});
   s.name = root.str_or("name", fs::path(s.file).stem().string());
   s.description = root.str_or("description", "");
   read_model(root["model"], s);

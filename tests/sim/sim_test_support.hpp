@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <xbt/log.h>
 
+#include "common/process_pool.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -54,19 +56,6 @@ struct SimResult {
 // Quiet SimGrid's INFO chatter (configuration changes, energy summaries) in the child.
 inline void quiet_simgrid() { xbt_log_control_set("root.thres:warning"); }
 
-namespace detail {
-inline void write_all(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-}
-}  // namespace detail
 
 // Exit codes of the child: 0 ok, 3 f threw, 4 f threw a non-exception.
 template <class F>
@@ -106,7 +95,7 @@ SimResult run_in_child(F&& f, unsigned timeout_s = 600) {
       message = "1unknown exception";
       code = 4;
     }
-    detail::write_all(fds[1], message);
+    write_fully(fds[1], message);
     ::close(fds[1]);
     std::cout.flush();
     std::cerr.flush();

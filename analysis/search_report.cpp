@@ -1,0 +1,139 @@
+#include "analysis/search_report.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "strategies/search/pareto.hpp"
+
+namespace tandem::analysis {
+
+namespace {
+
+std::string fmt(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string seconds_text(double s) {
+  if (s >= 1) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
+  return fmt("%.1f us", s * 1e6);
+}
+
+std::string objective_text(search::Objective objective, double value) {
+  switch (objective) {
+    case search::Objective::time: return seconds_text(value);
+    case search::Objective::cost: return fmt("%.4g USD", value);
+    case search::Objective::energy: return fmt("%.4g J", value);
+  }
+  return "";
+}
+
+search::ParetoAxis pareto_axis(search::Objective objective) {
+  return objective == search::Objective::cost ? search::ParetoAxis::cost : search::ParetoAxis::memory;
+}
+
+std::string row(const search::Scored& s) {
+  const search::Evaluation& e = s.evaluation;
+  return seconds_text(e.iteration_time_s) + "  " + fmt("%10.4g", e.tokens_per_s) + " tok/s  MFU " +
+         fmt("%5.1f%%", 100 * e.mfu) + "  mem " + fmt("%6.2f GiB", e.peak_memory_bytes / kGiB) +
+         fmt(" (%3.0f%%)", 100 * e.memory_fraction) + "  compute " + seconds_text(e.compute_s) + ", comm " +
+         seconds_text(e.exposed_comm_s) + ", idle " + seconds_text(e.idle_s) + "  " +
+         fmt("%.4g USD/it", e.usd_per_iteration()) + "  " + fmt("%.4g J/it", e.energy_per_iteration_j);
+}
+
+nlohmann::json scored_json(const search::Scored& s) {
+  const search::Candidate& c = s.candidate;
+  return {{"candidate", c.key()},
+          {"knobs", search::to_json(c)},
+          {"heterogeneity_aware", c.heterogeneity_aware()},
+          {"objective", s.feasible() ? nlohmann::json(s.value) : nlohmann::json(nullptr)},
+          {"lower_bound", s.bound},
+          {"prediction", search::to_json(s.evaluation)}};
+}
+
+}  // namespace
+
+std::optional<HeterogeneityGain> heterogeneity_gain(const search::SearchResult& result) {
+  HeterogeneityGain g;
+  g.aware = search::best_of_kind(result, true);
+  g.uniform = search::best_of_kind(result, false);
+  if (g.aware == nullptr || g.uniform == nullptr) return std::nullopt;
+  g.percent = 100.0 * (g.uniform->value - g.aware->value) / g.uniform->value;
+  return g;
+}
+
+std::string search_report_text(const search::SearchResult& r, const SearchReportContext& ctx) {
+  std::ostringstream out;
+  out << "search      " << ctx.scenario << "  (" << ctx.model << " on " << ctx.cluster << ")\n";
+  out << "objective   " << to_string(r.objective) << " per iteration (lower is better), " << to_string(r.algorithm)
+      << " search, " << ctx.workers << " worker process(es), " << fmt("%.1f s", ctx.wall_time_s) << " wall\n";
+  out << "space       " << r.combinations << " combinations, " << r.valid << " valid; " << r.evaluated
+      << " simulated, " << r.pruned_by_bound << " ruled out by the lower bound (coverage "
+      << fmt("%.1f%%", 100 * r.coverage()) << ")\n";
+  for (const auto& [reason, count] : r.dropped) out << "  dropped   " << count << "  " << reason << "\n";
+  out << "\ntop " << r.ranked.size() << " by " << to_string(r.objective) << ":\n";
+  int rank = 1;
+  for (const search::Scored& s : r.ranked) {
+    out << fmt("%3.0f  ", rank++) << objective_text(r.objective, s.value) << "  " << s.candidate.key() << "\n";
+    out << "     " << row(s) << "\n";
+  }
+  if (r.ranked.empty()) out << "  (no feasible strategy)\n";
+  const search::ParetoAxis axis = pareto_axis(r.objective);
+  out << "\nPareto front (iteration time vs " << to_string(axis) << "):\n";
+  for (const search::Scored& s : search::pareto_front(r.all, axis))
+    out << "  " << seconds_text(s.evaluation.iteration_time_s) << "  "
+        << (axis == search::ParetoAxis::memory ? fmt("%.2f GiB", s.evaluation.peak_memory_bytes / kGiB)
+                                               : fmt("%.4g USD/it", s.evaluation.usd_per_iteration()))
+        << "  " << s.candidate.key() << "\n";
+  if (ctx.heterogeneous) {
+    if (auto g = heterogeneity_gain(r)) {
+      out << "\nheterogeneity-aware " << (g->percent >= 0 ? "beats" : "loses to") << " uniform by "
+          << fmt("%.1f%%", g->percent >= 0 ? g->percent : -g->percent) << ": "
+          << objective_text(r.objective, g->aware->value) << " (" << g->aware->candidate.key() << ") vs "
+          << objective_text(r.objective, g->uniform->value) << " (" << g->uniform->candidate.key() << ")\n";
+    } else {
+      out << "\nheterogeneity-aware vs uniform: not both kinds were simulated\n";
+    }
+  }
+  if (!ctx.winner_file.empty())
+    out << "\nwinner      " << ctx.winner_file << "  (tandem simulate " << ctx.winner_file << ")\n";
+  return out.str();
+}
+
+nlohmann::json search_report_json(const search::SearchResult& r, const SearchReportContext& ctx) {
+  nlohmann::json ranked = nlohmann::json::array(), pareto = nlohmann::json::array();
+  nlohmann::json simulated = nlohmann::json::array();
+  for (const auto& s : r.ranked) ranked.push_back(scored_json(s));
+  for (const auto& s : r.all) simulated.push_back(scored_json(s));
+  const search::ParetoAxis axis = pareto_axis(r.objective);
+  for (const auto& s : search::pareto_front(r.all, axis)) pareto.push_back(scored_json(s));
+  nlohmann::json j = {{"scenario", ctx.scenario},
+                      {"model", ctx.model},
+                      {"cluster", ctx.cluster},
+                      {"objective", to_string(r.objective)},
+                      {"algorithm", to_string(r.algorithm)},
+                      {"workers", ctx.workers},
+                      {"wall_time_s", ctx.wall_time_s},
+                      {"combinations", r.combinations},
+                      {"valid", r.valid},
+                      {"simulated", r.evaluated},
+                      {"pruned_by_bound", r.pruned_by_bound},
+                      {"coverage", r.coverage()},
+                      {"dropped", r.dropped},
+                      {"ranked", ranked},
+                      {"pareto_axis", to_string(axis)},
+                      {"pareto_front", pareto},
+                      {"winner_file", ctx.winner_file},
+                      {"all_simulated", simulated}};
+  if (ctx.heterogeneous) {
+    if (auto g = heterogeneity_gain(r))
+      j["heterogeneity"] = {{"aware_best", scored_json(*g->aware)},
+                            {"uniform_best", scored_json(*g->uniform)},
+                            {"gain_percent", g->percent}};
+  }
+  return j;
+}
+
+}  // namespace tandem::analysis

@@ -1,0 +1,42 @@
+// The search's real evaluator: estimates in this process (strategies built and traced on a
+// ledger, search/analytic_estimate.hpp) and simulations in forked worker processes, one per
+// candidate (SimGrid holds one engine per process), `workers` at a time. A result does not
+// depend on which worker computed it, so the search's answer is the same for any worker count.
+//
+// This pool uses the cores of one machine; distributed/mpi_search.hpp spreads the same work over
+// MPI ranks.
+#pragma once
+
+#include <functional>
+
+#include "scenarios/scenario.hpp"
+#include "sim/prediction.hpp"
+#include "strategies/search/search.hpp"
+
+namespace tandem {
+
+class SimulationEvaluator final : public search::Evaluator {
+ public:
+  // `on_simulated` is called in this process as each simulation finishes (progress).
+  SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated = {});
+
+  std::vector<search::Estimate> estimate(const std::vector<search::Candidate>& candidates) override;
+  std::vector<search::Evaluation> evaluate(const std::vector<search::Candidate>& candidates) override;
+
+  // One candidate, here and now (what a worker runs): simulate() may run once per process.
+  search::Evaluation simulate_here(const search::Candidate& candidate) const;
+  search::Estimate estimate_one(const search::Candidate& candidate) const;
+
+ private:
+  Scenario base_;
+  int workers_;
+  std::function<void()> on_simulated_;
+};
+
+// The prediction of a simulated scenario, condensed for the search.
+search::Evaluation evaluation_of(const sim::Prediction& prediction, const Cluster& cluster);
+
+// The full prediction of one scenario (simulated in this process).
+sim::Prediction predict(const Scenario& scenario);
+
+}  // namespace tandem

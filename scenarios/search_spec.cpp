@@ -1,0 +1,161 @@
+#include "scenarios/search_spec.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "common/yaml_reader.hpp"
+
+namespace tandem {
+
+namespace {
+
+// A knob's node: a scalar pins it, a sequence lists its values, and for numeric knobs a map
+// {min, max} bounds the defaults.
+struct Bounds {
+  std::optional<long long> min, max;
+};
+
+template <class T, class Parse>
+std::vector<T> values_of(const YamlNode& node, Parse parse) {
+  std::vector<T> out;
+  if (node.is_sequence()) {
+    for (const YamlNode& item : node.items()) out.push_back(parse(item));
+    if (out.empty()) node.fail("needs at least one value");
+  } else {
+    out.push_back(parse(node));
+  }
+  return out;
+}
+
+template <class T, class Parse>
+void read_list(const YamlNode& section, const char* key, std::vector<T>& target, Parse parse) {
+  if (auto node = section.get(key)) target = values_of<T>(*node, parse);
+}
+
+// Numeric knobs: values, or bounds applied once the defaults are known.
+template <class T>
+void read_numeric(const YamlNode& section, const char* key, std::vector<T>& target, Bounds& bounds,
+                  long long lowest, long long highest) {
+  auto node = section.get(key);
+  if (!node) return;
+  auto parse = [&](const YamlNode& n) {
+    const long long v = n.as_int();
+    if (v < lowest || v > highest)
+      n.fail("must be between " + std::to_string(lowest) + " and " + std::to_string(highest));
+    return static_cast<T>(v);
+  };
+  if (node->is_map()) {
+    node->only_keys({"min", "max"});
+    if (auto lo = node->get("min")) bounds.min = parse(*lo);
+    if (auto hi = node->get("max")) bounds.max = parse(*hi);
+    if (!bounds.min && !bounds.max) node->fail("a bound needs min or max");
+    if (bounds.min && bounds.max && *bounds.min > *bounds.max) node->fail("min is larger than max");
+  } else {
+    target = values_of<T>(*node, parse);
+  }
+}
+
+template <class T>
+void apply_bounds(std::vector<T>& values, const Bounds& b) {
+  std::erase_if(values, [&](T v) { return (b.min && v < *b.min) || (b.max && v > *b.max); });
+}
+
+template <class T, class Parse>
+auto choice(Parse parse) {
+  return [parse](const YamlNode& n) -> T {
+    try {
+      return parse(n.as_string());
+    } catch (const std::invalid_argument& e) {
+      n.fail(e.what());
+    }
+  };
+}
+
+Recompute parse_recompute(const std::string& v) {
+  if (v == "none") return Recompute::none;
+  if (v == "selective") return Recompute::selective;
+  if (v == "full") return Recompute::full;
+  throw std::invalid_argument("unknown recompute granularity '" + v + "' (expected none, selective or full)");
+}
+HybridConfig::Partition parse_partition(const std::string& v) {
+  if (v == "uniform") return HybridConfig::Partition::uniform;
+  if (v == "proportional") return HybridConfig::Partition::proportional;
+  throw std::invalid_argument("unknown pipeline partition '" + v + "' (expected uniform or proportional)");
+}
+BatchSplit parse_batch_split(const std::string& v) {
+  if (v == "even") return BatchSplit::even;
+  if (v == "proportional") return BatchSplit::proportional;
+  throw std::invalid_argument("unknown batch split '" + v + "' (expected even or proportional)");
+}
+
+}  // namespace
+
+SearchScenario load_search_scenario(const std::string& name_or_path) {
+  SearchScenario out;
+  out.base = load_scenario(name_or_path);
+  const YamlNode root = YamlNode::load_file(out.base.file);
+  auto section = root.get("search");
+  search::SearchSpace& s = out.space;
+  search::SearchSettings& settings = out.settings;
+  const int devices = out.base.cluster.device_count();
+  std::map<std::string, Bounds> bounds;
+  std::optional<YamlNode> objective_node;
+  if (section) {
+    const YamlNode& n = *section;
+    n.only_keys({"devices", "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
+                 "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
+                 "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
+                 "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed"});
+    read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
+    read_numeric(n, "tensor_model_parallel_size", s.tp, bounds["tp"], 1, devices);
+    read_numeric(n, "pipeline_model_parallel_size", s.pp, bounds["pp"], 1, devices);
+    read_numeric(n, "data_parallel_size", s.dp, bounds["dp"], 1, devices);
+    read_numeric(n, "micro_batch_size", s.micro_batch_size, bounds["mbs"], 1, out.base.training.global_batch_size);
+    read_numeric(n, "virtual_pipeline_model_parallel_size", s.virtual_stages, bounds["v"], 1, 1 << 20);
+    read_numeric(n, "zero_stage", s.zero_stage, bounds["zero"], 0, 3);
+    read_list(n, "pipeline_schedule", s.schedule, choice<PipelineSchedule>(parse_pipeline_schedule));
+    read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
+    read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
+    read_list(n, "rank_order", s.order, choice<RankOrder>(parse_rank_order));
+    read_list(n, "pipeline_partition", s.partition, choice<HybridConfig::Partition>(parse_partition));
+    read_list(n, "batch_split", s.batch_split, choice<BatchSplit>(parse_batch_split));
+    if (auto v = n.get("objective")) {
+      settings.objective = choice<search::Objective>(search::parse_objective)(*v);
+      objective_node = v;
+    }
+    if (auto v = n.get("algorithm")) settings.algorithm = choice<search::Algorithm>(search::parse_algorithm)(*v);
+    if (auto v = n.get("top_k")) settings.top_k = static_cast<int>(v->positive_int());
+    if (auto v = n.get("exhaustive_limit")) settings.exhaustive_limit = static_cast<int>(v->positive_int());
+    if (auto v = n.get("max_evaluations")) settings.max_evaluations = static_cast<int>(v->positive_int());
+    if (auto v = n.get("seed")) settings.seed = static_cast<std::uint64_t>(v->positive_int());
+    if (auto v = n.get("memory_headroom")) {
+      const double h = v->non_negative();
+      if (h >= 1) v->fail("must be a fraction below 1");
+      settings.constraints.memory_headroom = h;
+    }
+  }
+  s = search::complete_space(s, out.base.cluster, out.base.training);
+  apply_bounds(s.devices, bounds["devices"]);
+  apply_bounds(s.tp, bounds["tp"]);
+  apply_bounds(s.pp, bounds["pp"]);
+  if (s.dp.empty() && (bounds["dp"].min || bounds["dp"].max))
+    for (int d = 1; d <= devices; ++d) s.dp.push_back(d);  // bounds on "any"
+  apply_bounds(s.dp, bounds["dp"]);
+  apply_bounds(s.micro_batch_size, bounds["mbs"]);
+  apply_bounds(s.virtual_stages, bounds["v"]);
+  apply_bounds(s.zero_stage, bounds["zero"]);
+  for (auto [key, empty] : {std::pair{"devices", s.devices.empty()}, {"tensor_model_parallel_size", s.tp.empty()},
+                            {"pipeline_model_parallel_size", s.pp.empty()}, {"micro_batch_size", s.micro_batch_size.empty()},
+                            {"data_parallel_size", s.dp.empty() && (bounds["dp"].min || bounds["dp"].max)},
+                            {"zero_stage", s.zero_stage.empty()}})
+    if (empty) (*section)[key].fail("its bounds leave no value to try");
+  if (settings.objective == search::Objective::cost) {
+    for (int world : s.devices)
+      if (!search::all_priced(out.base.cluster, world))
+        objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +
+                             out.base.cluster.name + "'");
+  }
+  return out;
+}
+
+}  // namespace tandem

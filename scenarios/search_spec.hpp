@@ -1,0 +1,39 @@
+// A search scenario: an ordinary scenario (its strategy is the baseline the search starts from)
+// plus a `search:` section that pins, lists or bounds the knobs to explore and says what to
+// optimise:
+//
+//   search:
+//     tensor_model_parallel_size: [1, 2, 4, 8]   # a list of values
+//     pipeline_model_parallel_size: {max: 8}     # bounds on the defaults (min and/or max)
+//     zero_stage: 1                              # a pin
+//     micro_batch_size, data_parallel_size, devices (ranks used), pipeline_schedule,
+//     virtual_pipeline_model_parallel_size, recompute_granularity, sequence_parallel,
+//     rank_order, pipeline_partition, batch_split  # likewise
+//     objective: time | cost | energy            # default time
+//     top_k: 10
+//     memory_headroom: 0.1                       # keep 10% of every device's memory free
+//     algorithm: auto | exhaustive | guided
+//     exhaustive_limit: 200                      # auto: exhaustive up to this many candidates
+//     max_evaluations: 64                        # guided: simulations at most
+//     seed: 1
+//
+// Knobs left out get the defaults of search_space.hpp. Every error names file, line and field.
+#pragma once
+
+#include <string>
+
+#include "scenarios/scenario.hpp"
+#include "strategies/search/search.hpp"
+#include "strategies/search/search_space.hpp"
+
+namespace tandem {
+
+struct SearchScenario {
+  Scenario base;
+  search::SearchSpace space;  // completed: every knob has its values
+  search::SearchSettings settings;
+};
+
+SearchScenario load_search_scenario(const std::string& name_or_path);
+
+}  // namespace tandem

@@ -1,0 +1,61 @@
+#include "strategies/search/candidate.hpp"
+
+namespace tandem::search {
+
+const char* to_string(HybridConfig::Partition partition) {
+  return partition == HybridConfig::Partition::proportional ? "proportional" : "uniform";
+}
+
+const char* to_string(BatchSplit split) { return split == BatchSplit::proportional ? "proportional" : "even"; }
+
+nlohmann::json to_json(const Candidate& c) {
+  return {{"tensor_model_parallel_size", c.tp},
+          {"pipeline_model_parallel_size", c.pp},
+          {"data_parallel_size", c.dp},
+          {"micro_batch_size", c.micro_batch_size},
+          {"pipeline_schedule", tandem::to_string(c.schedule)},
+          {"virtual_pipeline_model_parallel_size", c.virtual_stages},
+          {"zero_stage", c.zero_stage},
+          {"recompute_granularity", tandem::to_string(c.recompute)},
+          {"sequence_parallel", c.sequence_parallel},
+          {"rank_order", tandem::to_string(c.order)},
+          {"pipeline_partition", to_string(c.partition)},
+          {"batch_split", to_string(c.batch_split)}};
+}
+
+Candidate candidate_from_json(const nlohmann::json& j) {
+  Candidate c;
+  c.tp = j.at("tensor_model_parallel_size").get<int>();
+  c.pp = j.at("pipeline_model_parallel_size").get<int>();
+  c.dp = j.at("data_parallel_size").get<int>();
+  c.micro_batch_size = j.at("micro_batch_size").get<std::int64_t>();
+  c.schedule = parse_pipeline_schedule(j.at("pipeline_schedule").get<std::string>());
+  c.virtual_stages = j.at("virtual_pipeline_model_parallel_size").get<int>();
+  c.zero_stage = j.at("zero_stage").get<int>();
+  const std::string recompute = j.at("recompute_granularity").get<std::string>();
+  c.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
+  c.sequence_parallel = j.at("sequence_parallel").get<bool>();
+  c.order = parse_rank_order(j.at("rank_order").get<std::string>());
+  c.partition = j.at("pipeline_partition").get<std::string>() == "proportional" ? HybridConfig::Partition::proportional
+                                                                                : HybridConfig::Partition::uniform;
+  c.batch_split = j.at("batch_split").get<std::string>() == "proportional" ? BatchSplit::proportional : BatchSplit::even;
+  return c;
+}
+
+bool Candidate::heterogeneity_aware() const {
+  return (pp > 1 && partition == HybridConfig::Partition::proportional) ||
+         (dp > 1 && batch_split == BatchSplit::proportional);
+}
+
+std::string Candidate::key() const {
+  std::string k = "tp=" + std::to_string(tp) + " pp=" + std::to_string(pp) + " dp=" + std::to_string(dp) +
+                  " mbs=" + std::to_string(micro_batch_size) + " " + tandem::to_string(schedule);
+  if (virtual_stages > 1) k += " v=" + std::to_string(virtual_stages);
+  k += " zero=" + std::to_string(zero_stage) + " rc=" + tandem::to_string(recompute);
+  if (sequence_parallel) k += " sp";
+  k += std::string(" order=") + tandem::to_string(order) + " stages=" + to_string(partition) +
+       " batch=" + to_string(batch_split);
+  return k;
+}
+
+}  // namespace tandem::search

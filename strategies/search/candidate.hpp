@@ -1,0 +1,52 @@
+// One point of the strategy search space: every knob the search may turn, in Megatron-LM's
+// vocabulary. A candidate is plain data, ordered canonically (field by field) so that ties between
+// equally good strategies are always broken the same way, whatever the order of evaluation.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <compare>
+#include <cstdint>
+#include <string>
+
+#include "strategies/hybrid_parallel.hpp"
+#include "strategies/model.hpp"
+#include "strategies/pipeline_schedule.hpp"
+#include "strategies/rank_layout.hpp"
+#include "strategies/strategy.hpp"
+
+namespace tandem::search {
+
+struct Candidate {
+  int tp = 1;  // tensor_model_parallel_size
+  int pp = 1;  // pipeline_model_parallel_size
+  int dp = 1;  // data_parallel_size
+  std::int64_t micro_batch_size = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;
+  int zero_stage = 0;
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  RankOrder order = RankOrder::tp_dp_pp;
+  HybridConfig::Partition partition = HybridConfig::Partition::uniform;
+  BatchSplit batch_split = BatchSplit::even;
+
+  int world_size() const { return tp * pp * dp; }
+  // Uses a heterogeneity-aware split (stages or batch shares by device speed).
+  bool heterogeneity_aware() const;
+  // "tp=8 pp=3 dp=8 mbs=1 1f1b zero=1 rc=none order=tp-dp-pp stages=proportional batch=even":
+  // readable and unique (the search's result maps are keyed by it).
+  std::string key() const;
+
+  auto operator<=>(const Candidate&) const = default;
+  bool operator==(const Candidate&) const = default;
+};
+
+// The knobs under their scenario names (how a candidate travels to MPI workers and into reports).
+nlohmann::json to_json(const Candidate& candidate);
+Candidate candidate_from_json(const nlohmann::json& j);  // throws on a malformed or unknown value
+
+const char* to_string(HybridConfig::Partition partition);  // "uniform", "proportional"
+const char* to_string(BatchSplit split);                   // "even", "proportional"
+
+}  // namespace tandem::search

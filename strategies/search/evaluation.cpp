@@ -1,0 +1,43 @@
+#include "strategies/search/evaluation.hpp"
+
+namespace tandem::search {
+
+nlohmann::json to_json(const Evaluation& e) {
+  return {{"ok", e.ok},
+          {"error", e.error},
+          {"strategy", e.strategy},
+          {"iteration_time_s", e.iteration_time_s},
+          {"tokens_per_s", e.tokens_per_s},
+          {"samples_per_s", e.samples_per_s},
+          {"mfu", e.mfu},
+          {"peak_memory_bytes", e.peak_memory_bytes},
+          {"memory_fraction", e.memory_fraction},
+          {"energy_per_iteration_j", e.energy_per_iteration_j},
+          {"usd_per_s", e.usd_per_s},
+          {"compute_s", e.compute_s},
+          {"exposed_comm_s", e.exposed_comm_s},
+          {"idle_s", e.idle_s},
+          {"simulation_wall_s", e.simulation_wall_s}};
+}
+
+Evaluation evaluation_from_json(const nlohmann::json& j) {
+  Evaluation e;
+  e.ok = j.at("ok").get<bool>();
+  e.error = j.at("error").get<std::string>();
+  e.strategy = j.at("strategy").get<std::string>();
+  e.iteration_time_s = j.at("iteration_time_s").get<double>();
+  e.tokens_per_s = j.at("tokens_per_s").get<double>();
+  e.samples_per_s = j.at("samples_per_s").get<double>();
+  e.mfu = j.at("mfu").get<double>();
+  e.peak_memory_bytes = j.at("peak_memory_bytes").get<double>();
+  e.memory_fraction = j.at("memory_fraction").get<double>();
+  e.energy_per_iteration_j = j.at("energy_per_iteration_j").get<double>();
+  e.usd_per_s = j.at("usd_per_s").get<double>();
+  e.compute_s = j.at("compute_s").get<double>();
+  e.exposed_comm_s = j.at("exposed_comm_s").get<double>();
+  e.idle_s = j.at("idle_s").get<double>();
+  e.simulation_wall_s = j.at("simulation_wall_s").get<double>();
+  return e;
+}
+
+}  // namespace tandem::search

@@ -1,0 +1,52 @@
+// What the search knows about a candidate: before simulating (Estimate: is it valid, its memory
+// and lower bounds) and after (Evaluation: the simulator's prediction, condensed). Evaluations
+// travel from worker processes as JSON, so both directions are here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "common/units.hpp"
+
+namespace tandem::search {
+
+struct Estimate {
+  bool valid = false;
+  std::string invalid_reason;       // when !valid: why the strategy cannot be built
+  Bytes peak_memory_bytes = 0;      // lower bound of the largest per-rank peak
+  double memory_fraction = 0;       // lower bound of the largest per-rank peak / capacity
+  Seconds iteration_time_s = 0;     // lower bound
+  Joules energy_per_iteration_j = 0;  // lower bound
+  double usd_per_s = 0;             // price of the devices used, per second
+  // Whether the batch shares / the layers per stage came out even: a speed-proportional split
+  // that came out even is the same strategy as its uniform twin (search.cpp keeps only one).
+  bool even_batches = false;
+  bool even_layers = false;
+};
+
+struct Evaluation {
+  bool ok = false;
+  std::string error;  // when !ok: why the simulation failed
+  std::string strategy;  // the strategy's name
+  Seconds iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  double mfu = 0;
+  Bytes peak_memory_bytes = 0;  // the largest per-rank peak
+  double memory_fraction = 0;   // the largest per-rank peak / that rank's capacity
+  Joules energy_per_iteration_j = 0;
+  double usd_per_s = 0;  // price of the devices used, per second
+  // Where the time went on the rank with the most compute.
+  Seconds compute_s = 0;
+  Seconds exposed_comm_s = 0;
+  Seconds idle_s = 0;
+  double simulation_wall_s = 0;
+
+  double usd_per_iteration() const { return iteration_time_s * usd_per_s; }
+};
+
+nlohmann::json to_json(const Evaluation& e);
+Evaluation evaluation_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
+
+}  // namespace tandem::search

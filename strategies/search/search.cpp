@@ -1,0 +1,100 @@
+#include "strategies/search/search.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+
+#include "strategies/search/search_state.hpp"
+
+namespace tandem::search {
+
+const char* to_string(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::automatic: return "auto";
+    case Algorithm::exhaustive: return "exhaustive";
+    case Algorithm::guided: return "guided";
+  }
+  return "?";
+}
+
+Algorithm parse_algorithm(const std::string& text) {
+  if (text == "auto") return Algorithm::automatic;
+  if (text == "exhaustive") return Algorithm::exhaustive;
+  if (text == "guided") return Algorithm::guided;
+  throw std::invalid_argument("unknown search algorithm '" + text + "' (expected auto, exhaustive or guided)");
+}
+
+double SearchResult::coverage() const {
+  return valid == 0 ? 1.0 : static_cast<double>(evaluated + pruned_by_bound) / static_cast<double>(valid);
+}
+
+const Scored* best_of_kind(const SearchResult& result, bool heterogeneity_aware) {
+  const Scored* best = nullptr;
+  for (const Scored& s : result.all)
+    if (s.feasible() && s.candidate.heterogeneity_aware() == heterogeneity_aware &&
+        (best == nullptr || Ranked{s.value, s.candidate} < Ranked{best->value, best->candidate}))
+      best = &s;
+  return best;
+}
+
+void run_exhaustive(SearchState& state, const SearchSettings& settings) {
+  // Lowest bound first: good candidates early make the threshold bite sooner.
+  std::vector<int> order(state.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return Ranked{state.bound(a), state.candidate(a)} < Ranked{state.bound(b), state.candidate(b)};
+  });
+  std::size_t next = 0;
+  while (next < order.size()) {
+    std::vector<int> batch;
+    for (; next < order.size() && static_cast<int>(batch.size()) < settings.batch_size; ++next)
+      if (state.may_matter(order[next])) batch.push_back(order[next]);
+    std::int64_t remaining = 0;
+    for (std::size_t j = next; j < order.size(); ++j) remaining += state.may_matter(order[j]) ? 1 : 0;
+    state.set_remaining(remaining + static_cast<std::int64_t>(batch.size()));
+    state.evaluate(batch);
+  }
+}
+
+SearchResult run_search(const Enumeration& space, Evaluator& evaluator, const SearchSettings& settings,
+                        const ProgressFn& progress) {
+  if (settings.top_k < 1) throw std::invalid_argument("top_k must be at least 1");
+  if (settings.batch_size < 1) throw std::invalid_argument("batch_size must be at least 1");
+  // 1. Estimate everything; keep what can be built and may fit.
+  const std::vector<Estimate> estimates = evaluator.estimate(space.candidates);
+  std::map<std::string, std::int64_t> dropped = space.dropped;
+  std::vector<Candidate> valid;
+  std::vector<Estimate> valid_estimates;
+  std::set<Candidate> buildable;
+  for (std::size_t i = 0; i < estimates.size(); ++i)
+    if (estimates[i].valid) buildable.insert(space.candidates[i]);
+  for (std::size_t i = 0; i < estimates.size(); ++i) {
+    Candidate twin = space.candidates[i];
+    if (estimates[i].even_layers) twin.partition = HybridConfig::Partition::uniform;
+    if (estimates[i].even_batches) twin.batch_split = BatchSplit::even;
+    if (estimates[i].valid && twin != space.candidates[i] && buildable.count(twin)) {
+      ++dropped["same strategy as its uniform twin (splits came out even)"];
+    } else if (!estimates[i].valid) {
+      ++dropped[estimates[i].invalid_reason];
+    } else if (!settings.constraints.fits(estimates[i].memory_fraction)) {
+      ++dropped["exceeds memory (analytic lower bound, with headroom)"];
+    } else {
+      valid.push_back(space.candidates[i]);
+      valid_estimates.push_back(estimates[i]);
+    }
+  }
+  // 2. Search.
+  SearchState state(std::move(valid), std::move(valid_estimates), evaluator, settings, progress);
+  Algorithm algorithm = settings.algorithm;
+  if (algorithm == Algorithm::automatic)
+    algorithm = state.size() <= settings.exhaustive_limit ? Algorithm::exhaustive : Algorithm::guided;
+  if (algorithm == Algorithm::exhaustive) run_exhaustive(state, settings);
+  else run_guided(state, settings);
+  SearchResult result = state.result(algorithm);
+  result.combinations = space.combinations;
+  for (const auto& [reason, count] : dropped) result.dropped[reason] += count;
+  return result;
+}
+
+}  // namespace tandem::search

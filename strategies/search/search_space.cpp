@@ -1,0 +1,178 @@
+#include "strategies/search/search_space.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace tandem::search {
+
+namespace {
+
+std::vector<int> powers_of_two_up_to(int limit) {
+  std::vector<int> out;
+  for (int v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+std::vector<int> divisors_of(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+int max_devices_per_node(const Cluster& cluster) {
+  int most = 1;
+  for (const NodeGroup& g : cluster.groups) most = std::max(most, g.devices_per_node);
+  return most;
+}
+
+// The smallest node among the groups that ranks 0..world-1 touch: a tensor group must fit in it.
+int min_devices_per_node(const Cluster& cluster, int world) {
+  int least = std::numeric_limits<int>::max();
+  for (int g = 0; g < static_cast<int>(cluster.groups.size()) && cluster.first_rank(g) < world; ++g)
+    least = std::min(least, cluster.groups[g].devices_per_node);
+  return least;
+}
+
+template <class T>
+std::vector<T> first_only(const std::vector<T>& values) {
+  return {values.front()};
+}
+
+// The values of a knob that matters for this combination, or just its first value when it
+// does not (so that meaningless variations are not enumerated as different strategies).
+template <class T>
+const std::vector<T>& relevant(const std::vector<T>& values, bool matters, std::vector<T>& scratch) {
+  if (matters) return values;
+  scratch = first_only(values);
+  return scratch;
+}
+
+}  // namespace
+
+bool heterogeneous_prefix(const Cluster& cluster, int world) {
+  for (int r = 1; r < world; ++r)
+    if (cluster.device_of(r).name != cluster.device_of(0).name) return true;
+  return false;
+}
+
+SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const TrainingConfig& training) {
+  const int devices = cluster.device_count();
+  if (s.devices.empty()) s.devices = {devices};
+  const int largest = *std::max_element(s.devices.begin(), s.devices.end());
+  if (s.tp.empty()) s.tp = powers_of_two_up_to(max_devices_per_node(cluster));
+  if (s.pp.empty()) s.pp = divisors_of(largest);
+  if (s.micro_batch_size.empty())
+    for (int v : powers_of_two_up_to(static_cast<int>(std::min<std::int64_t>(8, training.global_batch_size))))
+      s.micro_batch_size.push_back(v);
+  if (s.schedule.empty()) s.schedule = {PipelineSchedule::one_f_one_b};
+  if (s.virtual_stages.empty()) s.virtual_stages = {2};
+  if (s.zero_stage.empty()) s.zero_stage = {0, 1};
+  if (s.recompute.empty()) s.recompute = {Recompute::none, Recompute::selective, Recompute::full};
+  if (s.sequence_parallel.empty()) s.sequence_parallel = {0};
+  if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
+  const bool mixed = heterogeneous_prefix(cluster, largest);
+  if (s.partition.empty())
+    s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
+                        : std::vector{HybridConfig::Partition::uniform};
+  if (s.batch_split.empty())
+    s.batch_split = mixed ? std::vector{BatchSplit::even, BatchSplit::proportional} : std::vector{BatchSplit::even};
+  return s;
+}
+
+Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const TrainingConfig& training) {
+  Enumeration out;
+  auto drop = [&](const std::string& reason) {
+    ++out.dropped[reason];
+    ++out.combinations;
+  };
+  const std::int64_t batch = training.global_batch_size;
+  std::vector<int> ints;
+  std::vector<PipelineSchedule> schedules;
+  std::vector<HybridConfig::Partition> partitions;
+  std::vector<BatchSplit> splits;
+  std::vector<RankOrder> orders;
+  for (int world : s.devices) {
+    if (world > cluster.device_count()) {
+      drop("more devices than the cluster has");
+      continue;
+    }
+    const bool mixed = heterogeneous_prefix(cluster, world);
+    for (int tp : s.tp) {
+      if (tp > min_devices_per_node(cluster, world)) {
+        drop("tensor group larger than a node");
+        continue;
+      }
+      for (int pp : s.pp) {
+        if (world % (tp * pp) != 0) {
+          drop("tp x pp does not divide the device count");
+          continue;
+        }
+        const int dp = world / (tp * pp);
+        if (!s.dp.empty() && std::find(s.dp.begin(), s.dp.end(), dp) == s.dp.end()) {
+          drop("data-parallel size outside the allowed values");
+          continue;
+        }
+        for (std::int64_t mbs : s.micro_batch_size) {
+          if (batch % mbs != 0) {
+            drop("global batch not a multiple of the micro-batch size");
+            continue;
+          }
+          const std::int64_t micro_batches = batch / mbs;
+          if (micro_batches < dp) {
+            drop("fewer micro-batches than data-parallel replicas");
+            continue;
+          }
+          for (BatchSplit split : relevant(s.batch_split, dp > 1 && mixed, splits)) {
+            if (split == BatchSplit::even && micro_batches % dp != 0) {
+              drop("micro-batches do not split evenly over data-parallel replicas");
+              continue;
+            }
+            const std::vector<PipelineSchedule> one_f_one_b{PipelineSchedule::one_f_one_b};
+            for (PipelineSchedule schedule : pp > 1 ? s.schedule : one_f_one_b) {
+              const bool interleaved = schedule == PipelineSchedule::interleaved_1f1b;
+              const std::vector<int> one{1};
+              for (int v : interleaved ? s.virtual_stages : one) {
+                if (interleaved && v < 2) {
+                  drop("interleaved schedule needs at least 2 virtual stages");
+                  continue;
+                }
+                if (interleaved && split == BatchSplit::even && (micro_batches / dp) % pp != 0) {
+                  drop("interleaved schedule needs micro-batches divisible by the pipeline size");
+                  continue;
+                }
+                for (int zero : relevant(s.zero_stage, dp > 1, ints)) {
+                  for (Recompute recompute : s.recompute) {
+                    std::vector<int> sps;
+                    for (int sp : relevant(s.sequence_parallel, tp > 1, sps)) {
+                      if (sp && tp == 1) {
+                        drop("sequence parallelism needs tensor parallelism");
+                        continue;
+                      }
+                      for (RankOrder order : relevant(s.order, dp > 1 && pp > 1, orders)) {
+                        for (auto partition : relevant(s.partition, pp > 1 && mixed, partitions)) {
+                          Candidate c;
+                          c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch_size = mbs;
+                          c.schedule = schedule, c.virtual_stages = v, c.zero_stage = zero;
+                          c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
+                          c.partition = partition, c.batch_split = split;
+                          out.candidates.push_back(c);
+                          ++out.combinations;
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::sort(out.candidates.begin(), out.candidates.end());
+  out.candidates.erase(std::unique(out.candidates.begin(), out.candidates.end()), out.candidates.end());
+  return out;
+}
+
+}  // namespace tandem::search

@@ -1,0 +1,52 @@
+// The space a strategy search explores: for each knob, the values it may take. A scenario pins a
+// knob (one value), lists values, or bounds a numeric one; knobs it leaves open get defaults that
+// suit the cluster (powers of two up to a node for tensor parallelism, every divisor of the
+// device count for pipelines, heterogeneity-aware splits only on mixed clusters).
+//
+// Enumeration walks the knobs in a fixed order, so the candidate list is the same on every run.
+// Combinations that cannot be valid are dropped with a reason and counted; combinations whose
+// extra knobs mean nothing (a schedule without a pipeline, ZeRO without data parallelism) are
+// not multiplied out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "platforms/cluster.hpp"
+#include "strategies/search/candidate.hpp"
+
+namespace tandem::search {
+
+struct SearchSpace {
+  std::vector<int> devices;  // world sizes (ranks 0..n-1 of the cluster); empty: all devices
+  std::vector<int> tp, pp, dp;  // empty: any that fits (dp follows from devices / (tp x pp))
+  std::vector<std::int64_t> micro_batch_size;
+  std::vector<PipelineSchedule> schedule;
+  std::vector<int> virtual_stages;  // used by the interleaved schedule only
+  std::vector<int> zero_stage;
+  std::vector<Recompute> recompute;
+  std::vector<int> sequence_parallel;  // 0 / 1
+  std::vector<RankOrder> order;
+  std::vector<HybridConfig::Partition> partition;
+  std::vector<BatchSplit> batch_split;
+};
+
+// Fills every knob left empty with its default for this cluster and training configuration.
+SearchSpace complete_space(SearchSpace space, const Cluster& cluster, const TrainingConfig& training);
+
+struct Enumeration {
+  std::vector<Candidate> candidates;            // structurally valid, in canonical order
+  std::map<std::string, std::int64_t> dropped;  // reason -> combinations dropped for it
+  std::int64_t combinations = 0;                // looked at (candidates + dropped)
+};
+
+// Enumerates a completed space. Drops what cannot be valid whatever the model: sizes that do not
+// multiply to the device count, a tensor group larger than a node, batches that do not split.
+Enumeration enumerate(const SearchSpace& space, const Cluster& cluster, const TrainingConfig& training);
+
+// Whether ranks 0..world-1 of the cluster hold more than one kind of device.
+bool heterogeneous_prefix(const Cluster& cluster, int world);
+
+}  // namespace tandem::search

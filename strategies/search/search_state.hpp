@@ -1,0 +1,55 @@
+// The bookkeeping the search algorithms share: candidates with their bounds, the simulations
+// done (each candidate simulated at most once), the top k so far, and the pruning threshold.
+#pragma once
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "strategies/search/search.hpp"
+
+namespace tandem::search {
+
+class SearchState {
+ public:
+  SearchState(std::vector<Candidate> candidates, std::vector<Estimate> estimates, Evaluator& evaluator,
+              const SearchSettings& settings, const ProgressFn& progress);
+
+  int size() const { return static_cast<int>(items_.size()); }
+  const Candidate& candidate(int i) const { return items_[i].candidate; }
+  double bound(int i) const { return items_[i].bound; }
+  bool evaluated(int i) const { return done_[i]; }
+  double value(int i) const;  // +inf until evaluated
+  int evaluations() const { return evaluations_; }
+
+  // Simulates those of `indices` not simulated yet (as one batch), then reports progress.
+  void evaluate(const std::vector<int>& indices);
+  // False when candidate i's lower bound proves it cannot enter the top k nor be the best of its
+  // kind (heterogeneity-aware or uniform).
+  bool may_matter(int i) const;
+  // The best simulated candidate, -1 if none is feasible.
+  int best() const;
+  void set_remaining(std::int64_t remaining) { remaining_ = remaining; }
+
+  SearchResult result(Algorithm algorithm) const;
+
+ private:
+  double threshold(int i) const;
+  void report() const;
+
+  std::vector<Scored> items_;
+  std::vector<bool> done_;
+  Evaluator& evaluator_;
+  const SearchSettings& settings_;
+  const ProgressFn& progress_;
+  std::set<std::pair<Ranked, int>> top_;  // feasible (value, candidate) and index, best first
+  double best_of_kind_[2];           // best value of uniform [0] and heterogeneity-aware [1]
+  int evaluations_ = 0;
+  std::int64_t remaining_ = 0;
+};
+
+// The two algorithms, over a state holding the valid candidates (search.hpp says how they work).
+void run_exhaustive(SearchState& state, const SearchSettings& settings);
+void run_guided(SearchState& state, const SearchSettings& settings);
+
+}  // namespace tandem::search
