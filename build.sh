@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
-#   ./build.sh run    install what is missing, build, run the main job on the bundled default scenario
+#   ./build.sh run    install what is missing, build, run the main job (`tandem job`) on bundled defaults
 #   ./build.sh test   install what is missing, build, run the whole test suite
 # Extra arguments after `run` are passed to `tandem` instead of the default job.
 set -euo pipefail
@@ -38,7 +38,9 @@ case "$mode" in
     if [ $# -gt 0 ]; then
       exec ./build/tandem "$@"
     fi
-    exec ./build/tandem simulate default
+    # The main job: search a modeled heterogeneous cluster, then calibrate, search, run and
+    # compare on this machine; ends by printing the reports' paths (cli/job_command.hpp).
+    exec ./build/tandem job -o tandem-job
     ;;
   test)
     cd build

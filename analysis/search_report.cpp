@@ -1,6 +1,9 @@
 #include "analysis/search_report.hpp"
 
 #include <cstdio>
+#include <algorithm>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "strategies/search/pareto.hpp"
@@ -51,6 +54,46 @@ nlohmann::json scored_json(const search::Scored& s) {
           {"objective", s.feasible() ? nlohmann::json(s.value) : nlohmann::json(nullptr)},
           {"lower_bound", s.bound},
           {"prediction", search::to_json(s.evaluation)}};
+}
+
+// One simulated candidate in the report's schema (analysis/report/README.md, tandem-search/1).
+// `on_front`: on the time-vs-memory Pareto front (the report's scatter), when known.
+nlohmann::json report_candidate(const search::Scored& s, int rank, std::optional<bool> on_front) {
+  const search::Evaluation& e = s.evaluation;
+  nlohmann::json c = {{"rank", rank},
+                      {"strategy", s.candidate.key()},
+                      {"iteration_time_s", e.iteration_time_s},
+                      {"tokens_per_s", e.tokens_per_s},
+                      {"mfu", e.mfu},
+                      {"peak_memory_bytes", e.peak_memory_bytes},
+                      {"fits_in_memory", e.ok && e.memory_fraction <= 1.0},
+                      {"breakdown", {{"compute_s", e.compute_s}, {"exposed_comm_s", e.exposed_comm_s}, {"idle_s", e.idle_s}}},
+                      {"config", search::to_json(s.candidate)}};
+  if (on_front) c["pareto"] = *on_front;
+  if (e.memory_fraction > 0) c["memory_capacity_bytes"] = e.peak_memory_bytes / e.memory_fraction;
+  return c;
+}
+
+// Every simulated candidate, best first for the objective (ties by the canonical key, as the
+// search breaks them); failed simulations last.
+nlohmann::json report_candidates(const search::SearchResult& r, search::ParetoAxis axis,
+                                 const std::vector<search::Scored>& front) {
+  std::vector<const search::Scored*> order;
+  for (const auto& s : r.all)
+    if (s.evaluation.ok) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](const search::Scored* a, const search::Scored* b) {
+    if (a->value != b->value) return a->value < b->value;
+    return a->candidate.key() < b->candidate.key();
+  });
+  std::set<std::string> on_front;
+  for (const auto& s : front) on_front.insert(s.candidate.key());
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const search::Scored* s : order)
+    candidates.push_back(report_candidate(
+        *s, static_cast<int>(candidates.size()) + 1,
+        // The report plots time vs memory; a front on another axis (cost) is left for it to compute.
+        axis == search::ParetoAxis::memory ? std::optional<bool>(on_front.count(s->candidate.key()) > 0) : std::nullopt));
+  return candidates;
 }
 
 }  // namespace
@@ -108,8 +151,11 @@ nlohmann::json search_report_json(const search::SearchResult& r, const SearchRep
   for (const auto& s : r.ranked) ranked.push_back(scored_json(s));
   for (const auto& s : r.all) simulated.push_back(scored_json(s));
   const search::ParetoAxis axis = pareto_axis(r.objective);
-  for (const auto& s : search::pareto_front(r.all, axis)) pareto.push_back(scored_json(s));
-  nlohmann::json j = {{"scenario", ctx.scenario},
+  const auto front = search::pareto_front(r.all, axis);
+  for (const auto& s : front) pareto.push_back(scored_json(s));
+  nlohmann::json j = {{"schema", "tandem-search/1"},  // what `tandem report --search` reads
+                      {"candidates", report_candidates(r, axis, front)},
+                      {"scenario", ctx.scenario},
                       {"model", ctx.model},
                       {"cluster", ctx.cluster},
                       {"objective", to_string(r.objective)},

@@ -8,6 +8,7 @@
 #include "cli/calibrate_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/guarded.hpp"
+#include "cli/job_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/search_command.hpp"
@@ -32,6 +33,8 @@ int run(int argc, char** argv) {
   CLI::App* calibrate_cmd = add_calibrate_command(app, calibrate_options);
   SearchOptions search_options;
   CLI::App* search_cmd = add_search_command(app, search_options);
+  JobOptions job_options;
+  CLI::App* job_cmd = add_job_command(app, job_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,6 +45,7 @@ int run(int argc, char** argv) {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
     if (search_cmd->parsed()) return run_search_command(search_options);
+    if (job_cmd->parsed()) return run_job(job_options);
     if (calibrate_cmd->parsed()) return run_calibrate(calibrate_options);
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);
