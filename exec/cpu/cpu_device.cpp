@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "exec/common/op_labels.hpp"
+#include "exec/cpu/spin_wait.hpp"
 #include "kernels/cpu/dispatch.hpp"
 
 namespace tandem::exec::cpu {
@@ -332,7 +333,8 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending.handle = static_cast<std::int64_t>(ops_.size());
-    ops_.push_back(OpState{false, false, op.label, {}});
+    ops_.push_back(OpState{false, false, op.label, {},
+                           issue.stream == Stream::compute ? -1 : static_cast<int>(issue.stream)});
   }
   ++comm_ops_;
   pending.op = std::move(op);
@@ -535,49 +537,56 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
       releasing_.erase(id);
     }
     state.release_on_completion.clear();
+    completions_.fetch_add(1, std::memory_order_release);
   }
   op_done_.notify_all();
 }
 
 void CpuDevice::worker_loop(Stream stream) {
   Worker& w = workers_[static_cast<int>(stream)];
-  auto fail_queue = [&] {  // after a failure: nothing queued will ever run
-    std::vector<std::int64_t> handles;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (const PendingComm& p : w.queue) handles.push_back(p.handle);
-      w.queue.clear();
-    }
-    for (std::int64_t h : handles) complete(h, true);
-  };
   while (true) {
     PendingComm pending;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      has_work_.wait(lock, [&] { return stopping_ || !w.queue.empty(); });
+      has_work_.wait(lock, [&] { return stopping_ || (!w.queue.empty() && !w.busy); });
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
+      w.busy = true;
     }
-    try {
-      for (const Handle& h : pending.after) wait_handle(h.id);
-      run_comm(pending);
-    } catch (const AbortedError&) {
-      complete(pending.handle, true);
-      fail_queue();
-      return;
-    } catch (const OpError& e) {
-      complete(pending.handle, true);
-      context_.fail(rank_, e.label(), e.what());
-      fail_queue();
-      return;
-    } catch (const std::exception& e) {
-      complete(pending.handle, true);
-      context_.fail(rank_, pending.op.label, e.what());
-      fail_queue();
-      return;
+    if (!run_queued(w, pending)) return;
+  }
+}
+
+bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
+  bool ok = true;
+  try {
+    for (const Handle& h : pending.after) wait_handle(h.id);
+    run_comm(pending);
+  } catch (const AbortedError&) {
+    complete(pending.handle, true);
+    ok = false;
+  } catch (const OpError& e) {
+    complete(pending.handle, true);
+    context_.fail(rank_, e.label(), e.what());
+    ok = false;
+  } catch (const std::exception& e) {
+    complete(pending.handle, true);
+    context_.fail(rank_, pending.op.label, e.what());
+    ok = false;
+  }
+  std::vector<std::int64_t> dropped;  // after a failure: nothing queued will ever run
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    w.busy = false;
+    if (!ok) {
+      for (const PendingComm& p : w.queue) dropped.push_back(p.handle);
+      w.queue.clear();
     }
   }
+  for (std::int64_t h : dropped) complete(h, true);
+  has_work_.notify_all();
+  return ok;
 }
 
 // ---------------------------------------------------------------- waiting
@@ -590,6 +599,7 @@ void CpuDevice::wait_handle(std::int64_t handle) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (handle >= static_cast<std::int64_t>(ops_.size()))
     throw std::logic_error("wait on unknown handle " + std::to_string(handle));
+  const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   while (true) {
     const OpState& state = ops_[handle];
     if (state.done) {
@@ -597,9 +607,28 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       return;
     }
     if (context_.aborted()) throw AbortedError("aborted: another rank failed");
+    if (state.stream >= 0) {  // still queued, its stream idle: run the queue up to it here
+      Worker& w = workers_[state.stream];
+      if (!w.busy && !w.queue.empty() && w.queue.front().handle <= handle) {
+        PendingComm pending = std::move(w.queue.front());
+        w.queue.pop_front();
+        w.busy = true;
+        lock.unlock();
+        run_queued(w, pending);
+        lock.lock();
+        continue;
+      }
+    }
     if (std::chrono::steady_clock::now() >= deadline)
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
+    if (std::chrono::steady_clock::now() < spin_deadline) {  // spin first (spin_wait.hpp)
+      const std::uint64_t seen = completions_.load(std::memory_order_acquire);
+      lock.unlock();
+      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted(); });
+      lock.lock();
+      continue;
+    }
     op_done_.wait_for(lock, kPoll);
   }
 }

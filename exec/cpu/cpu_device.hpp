@@ -20,6 +20,11 @@
 // on the host. Communication on Stream::compute runs on the host thread. wait() blocks the host
 // on a condition variable; record(stream) returns the last op issued on that stream;
 // release_after() frees the buffer when the op completes (on the worker).
+// Hand-offs. A thread that waits for a queued op that its stream has not started yet runs the
+// stream's ops up to it itself, in order (one op of a stream runs at a time, on the worker or on
+// a waiter): the host needs the result anyway, and handing the op to the worker and back costs
+// two thread wake-ups, each up to a scheduler tick when the cores are busy. Waits spin briefly
+// before they block (spin_wait.hpp).
 //
 // Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp),
 // whose reduce-scatter and all-gather are in place; out-of-place parts (CommShards) are copied
@@ -194,6 +199,7 @@ class CpuDevice final : public Runtime {
     bool failed = false;
     std::string label;
     std::vector<int> release_on_completion;
+    int stream = -1;  // the worker whose queue holds it (communication off the compute stream)
   };
   struct PendingComm {
     CommOp op;
@@ -207,12 +213,16 @@ class CpuDevice final : public Runtime {
     std::deque<PendingComm> queue;
     std::thread thread;
     std::int64_t last_handle = -1;
+    bool busy = false;  // one of its ops is running (on the worker or on a waiting thread)
   };
 
   float* storage_locked(const Tensor& tensor, const std::string& label);
   void release_locked(int tensor_id);
   void wait_handle(std::int64_t handle);
   void worker_loop(Stream stream);
+  // Runs a queued op taken from `w` (busy set by the caller): its dependencies, then the op; on
+  // failure fails the run and the rest of the queue. Clears busy. False when it failed.
+  bool run_queued(Worker& w, PendingComm& pending);
   void run_comm(PendingComm& pending);
   void complete(std::int64_t handle, bool failed);
   void check_injection(const std::string& label, int iteration) const;
@@ -228,7 +238,8 @@ class CpuDevice final : public Runtime {
 
   mutable std::mutex mutex_;
   std::condition_variable op_done_;   // an op completed (or failed)
-  std::condition_variable has_work_;  // a worker's queue grew, or shutdown
+  std::condition_variable has_work_;  // a worker's queue grew or its op finished, or shutdown
+  std::atomic<std::uint64_t> completions_{0};  // bumped by complete(): what waiters spin on
   bool stopping_ = false;
 
   std::unordered_map<int, Buffer> buffers_;

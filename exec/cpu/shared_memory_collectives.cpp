@@ -5,6 +5,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "exec/cpu/spin_wait.hpp"
+
 namespace tandem::exec::cpu {
 
 namespace {
@@ -139,8 +141,10 @@ struct SharedMemoryComm::Instance {
   std::vector<int> ranks;  // the group, in group order
   int root = -1;
   std::vector<FlatBuffer> buffers;  // by group index
-  std::vector<bool> posted, finished_by;
-  int arrived = 0, finished = 0, departed = 0;
+  std::vector<bool> posted;
+  int arrived = 0;
+  bool done = false;
+  std::string error;  // set by the last arrival when the members' buffers do not match
 };
 
 struct SharedMemoryComm::Message {
@@ -155,6 +159,11 @@ SharedMemoryComm::SharedMemoryComm(std::chrono::milliseconds timeout) : timeout_
 void SharedMemoryComm::abort() {
   aborted_.store(true, std::memory_order_release);
   std::lock_guard<std::mutex> lock(mutex_);
+  notify_locked();
+}
+
+void SharedMemoryComm::notify_locked() {
+  generation_.fetch_add(1, std::memory_order_release);
   cv_.notify_all();
 }
 
@@ -168,8 +177,16 @@ std::size_t SharedMemoryComm::pending() const {
 template <class Pred, class Describe>
 void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
                             Describe describe_timeout) {
+  const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
+    if (std::chrono::steady_clock::now() < spin_deadline) {  // spin first (spin_wait.hpp)
+      const std::uint64_t seen = generation_.load(std::memory_order_acquire);
+      lock.unlock();
+      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted(); });
+      lock.lock();
+      continue;
+    }
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
@@ -177,9 +194,9 @@ void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadlin
   }
 }
 
-std::shared_ptr<SharedMemoryComm::Instance> SharedMemoryComm::arrive(
-    const std::string& key, const std::string& label, OpKind kind, const Group& group, int rank,
-    const FlatBuffer& buffer, int root) {
+void SharedMemoryComm::collective(const std::string& key, const std::string& label, OpKind kind,
+                                  const Group& group, int rank, const FlatBuffer& buffer, int root,
+                                  const std::function<void(Instance&)>& work) {
   const int index = group.index_of(rank);
   if (index < 0)
     throw std::logic_error("rank " + std::to_string(rank) + " is not a member of group " +
@@ -197,7 +214,6 @@ std::shared_ptr<SharedMemoryComm::Instance> SharedMemoryComm::arrive(
     slot->root = root;
     slot->buffers.resize(group.ranks.size());
     slot->posted.assign(group.ranks.size(), false);
-    slot->finished_by.assign(group.ranks.size(), false);
   }
   std::shared_ptr<Instance> inst = slot;
   if (inst->kind != kind || inst->ranks != group.ranks || inst->root != root)
@@ -209,18 +225,34 @@ std::shared_ptr<SharedMemoryComm::Instance> SharedMemoryComm::arrive(
     throw std::logic_error("rank " + std::to_string(rank) + " joined collective " + key + " twice");
   inst->buffers[index] = buffer;
   inst->posted[index] = true;
-  ++inst->arrived;
   const int members = group.size();
-  if (inst->arrived == members) cv_.notify_all();
-  wait(lock, deadline, [&] { return inst->arrived == members; }, [&] {
-    std::vector<int> missing;
-    for (int i = 0; i < members; ++i)
-      if (!inst->posted[i]) missing.push_back(inst->ranks[i]);
-    return std::string("in ") + to_string(kind) + " '" + label + "' (group " +
-           std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
-  });
-  // Every member checks the sizes: a mismatch fails all of them alike. Reduce-scatter and
-  // all-gather shard tensor by tensor: the tensors must match too, not only their total.
+  if (++inst->arrived < members) {
+    try {
+      wait(lock, deadline, [&] { return inst->done; }, [&] {
+        std::vector<int> missing;
+        for (int i = 0; i < members; ++i)
+          if (!inst->posted[i]) missing.push_back(inst->ranks[i]);
+        return std::string("in ") + to_string(kind) + " '" + label + "' (group " +
+               std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
+      });
+    } catch (...) {  // withdraw the buffer: nobody may touch it once this member has left
+      if (!inst->done) {
+        inst->posted[index] = false;
+        inst->buffers[index].clear();
+        --inst->arrived;
+      }
+      throw;
+    }
+    if (!inst->error.empty()) throw std::runtime_error(inst->error);
+    return;
+  }
+  // The last member to arrive does every member's work, in one go: the others only wait for it
+  // to finish, and none of them needs a core for the collective to complete (one hand-off per
+  // waiting member instead of a barrier, a share of the work and a second barrier each).
+  instances_.erase(key);
+  lock.unlock();
+  // Every member's sizes must match. Reduce-scatter and all-gather shard tensor by tensor: the
+  // tensors must match too, not only their total.
   const I64 size = flat_size(inst->buffers[0]);
   auto span_sizes = [](const FlatBuffer& b) {
     std::vector<I64> sizes;
@@ -228,28 +260,27 @@ std::shared_ptr<SharedMemoryComm::Instance> SharedMemoryComm::arrive(
     return sizes;
   };
   const bool per_tensor = kind == OpKind::reduce_scatter || kind == OpKind::all_gather;
-  for (int i = 1; i < members; ++i)
+  std::string error;
+  for (int i = 1; i < members && error.empty(); ++i)
     if (flat_size(inst->buffers[i]) != size ||
         (per_tensor && span_sizes(inst->buffers[i]) != span_sizes(inst->buffers[0])))
-      throw std::runtime_error(std::string(to_string(kind)) + " '" + label + "' (group " +
-                               std::to_string(group.id) + "): rank " +
-                               std::to_string(inst->ranks[0]) + " has " + std::to_string(size) +
-                               " elements, rank " + std::to_string(inst->ranks[i]) + " has " +
-                               std::to_string(flat_size(inst->buffers[i])));
-  return inst;
-}
-
-void SharedMemoryComm::depart(const std::string& key, const std::string& label, Instance& inst) {
-  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
-  std::unique_lock<std::mutex> lock(mutex_);
-  const int members = static_cast<int>(inst.ranks.size());
-  ++inst.finished;
-  if (inst.finished == members) cv_.notify_all();
-  wait(lock, deadline, [&] { return inst.finished == members; }, [&] {
-    return std::string("in ") + to_string(inst.kind) + " '" + label + "' (group " +
-           std::to_string(inst.group_id) + "): waiting for the other members to finish";
-  });
-  if (++inst.departed == members) instances_.erase(key);
+      error = std::string(to_string(kind)) + " '" + label + "' (group " + std::to_string(group.id) +
+              "): rank " + std::to_string(inst->ranks[0]) + " has " + std::to_string(size) +
+              " elements, rank " + std::to_string(inst->ranks[i]) + " has " +
+              std::to_string(flat_size(inst->buffers[i]));
+  if (error.empty()) {
+    try {
+      work(*inst);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  lock.lock();
+  inst->error = error;
+  inst->done = true;
+  notify_locked();
+  lock.unlock();
+  if (!error.empty()) throw std::runtime_error(error);
 }
 
 namespace {
@@ -260,54 +291,54 @@ std::vector<int> rank_order(const std::vector<int>& ranks) {
   std::sort(order.begin(), order.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
   return order;
 }
+
+// Copies flat range [lo, hi) of `from` into the same range of `to`.
+void copy_range(const FlatBuffer& to, const FlatBuffer& from, I64 lo, I64 hi) {
+  Runs({&to, &from}).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
+    std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+  });
+}
 }  // namespace
 
 void SharedMemoryComm::all_reduce(const std::string& key, const std::string& label,
                                   const Group& group, int rank, const FlatBuffer& buffer,
                                   ReduceOp reduce) {
-  auto inst = arrive(key, label, OpKind::all_reduce, group, rank, buffer, -1);
-  const int n = group.size();
-  const int me = group.index_of(rank);
-  std::vector<const FlatBuffer*> bufs;
-  for (int i : rank_order(group.ranks)) bufs.push_back(&inst->buffers[i]);
-  // The work is split by flat slices (any split gives the same bits); every member gets it all.
-  const auto [lo, hi] = shard_range(flat_size(buffer), n, me);
-  std::vector<std::size_t> everyone(bufs.size());
-  std::iota(everyone.begin(), everyone.end(), std::size_t{0});
-  reduce_range(bufs, lo, hi, reduce, n, everyone);
-  depart(key, label, *inst);
+  collective(key, label, OpKind::all_reduce, group, rank, buffer, -1, [&](Instance& inst) {
+    std::vector<const FlatBuffer*> bufs;
+    for (int i : rank_order(inst.ranks)) bufs.push_back(&inst.buffers[i]);
+    std::vector<std::size_t> everyone(bufs.size());
+    std::iota(everyone.begin(), everyone.end(), std::size_t{0});
+    reduce_range(bufs, 0, flat_size(buffer), reduce, group.size(), everyone);
+  });
 }
 
 void SharedMemoryComm::reduce_scatter(const std::string& key, const std::string& label,
                                       const Group& group, int rank, const FlatBuffer& buffer,
                                       ReduceOp reduce) {
-  auto inst = arrive(key, label, OpKind::reduce_scatter, group, rank, buffer, -1);
-  const int n = group.size();
-  const int me = group.index_of(rank);
-  std::vector<const FlatBuffer*> bufs;
-  std::size_t mine = 0;
-  for (int i : rank_order(group.ranks)) {
-    if (i == me) mine = bufs.size();
-    bufs.push_back(&inst->buffers[i]);
-  }
-  for_each_part(buffer, n, me, [&](I64 lo, I64 hi) { reduce_range(bufs, lo, hi, reduce, n, {mine}); });
-  depart(key, label, *inst);
+  collective(key, label, OpKind::reduce_scatter, group, rank, buffer, -1, [&](Instance& inst) {
+    const int n = group.size();
+    const std::vector<int> order = rank_order(inst.ranks);
+    std::vector<const FlatBuffer*> bufs;
+    for (int i : order) bufs.push_back(&inst.buffers[i]);
+    for (std::size_t at = 0; at < order.size(); ++at) {  // member order[at]'s part, into its buffer
+      for_each_part(inst.buffers[order[at]], n, order[at],
+                    [&](I64 lo, I64 hi) { reduce_range(bufs, lo, hi, reduce, n, {at}); });
+    }
+  });
 }
 
 void SharedMemoryComm::all_gather(const std::string& key, const std::string& label,
                                   const Group& group, int rank, const FlatBuffer& buffer) {
-  auto inst = arrive(key, label, OpKind::all_gather, group, rank, buffer, -1);
-  const int n = group.size();
-  const int me = group.index_of(rank);
-  for (int j = 0; j < n; ++j) {
-    if (j == me) continue;
-    for_each_part(buffer, n, j, [&](I64 lo, I64 hi) {
-      Runs({&buffer, &inst->buffers[j]}).over(lo, hi, [&](const std::vector<float*>& p, I64 len) {
-        std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
-      });
-    });
-  }
-  depart(key, label, *inst);
+  collective(key, label, OpKind::all_gather, group, rank, buffer, -1, [&](Instance& inst) {
+    const int n = group.size();
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (j == i) continue;
+        for_each_part(inst.buffers[i], n, j,
+                      [&](I64 lo, I64 hi) { copy_range(inst.buffers[i], inst.buffers[j], lo, hi); });
+      }
+    }
+  });
 }
 
 void SharedMemoryComm::broadcast(const std::string& key, const std::string& label,
@@ -316,14 +347,11 @@ void SharedMemoryComm::broadcast(const std::string& key, const std::string& labe
   if (root_index < 0)
     throw std::logic_error("broadcast '" + label + "': root " + std::to_string(root) +
                            " is not in group " + std::to_string(group.id));
-  auto inst = arrive(key, label, OpKind::broadcast, group, rank, buffer, root);
-  if (rank != root) {
-    Runs({&buffer, &inst->buffers[root_index]})
-        .over(0, flat_size(buffer), [&](const std::vector<float*>& p, I64 len) {
-          std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
-        });
-  }
-  depart(key, label, *inst);
+  collective(key, label, OpKind::broadcast, group, rank, buffer, root, [&](Instance& inst) {
+    for (int i = 0; i < group.size(); ++i) {
+      if (i != root_index) copy_range(inst.buffers[i], inst.buffers[root_index], 0, flat_size(buffer));
+    }
+  });
 }
 
 void SharedMemoryComm::all_to_all(const std::string& key, const std::string& label,
@@ -333,25 +361,27 @@ void SharedMemoryComm::all_to_all(const std::string& key, const std::string& lab
   if (size % n != 0)
     throw std::logic_error("all_to_all '" + label + "': " + std::to_string(size) +
                            " elements do not split into " + std::to_string(n) + " equal chunks");
-  // In place: stage a private copy that the other members read from.
+  // In place: every member posts its buffer and a private copy of it, which the others' chunks
+  // are read from (the buffer itself is overwritten).
   std::vector<float> staged(static_cast<std::size_t>(size));
-  const FlatBuffer staged_view{Span{staged.data(), size}};
-  Runs({&staged_view, &buffer}).over(0, size, [&](const std::vector<float*>& p, I64 len) {
-    std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+  FlatBuffer posted{Span{staged.data(), size}};
+  copy_range(posted, buffer, 0, size);
+  posted.insert(posted.end(), buffer.begin(), buffer.end());
+  collective(key, label, OpKind::all_to_all, group, rank, posted, -1, [&](Instance& inst) {
+    const I64 chunk = size / n;
+    for (int i = 0; i < n; ++i) {
+      const FlatBuffer target(inst.buffers[i].begin() + 1, inst.buffers[i].end());
+      for (int j = 0; j < n; ++j) {
+        if (j == i) continue;
+        // Member i's chunk j <- member j's (staged) chunk i.
+        const float* src = inst.buffers[j][0].data + chunk * i;
+        Runs({&target}).over(chunk * j, chunk * (j + 1), [&](const std::vector<float*>& p, I64 len) {
+          std::memcpy(p[0], src, sizeof(float) * static_cast<std::size_t>(len));
+          src += len;
+        });
+      }
+    }
   });
-  auto inst = arrive(key, label, OpKind::all_to_all, group, rank, staged_view, -1);
-  const int me = group.index_of(rank);
-  const I64 chunk = size / n;
-  for (int j = 0; j < n; ++j) {
-    if (j == me) continue;
-    // My chunk j <- member j's chunk me.
-    const float* src = inst->buffers[j][0].data + chunk * me;
-    Runs({&buffer}).over(chunk * j, chunk * (j + 1), [&](const std::vector<float*>& p, I64 len) {
-      std::memcpy(p[0], src, sizeof(float) * static_cast<std::size_t>(len));
-      src += len;
-    });
-  }
-  depart(key, label, *inst);
 }
 
 void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label,
@@ -364,7 +394,7 @@ void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label,
   const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
   std::unique_lock<std::mutex> lock(mutex_);
   mailboxes_[key].push_back(msg);
-  cv_.notify_all();
+  notify_locked();
   try {
     wait(lock, deadline, [&] { return msg->done; }, [&] {
       return "in send '" + label + "' to rank " + std::to_string(dst) + " (tag " +
@@ -421,7 +451,7 @@ void SharedMemoryComm::recv(int src, int dst, int tag, const std::string& label,
     std::lock_guard<std::mutex> lock(mutex_);
     msg->error = error;
     msg->done = true;
-    cv_.notify_all();
+    notify_locked();
   }
   if (!error.empty()) throw std::runtime_error(error);
 }

@@ -5,19 +5,20 @@
 // One SharedMemoryComm per run is shared by all ranks. It holds a rendezvous table: a collective
 // instance is keyed by a string every member computes identically (the CPU device uses
 // "g{group id}s{stream}#{n}": the n-th collective its rank issued on that group and stream, as
-// the simulator does). Each member
-//   1. posts its buffer (pointers, no copy) and waits until every member has posted (barrier 1);
-//   2. does its own share of the work, reading the other members' posted buffers directly;
-//   3. waits until every member has finished (barrier 2), so no buffer is reused or freed while
-//      another member may still read or write it, and leaves.
-// Shares never overlap, so the work needs no locks and the result does not depend on timing.
+// the simulator does). Each member posts its buffer (pointers, no copy); the LAST member to
+// arrive then does the whole collective, every member's share, reading and writing the posted
+// buffers directly, and releases the others, which were waiting for it and leave at once (their
+// buffers are not touched after that). On a CPU whose cores are shared by more threads than
+// cores, splitting the work over the members would need every member to get a core twice (its
+// share, then a barrier): each such wake-up can wait a scheduler tick; this way the collective
+// completes on the thread that is already running, and each waiting member needs one wake-up.
+// The result does not depend on which member does the work, nor on timing.
 //
 // Buffers. A FlatBuffer is a list of spans, one per tensor (CommOp::bucket: several tensors
 // reduced as one buffer; a single tensor is one span). Every member's flat size must be equal
 // (for reduce-scatter and all-gather, every span's). Conventions (strategies/op.hpp, CommShards):
-//   all_reduce      in place on the whole buffer. Member i reduces the flat slice
-//                   shard_range(size, n, i) over all members (a split of the work only) and
-//                   writes the result into every member's buffer.
+//   all_reduce      in place on the whole buffer: the reduction over all members is written
+//                   into every member's buffer.
 //   reduce_scatter  `buffer` is the full input; member i's part of EACH span is
 //                   shard_range(span size, n, i) (per tensor, never of the concatenation), and
 //                   its reduced part is written in place there (NCCL's in-place layout); the
@@ -43,6 +44,9 @@
 // side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once its
 // receiver has copied the message (straight from the sender's buffer). Sizes must match.
 //
+// Waiting. A member that must wait spins briefly before it blocks (exec/cpu/spin_wait.hpp): the
+// wait at barrier 2, and a last arrival's, are microseconds, and a blocked thread can take a
+// scheduler tick to get a core back.
 // Never hang. Every blocking wait ends after `timeout` (a std::runtime_error naming the
 // collective, the group and the members that never arrived) or as soon as abort() is called
 // (AbortedError): a failed rank aborts the run and every other rank unblocks within ~10 ms.
@@ -52,6 +56,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,13 +122,15 @@ class SharedMemoryComm {
   struct Message;
   using Deadline = std::chrono::steady_clock::time_point;
 
-  // Barrier 1: posts `buffer` and returns the instance once every member has posted.
-  std::shared_ptr<Instance> arrive(const std::string& key, const std::string& label,
-                                   OpKind kind, const Group& group, int rank,
-                                   const FlatBuffer& buffer, int root);
-  // Barrier 2: waits until every member has finished its share, then leaves.
-  void depart(const std::string& key, const std::string& label, Instance& inst);
-  // Waits on cv_ for `ready` (under lock), polling abort and the deadline.
+  // Posts `buffer` as this member's. The last member to arrive checks that the sizes match,
+  // runs `work` (every member's share of the collective) and releases the others, which wait
+  // for it. Every member throws the same error when the sizes do not match.
+  void collective(const std::string& key, const std::string& label, OpKind kind, const Group& group,
+                  int rank, const FlatBuffer& buffer, int root, const std::function<void(Instance&)>& work);
+  // Bumps generation_ and wakes every waiter (under the lock).
+  void notify_locked();
+  // Waits for `ready` (under lock): spins on generation_ first (spin_wait.hpp), then blocks on
+  // cv_, polling abort and the deadline.
   template <class Pred, class Describe>
   void wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
             Describe describe_timeout);
@@ -132,6 +139,7 @@ class SharedMemoryComm {
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
+  std::atomic<std::uint64_t> generation_{0};  // bumped at every notification: what spinners watch
   std::map<std::string, std::shared_ptr<Instance>> instances_;
   std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>> mailboxes_;
 };
