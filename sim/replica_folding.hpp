@@ -1,9 +1,11 @@
 // Replica folding: simulating one data-parallel replica (or a few) and mirroring the rest.
 //
-// Replicas that run the same program on the same kind of devices, wired the same way, do the
-// same thing at the same moments. Only the replicas of one "block" are simulated (a block: the
-// fewest replicas whose ranks fill whole nodes, so node-local contention stays simulated); every
-// other rank is a ghost that mirrors the simulated rank at the same place in its block. Traffic
+// Replicas that run the same program (the same work) on the same kind of devices, wired the same
+// way, do the same thing at the same moments. Replicas are cut into blocks of consecutive ones
+// that own whole nodes (so node-local contention stays simulated); when every block is a twin of
+// the first, only the first is simulated, and every rank of another block is a ghost that mirrors
+// the rank at its place in the first. Ghosts send and receive from their own hosts, as soon as
+// the rank they mirror reaches the collective. Traffic
 // between a simulated rank and a ghost still flows on the ghost's real links (a host-to-host
 // transfer, since no actor runs there), so the simulated ranks feel their real collectives'
 // latency, bandwidth and contention; what is not simulated is traffic between two ghosts, which
@@ -35,8 +37,8 @@ struct FoldPlan {
 };
 
 // Decides whether and how to fold `strategy` on `cluster`. Folding is off when asked, when a
-// trace of every rank is recorded, when the strategy's replicas differ, on an oversubscribed
-// fabric, or when no block of replicas tiles the cluster with identical devices and wiring.
+// trace of every rank is recorded, on an oversubscribed fabric or shared cores, or when no block
+// size has a twin block to mirror.
 FoldPlan plan_replica_folding(const Strategy& strategy, const Cluster& cluster, ReplicaFolding mode,
                               bool record_trace);
 

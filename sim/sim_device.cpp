@@ -181,6 +181,16 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   auto& rv = context_.rendezvous[pending.rendezvous_key];
   rv.last_arrival_s = std::max(rv.last_arrival_s, state.start_s);
   rv.arrived++;
+  if (is_collective(op.kind) && context_.fold != nullptr && context_.fold->active) {
+    if (!rv.arrivals) {
+      // Creating SimGrid's mutex and condition variable yields to other actors: the first member
+      // back installs its object, the others' are dropped unused.
+      auto fresh = std::make_shared<SimulationContext::Arrivals>();
+      if (!rv.arrivals) rv.arrivals = std::move(fresh);
+    }
+    running_arrivals_[pending.channel] = rv.arrivals;
+    rv.arrivals->arrive(rank_);
+  }
 
   if (is_collective(op.kind)) {
     CollectiveCall call;
@@ -212,6 +222,7 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
     recv_async(op.peer, op.bytes, pending.channel)->wait();
   }
 
+  running_arrivals_.erase(pending.channel);
   state.end_s = s4u::Engine::get_clock();
   // Everyone this member depended on had arrived by the time it finished.
   auto it = context_.rendezvous.find(pending.rendezvous_key);
@@ -227,18 +238,41 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   }
 }
 
+void SimulationContext::Arrivals::arrive(int rank) {
+  std::unique_lock<s4u::Mutex> lock(*mutex);
+  ranks.insert(rank);
+  changed->notify_all();
+}
+
+void SimulationContext::Arrivals::wait_for(int rank) {
+  std::unique_lock<s4u::Mutex> lock(*mutex);
+  while (ranks.count(rank) == 0) changed->wait(lock);
+}
+
+void SimDevice::spawn_ghost_side(int ghost, const std::string& channel, const std::string& mailbox, Bytes bytes,
+                                 bool sends) {
+  auto running = running_arrivals_.find(channel);
+  std::shared_ptr<SimulationContext::Arrivals> arrivals =
+      running == running_arrivals_.end() ? nullptr : running->second;
+  const int mirror = context_.fold->mirror_of[ghost];
+  s4u::Actor::create("ghost" + std::to_string(ghost), context_.hosts[ghost], [arrivals, mirror, mailbox, bytes, sends] {
+    if (arrivals) arrivals->wait_for(mirror);  // point-to-point messages have no arrivals: at once
+    s4u::Mailbox* box = s4u::Mailbox::by_name(mailbox);
+    if (sends) box->put(&kPayload, static_cast<std::uint64_t>(bytes));
+    else box->get<void>();
+  });
+}
+
 s4u::CommPtr SimDevice::send_async(int dst_rank, Bytes bytes, const std::string& channel) {
-  // A ghost has no actor to receive: the bytes still cross the real links to its host.
-  if (is_ghost(dst_rank))
-    return s4u::Comm::sendto_async(host_, context_.hosts[dst_rank], static_cast<std::uint64_t>(bytes));
-  return s4u::Mailbox::by_name(mailbox_name(channel, rank_, dst_rank))
-      ->put_async(&kPayload, static_cast<std::uint64_t>(bytes));
+  const std::string mailbox = mailbox_name(channel, rank_, dst_rank);
+  // A ghost has no actor to receive: one is made on its host, and the bytes cross the real links.
+  if (is_ghost(dst_rank)) spawn_ghost_side(dst_rank, channel, mailbox, bytes, false);
+  return s4u::Mailbox::by_name(mailbox)->put_async(&kPayload, static_cast<std::uint64_t>(bytes));
 }
 
 s4u::CommPtr SimDevice::recv_async(int src_rank, Bytes bytes, const std::string& channel) {
-  // A ghost sends, by symmetry, when its mirror would: now, as this member posts the receive.
-  if (is_ghost(src_rank))
-    return s4u::Comm::sendto_async(context_.hosts[src_rank], host_, static_cast<std::uint64_t>(bytes));
+  // A ghost sends, by symmetry, when the rank it mirrors reaches this collective.
+  if (is_ghost(src_rank)) spawn_ghost_side(src_rank, channel, mailbox_name(channel, src_rank, rank_), bytes, true);
   return s4u::Mailbox::by_name(mailbox_name(channel, src_rank, rank_))->get_async<void>(&g_receive_sink);
 }
 

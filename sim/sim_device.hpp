@@ -12,6 +12,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -36,10 +37,20 @@ struct SimulationContext {
   std::vector<simgrid::s4u::Host*> hosts;  // by global rank, ghosts included
   TopologyView topology;
 
+  // Which members have arrived at one collective; ghosts (folded replicas) wait here for the
+  // member they mirror before they send or receive, as they would in the unfolded run.
+  struct Arrivals {
+    std::set<int> ranks;
+    simgrid::s4u::MutexPtr mutex = simgrid::s4u::Mutex::create();
+    simgrid::s4u::ConditionVariablePtr changed = simgrid::s4u::ConditionVariable::create();
+    void arrive(int rank);
+    void wait_for(int rank);
+  };
   struct Rendezvous {
     Seconds last_arrival_s = 0;
     int arrived = 0;
     int departed = 0;
+    std::shared_ptr<Arrivals> arrivals;  // collectives only
   };
   std::unordered_map<std::string, Rendezvous> rendezvous;
 
@@ -118,6 +129,9 @@ class SimDevice final : public Runtime, public PointToPoint {
                  Seconds end, Flops flops, Bytes bytes, int peer, const Group* group);
   bool measuring() const;
   bool is_ghost(int rank) const { return context_.fold != nullptr && !context_.fold->simulated(rank); }
+  // A ghost's side of a transfer: an actor on the ghost's host that waits until the rank the ghost
+  // mirrors has reached the collective on `channel`, then sends (or receives) `bytes`.
+  void spawn_ghost_side(int ghost, const std::string& channel, const std::string& mailbox, Bytes bytes, bool sends);
 
   int rank_;
   SimulationContext& context_;
@@ -134,6 +148,8 @@ class SimDevice final : public Runtime, public PointToPoint {
   simgrid::s4u::MutexPtr mutex_;
   simgrid::s4u::ConditionVariablePtr op_done_;
   std::map<std::string, int> channel_instances_;  // per channel: collectives issued so far
+  // Per channel: the arrivals of the collective this device is running on it.
+  std::map<std::string, std::shared_ptr<SimulationContext::Arrivals>> running_arrivals_;
 
   int iteration_ = -1;
   Seconds iteration_start_s_ = 0;

@@ -101,13 +101,13 @@ std::string DataParallel::name() const {
          (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") + ")";
 }
 
-std::optional<ReplicaStructure> DataParallel::identical_replicas() const {
-  if (!replicas_balanced(micro_batches_)) return std::nullopt;
+std::optional<ReplicaStructure> DataParallel::replica_structure() const {
   ReplicaStructure r;
   r.replicas = parallel_.data_parallel_size;
   r.replica_of.resize(r.replicas);
   std::iota(r.replica_of.begin(), r.replica_of.end(), 0);
   r.position_of.assign(r.replicas, 0);
+  r.work_of = micro_batches_;
   return r;
 }
 

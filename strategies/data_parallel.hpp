@@ -30,8 +30,8 @@ class DataParallel final : public Strategy {
   int world_size() const override { return parallel_.data_parallel_size; }
   std::unique_ptr<RankProgram> program_for(int rank) const override;
   std::int64_t sequences_per_iteration() const override { return training_.global_batch_size; }
-  // Every rank is a replica; identical when the batch is split evenly.
-  std::optional<ReplicaStructure> identical_replicas() const override;
+  // Every rank is a replica.
+  std::optional<ReplicaStructure> replica_structure() const override;
 
   // Micro-batches each replica runs per iteration.
   const std::vector<std::int64_t>& micro_batches_per_replica() const { return micro_batches_; }

@@ -341,10 +341,10 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   }
 }
 
-std::optional<ReplicaStructure> HybridParallel::identical_replicas() const {
-  if (!replicas_balanced(micro_batches_)) return std::nullopt;
+std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
   ReplicaStructure r;
   r.replicas = layout_.dp_size();
+  r.work_of = micro_batches_;
   for (int rank = 0; rank < layout_.world_size(); ++rank) {
     const RankCoord c = layout_.coord_of(rank);
     r.replica_of.push_back(c.dp);

@@ -67,10 +67,9 @@ class HybridParallel final : public Strategy {
   int world_size() const override { return layout_.world_size(); }
   std::unique_ptr<RankProgram> program_for(int rank) const override;
   std::int64_t sequences_per_iteration() const override { return training_.global_batch_size; }
-  // Replicas are the data-parallel coordinate; a position is a (tensor, pipeline) pair. Identical
-  // when every replica runs the same number of micro-batches (stages are partitioned per stage,
-  // the same in every replica).
-  std::optional<ReplicaStructure> identical_replicas() const override;
+  // Replicas are the data-parallel coordinate; a position is a (tensor, pipeline) pair (stages
+  // are partitioned per stage, the same in every replica).
+  std::optional<ReplicaStructure> replica_structure() const override;
 
   const RankLayout& layout() const { return layout_; }
   // Transformer layers held by each virtual stage (chunk c of stage s is virtual stage c*p+s).

@@ -1,7 +1,6 @@
 #include "strategies/strategy.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 
 namespace tandem {
@@ -80,11 +79,6 @@ const char* to_string(Recompute recompute) {
     case Recompute::full: return "full";
   }
   return "?";
-}
-
-bool replicas_balanced(const std::vector<std::int64_t>& micro_batches_per_replica) {
-  return std::adjacent_find(micro_batches_per_replica.begin(), micro_batches_per_replica.end(),
-                            std::not_equal_to<>()) == micro_batches_per_replica.end();
 }
 
 }  // namespace tandem

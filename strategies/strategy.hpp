@@ -66,14 +66,15 @@ class RankProgram {
   virtual void train_step(Runtime& rt, int iteration) = 0;
 };
 
-// Data-parallel replicas that run the same program on the same shapes, differing only in which
-// data they read and which optimizer shard they own. A backend may execute one and mirror the
-// others (the simulator's replica folding): rank r does, at the same moments, what rank
-// `rank_of(replica_of[r'], position_of[r])` does for any replica.
+// The data-parallel replicas of a strategy. Replicas of equal work run the same program on the
+// same shapes, differing only in which data they read and which optimizer shard they own, so a
+// backend may execute one and mirror the others (the simulator's replica folding): on the same
+// devices, rank r does at the same moments what the rank at its position in such a replica does.
 struct ReplicaStructure {
   int replicas = 1;
-  std::vector<int> replica_of;   // per rank: its data-parallel replica
-  std::vector<int> position_of;  // per rank: its place inside the replica (same position, same program)
+  std::vector<int> replica_of;          // per rank: its data-parallel replica
+  std::vector<int> position_of;         // per rank: its place inside the replica (same position, same program)
+  std::vector<std::int64_t> work_of;    // per replica: micro-batches per iteration
 };
 
 class Strategy {
@@ -84,9 +85,8 @@ class Strategy {
   virtual std::unique_ptr<RankProgram> program_for(int rank) const = 0;
   // Sequences processed per iteration (all replicas).
   virtual std::int64_t sequences_per_iteration() const = 0;
-  // The identical replicas, when every replica runs the same number of micro-batches of the same
-  // shapes; nullopt when replicas differ (e.g. batch shares proportional to device speed).
-  virtual std::optional<ReplicaStructure> identical_replicas() const { return std::nullopt; }
+  // Its data-parallel replicas; nullopt for a strategy without replicas to mirror.
+  virtual std::optional<ReplicaStructure> replica_structure() const { return std::nullopt; }
 };
 
 // The micro-batch shape every strategy derives from the training configuration.
@@ -97,9 +97,6 @@ BatchShape batch_shape_of(const TrainingConfig& training);
 // knob at fault.
 std::vector<std::int64_t> micro_batches_per_replica(const TrainingConfig& training, int replicas,
                                                     BatchSplit split, const std::vector<double>& replica_speeds);
-
-// Whether every replica runs the same number of micro-batches (so replicas are identical).
-bool replicas_balanced(const std::vector<std::int64_t>& micro_batches_per_replica);
 
 // Splits `total` micro-batches over replicas in proportion to `weights` (largest remainder, every
 // replica gets at least one; ties go to the lower index). Equal weights give an even split.
