@@ -7,47 +7,52 @@
 namespace tandem {
 namespace {
 
-TransformerConfig gpt(std::string name, std::int64_t layers, std::int64_t hidden,
-                      std::int64_t heads, std::int64_t seq) {
-  TransformerConfig c;
-  c.name = std::move(name);
-  c.num_layers = layers;
-  c.hidden_size = hidden;
-  c.num_attention_heads = heads;
-  c.ffn_hidden_size = 4 * hidden;
-  c.vocab_size = 50257;
-  c.max_position_embeddings = seq;
-  c.seq_length = seq;
-  c.norm = NormType::layernorm;
-  c.activation = ActivationType::gelu;
-  c.position = PositionEmbeddingType::learned;
-  c.tied_embeddings = true;
-  c.bias = true;
-  c.hidden_dropout = 0.1;
-  c.attention_dropout = 0.1;
-  return c;
-}
+// What sets a model family apart besides its sizes.
+struct Family {
+  NormType norm;
+  ActivationType activation;
+  PositionEmbeddingType position;
+  bool tied_embeddings;
+  bool bias;
+  double dropout;  // hidden and attention
+};
 
-TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidden,
-                        std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn,
+TransformerConfig sized(std::string name, const Family& family, std::int64_t layers,
+                        std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
                         std::int64_t vocab, std::int64_t seq) {
   TransformerConfig c;
   c.name = std::move(name);
   c.num_layers = layers;
   c.hidden_size = hidden;
   c.num_attention_heads = heads;
-  c.num_query_groups = kv_heads;
   c.ffn_hidden_size = ffn;
   c.vocab_size = vocab;
   c.max_position_embeddings = seq;
   c.seq_length = seq;
-  c.norm = NormType::rmsnorm;
-  c.activation = ActivationType::swiglu;
-  c.position = PositionEmbeddingType::rope;
-  c.tied_embeddings = false;
-  c.bias = false;
-  c.hidden_dropout = 0.0;
-  c.attention_dropout = 0.0;
+  c.norm = family.norm;
+  c.activation = family.activation;
+  c.position = family.position;
+  c.tied_embeddings = family.tied_embeddings;
+  c.bias = family.bias;
+  c.hidden_dropout = family.dropout;
+  c.attention_dropout = family.dropout;
+  return c;
+}
+
+TransformerConfig gpt(std::string name, std::int64_t layers, std::int64_t hidden,
+                      std::int64_t heads, std::int64_t seq) {
+  const Family family{NormType::layernorm, ActivationType::gelu, PositionEmbeddingType::learned,
+                      /*tied_embeddings=*/true, /*bias=*/true, /*dropout=*/0.1};
+  return sized(std::move(name), family, layers, hidden, heads, 4 * hidden, 50257, seq);
+}
+
+TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidden,
+                        std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn,
+                        std::int64_t vocab, std::int64_t seq) {
+  const Family family{NormType::rmsnorm, ActivationType::swiglu, PositionEmbeddingType::rope,
+                      /*tied_embeddings=*/false, /*bias=*/false, /*dropout=*/0.0};
+  TransformerConfig c = sized(std::move(name), family, layers, hidden, heads, ffn, vocab, seq);
+  c.num_query_groups = kv_heads;
   return c;
 }
 

@@ -304,25 +304,51 @@ TensorPlacement vocab_rows(const TransformerConfig& cfg, const Dims& x, std::str
   return sharded(std::move(name), {cfg.vocab_size, x.h}, 0, {{x.tp_rank * x.vl, x.vl}});
 }
 
+// A layer holding a vocab-parallel table [ceil(V/t), h]: the embedding (the word table) and
+// the LM head (the untied output layer, or the tied table's copy on the last pipeline stage).
+// With tied embeddings the two share one table per runtime (SharedTable); the one that did not
+// allocate it borrows it.
+class VocabTableLayer : public LayerBase {
+ public:
+  VocabTableLayer(std::string name, TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
+                  std::shared_ptr<SharedTable> table)
+      : LayerBase(std::move(name), batch, std::move(ctx)), cfg_(std::move(cfg)),
+        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+
+  // A tied table held here has a copy on the other end of the pipeline (first stage: the
+  // embedding's original; last stage: the LM head's copy).
+  const Tensor* tied_gradient() const override {
+    const Param& t = vocab_table();
+    return cfg_.tied_embeddings && owns_table_ && t.g.valid() ? &t.g : nullptr;
+  }
+  std::vector<Tensor> borrowed_parameters() const override {
+    return unless_owned(owns_table_, vocab_table().w);
+  }
+  std::vector<Tensor> borrowed_gradients() const override {
+    return unless_owned(owns_table_, vocab_table().g);
+  }
+
+ protected:
+  virtual const Param& vocab_table() const = 0;
+
+  TransformerConfig cfg_;
+  Dims x_;
+  std::shared_ptr<SharedTable> table_;
+  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
+};
+
 // ---------------------------------------------------------------- embedding
 
-class EmbeddingLayer final : public LayerBase {
+class EmbeddingLayer final : public VocabTableLayer {
  public:
   EmbeddingLayer(TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
                  std::shared_ptr<SharedTable> table)
-      : LayerBase("embedding", batch, std::move(ctx)), cfg_(std::move(cfg)),
-        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+      : VocabTableLayer("embedding", std::move(cfg), batch, std::move(ctx), std::move(table)) {}
 
   std::int64_t parameter_count() const override { return embedding_parameter_count(cfg_); }
-  // A tied table held here has a copy on the last pipeline stage (see LMHead).
-  const Tensor* tied_gradient() const override {
-    return cfg_.tied_embeddings && owns_table_ && word_.g.valid() ? &word_.g : nullptr;
-  }
   std::int64_t local_parameter_count() const override {
     return x_.vl * x_.h + (learned() ? cfg_.max_positions() * x_.h : 0);
   }
-  std::vector<Tensor> borrowed_parameters() const override { return unless_owned(owns_table_, word_.w); }
-  std::vector<Tensor> borrowed_gradients() const override { return unless_owned(owns_table_, word_.g); }
   // With SP each rank adds the positions of its sequence shard only.
   std::vector<Tensor> sequence_parallel_gradients() const override {
     if (!x_.sp || !pos_.g.valid()) return {};
@@ -330,9 +356,7 @@ class EmbeddingLayer final : public LayerBase {
   }
 
   void allocate(Runtime& rt, bool with_gradients) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
+    clear_parameters();
     owns_table_ = table_->bind(rt, word_, [&] {
       word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g,
                               vocab_rows(cfg_, x_, "embedding.word.weight"));
@@ -429,10 +453,7 @@ class EmbeddingLayer final : public LayerBase {
   // A position lookup has no ids: row vocab_offset + (t mod rows' seq). With sequence
   // parallelism this rank holds positions [tp_rank·s/t, (tp_rank+1)·s/t).
   I64 position_offset() const { return x_.sp ? x_.tp_rank * x_.sl : 0; }
-  TransformerConfig cfg_;
-  Dims x_;
-  std::shared_ptr<SharedTable> table_;
-  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
+  const Param& vocab_table() const override { return word_; }
   Param word_, pos_;
 };
 
@@ -456,9 +477,7 @@ class TransformerBlock final : public LayerBase {
   }
 
   void allocate(Runtime& rt, bool g) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
+    clear_parameters();
     const bool ln = cfg_.norm == NormType::layernorm;
     // Replicated parameters are whole; a sharded one is `dim` of the global shape split into
     // the parts `segments` (split_parts).
@@ -777,23 +796,16 @@ class TransformerBlock final : public LayerBase {
 
 // ---------------------------------------------------------------- LM head + loss
 
-class LMHead final : public LayerBase {
+class LMHead final : public VocabTableLayer {
  public:
   LMHead(TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
          std::shared_ptr<SharedTable> table)
-      : LayerBase("lm_head", batch, std::move(ctx)), cfg_(std::move(cfg)),
-        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+      : VocabTableLayer("lm_head", std::move(cfg), batch, std::move(ctx), std::move(table)) {}
 
   std::int64_t parameter_count() const override { return head_parameter_count(cfg_); }
-  // The last stage's copy of a tied table (the first stage holds the original).
-  const Tensor* tied_gradient() const override {
-    return cfg_.tied_embeddings && owns_table_ && out_.g.valid() ? &out_.g : nullptr;
-  }
   std::int64_t local_parameter_count() const override {
     return norm_params(cfg_) + (cfg_.tied_embeddings ? 0 : x_.vl * x_.h);
   }
-  std::vector<Tensor> borrowed_parameters() const override { return unless_owned(owns_table_, out_.w); }
-  std::vector<Tensor> borrowed_gradients() const override { return unless_owned(owns_table_, out_.g); }
   // With SP the final norm sees this rank's sequence shard only.
   std::vector<Tensor> sequence_parallel_gradients() const override {
     if (!x_.sp) return {};
@@ -804,9 +816,7 @@ class LMHead final : public LayerBase {
   }
 
   void allocate(Runtime& rt, bool g) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
+    clear_parameters();
     norm_w_.w = add_parameter(rt, "norm.weight", {x_.h}, g, &norm_w_.g);
     if (cfg_.norm == NormType::layernorm)
       norm_b_.w = add_parameter(rt, "norm.bias", {x_.h}, g, &norm_b_.g);
@@ -923,10 +933,7 @@ class LMHead final : public LayerBase {
     rt.release(sums);
   }
 
-  TransformerConfig cfg_;
-  Dims x_;
-  std::shared_ptr<SharedTable> table_;
-  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
+  const Param& vocab_table() const override { return out_; }
   Param norm_w_, norm_b_, out_;
 };
 
