@@ -1,6 +1,7 @@
 // What the CPU and CUDA dispatchers (kernels/cpu/dispatch.cpp, kernels/cuda/dispatch.cpp) read
 // from a compute op the same way: its tensors, checked against the sizes its arguments imply,
-// the op kind its arguments are for, and the slot layouts both follow (kernels/cpu/dispatch.hpp).
+// the op kind its arguments are for, and the slot layouts both follow (kernels/cpu/dispatch.hpp):
+// one reading, so that the two backends cannot drift apart.
 // Backend-neutral and header-only; kept to C++17 so that any kernels/cuda file may include it.
 #pragma once
 
@@ -111,18 +112,65 @@ inline std::string_view last_component(std::string_view label) {
   return dot == std::string_view::npos ? label : label.substr(dot + 1);
 }
 
-// The saved tensors of an attention backward, whose inputs are {qkv, [context], saved…,
-// d_context}: the context leads the saved ones when their count says so (flash saves the
-// logsumexp; unfused saves probs[, mask, dropped]).
-struct AttentionSavedInputs {
-  std::size_t first = 1;  // input index of the first saved tensor
-  std::size_t count = 0;
+// The outputs of an attention forward after the context (outputs[0]): flash {logsumexp};
+// unfused {probs[, mask, dropped]}. `dropout`: whether attention dropout applies (always for
+// flash, whose backward regenerates the mask; unfused only when the mask is kept).
+struct AttentionForwardOutputs {
+  float* lse = nullptr;
+  float* probs = nullptr;
+  std::uint8_t* mask = nullptr;
+  float* dropped = nullptr;
+  bool dropout = false;
 };
-inline AttentionSavedInputs attention_saved_inputs(std::size_t inputs) {
-  AttentionSavedInputs saved{1, inputs - 2};
-  if (saved.count == 2 || saved.count == 4) {
-    ++saved.first;
-    --saved.count;
+inline AttentionForwardOutputs attention_forward_outputs(const OpTensors& c, bool flash,
+                                                         std::int64_t rows, std::int64_t scores) {
+  AttentionForwardOutputs o;
+  if (flash) {
+    if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
+    if (c.outputs() > 1) o.lse = c.out(1, rows);
+    o.dropout = true;
+    return o;
+  }
+  if (c.outputs() != 1 && c.outputs() != 2 && c.outputs() != 4)
+    c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
+  if (c.outputs() > 1) o.probs = c.out(1, scores);
+  if (c.outputs() == 4) {
+    o.mask = c.out_mask(2, scores);
+    o.dropped = c.out(3, scores);
+    o.dropout = true;
+  }
+  return o;
+}
+
+// The saved inputs of an attention backward, whose inputs are {qkv, [context], saved…,
+// d_context}: the context leads the saved ones when their count says so. Flash saves the
+// logsumexp (and always drops out); unfused saves probs[, mask, dropped] (dropout with a mask).
+struct AttentionSavedInputs {
+  const float* lse = nullptr;
+  const float* probs = nullptr;
+  const std::uint8_t* mask = nullptr;
+  bool dropout = false;
+};
+inline AttentionSavedInputs attention_saved_inputs(const OpTensors& c, bool flash,
+                                                   std::int64_t rows, std::int64_t scores) {
+  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
+  std::size_t first = 1, count = c.inputs() - 2;
+  if (count == 2 || count == 4) {  // the context output leads the saved tensors
+    ++first;
+    --count;
+  }
+  AttentionSavedInputs saved;
+  if (flash) {
+    if (count != 1) c.fail("a flash attention backward saves exactly the logsumexp");
+    saved.lse = c.in(first, rows);
+    saved.dropout = true;
+    return saved;
+  }
+  if (count != 1 && count != 3) c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
+  saved.probs = c.in(first, scores);
+  if (count == 3) {
+    saved.mask = c.in_mask(first + 1, scores);
+    saved.dropout = true;
   }
   return saved;
 }

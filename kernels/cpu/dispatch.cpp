@@ -72,50 +72,17 @@ void run_attention(const OpContext& c, const AttentionArgs& a) {
   AttentionDropout drop;
   drop.key = c.dropout_key_of_op();
   if (!a.backward) {
-    const float* qkv = c.in(0, qkv_n);
-    float* out = c.out(0, ctx_n);
-    if (a.flash) {
-      if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
-      float* lse = c.outputs() > 1 ? c.out(1, rows) : nullptr;
-      drop.p = c.options().attention_dropout;
-      attention_forward(out, lse, nullptr, nullptr, nullptr, qkv, s, drop);
-      return;
-    }
-    float* probs = c.outputs() > 1 ? c.out(1, scores) : nullptr;
-    std::uint8_t* mask = nullptr;
-    float* dropped = nullptr;
-    if (c.outputs() == 4) {
-      mask = c.out_mask(2, scores);
-      dropped = c.out(3, scores);
-      drop.p = c.options().attention_dropout;
-    } else if (c.outputs() > 2) {
-      c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
-    }
-    attention_forward(out, nullptr, probs, mask, dropped, qkv, s, drop);
+    const AttentionForwardOutputs o = attention_forward_outputs(c, a.flash, rows, scores);
+    if (o.dropout) drop.p = c.options().attention_dropout;
+    attention_forward(c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop);
     return;
   }
-  // Backward: inputs {qkv, [context], saved…, d_context}, outputs {d_qkv}. The context output
-  // is not needed (the softmax backward uses Σ P·dP directly).
-  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
-  const float* qkv = c.in(0, qkv_n);
-  const float* d_out = c.in(c.inputs() - 1, ctx_n);
-  float* d_qkv = c.out(0, qkv_n);
-  const AttentionSavedInputs saved = attention_saved_inputs(c.inputs());
-  if (a.flash) {
-    if (saved.count != 1) c.fail("a flash attention backward saves exactly the logsumexp");
-    drop.p = c.options().attention_dropout;
-    attention_backward(d_qkv, d_out, qkv, c.in(saved.first, rows), nullptr, nullptr, s, drop);
-    return;
-  }
-  const float* probs = c.in(saved.first, scores);
-  const std::uint8_t* mask = nullptr;
-  if (saved.count == 3) {
-    mask = c.in_mask(saved.first + 1, scores);
-    drop.p = c.options().attention_dropout;
-  } else if (saved.count != 1) {
-    c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
-  }
-  attention_backward(d_qkv, d_out, qkv, nullptr, probs, mask, s, drop);
+  // Backward: outputs {d_qkv}. The context output is not needed (the softmax backward uses
+  // Σ P·dP directly).
+  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores);
+  if (saved.dropout) drop.p = c.options().attention_dropout;
+  attention_backward(c.out(0, qkv_n), c.in(c.inputs() - 1, ctx_n), c.in(0, qkv_n), saved.lse,
+                     saved.probs, saved.mask, s, drop);
 }
 
 void run_norm(const OpContext& c, const NormArgs& a) {

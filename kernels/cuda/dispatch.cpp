@@ -56,42 +56,16 @@ void attention(const Op& c, const AttentionArgs& a) {
   AttentionDropout drop{0.0f, c.dropout_key()};
   Blas& blas = *c.ctx.blas;
   if (!a.backward) {
-    const float* qkv = c.in(0, qkv_n);
-    float* out = c.out(0, ctx_n);
-    if (a.flash) {
-      if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
-      drop.p = c.options.attention_dropout;
-      attention_forward(blas, out, c.outputs() > 1 ? c.out(1, rows) : nullptr, nullptr, nullptr, nullptr, qkv, s, drop,
-                        c.ctx.workspace, c.stream());
-      return;
-    }
-    if (c.outputs() != 1 && c.outputs() != 2 && c.outputs() != 4)
-      c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
-    float* probs = c.outputs() > 1 ? c.out(1, scores) : nullptr;
-    std::uint8_t* mask = c.outputs() == 4 ? c.out_mask(2, scores) : nullptr;
-    float* dropped = c.outputs() == 4 ? c.out(3, scores) : nullptr;
-    if (mask) drop.p = c.options.attention_dropout;
-    attention_forward(blas, out, nullptr, probs, mask, dropped, qkv, s, drop, c.ctx.workspace, c.stream());
+    const AttentionForwardOutputs o = attention_forward_outputs(c, a.flash, rows, scores);
+    if (o.dropout) drop.p = c.options.attention_dropout;
+    attention_forward(blas, c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop,
+                      c.ctx.workspace, c.stream());
     return;
   }
-  // inputs {qkv, [context], saved…, d_context} (kernels/op_args.hpp).
-  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
-  const float* qkv = c.in(0, qkv_n);
-  const float* d_out = c.in(c.inputs() - 1, ctx_n);
-  float* d_qkv = c.out(0, qkv_n);
-  const AttentionSavedInputs saved = attention_saved_inputs(c.inputs());
-  if (a.flash) {
-    if (saved.count != 1) c.fail("a flash attention backward saves exactly the logsumexp");
-    drop.p = c.options.attention_dropout;
-    attention_backward(blas, d_qkv, d_out, qkv, c.in(saved.first, rows), nullptr, nullptr, s, drop, c.ctx.workspace,
-                       c.stream());
-    return;
-  }
-  if (saved.count != 1 && saved.count != 3) c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
-  const std::uint8_t* mask = saved.count == 3 ? c.in_mask(saved.first + 1, scores) : nullptr;
-  if (mask) drop.p = c.options.attention_dropout;
-  attention_backward(blas, d_qkv, d_out, qkv, nullptr, c.in(saved.first, scores), mask, s, drop, c.ctx.workspace,
-                     c.stream());
+  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores);
+  if (saved.dropout) drop.p = c.options.attention_dropout;
+  attention_backward(blas, c.out(0, qkv_n), c.in(c.inputs() - 1, ctx_n), c.in(0, qkv_n), saved.lse, saved.probs,
+                     saved.mask, s, drop, c.ctx.workspace, c.stream());
 }
 
 void norm(const Op& c, const NormArgs& a) {

@@ -330,6 +330,15 @@ class VocabTableLayer : public LayerBase {
 
  protected:
   virtual const Param& vocab_table() const = 0;
+  // Allocates the table into `p` as this layer's parameter `what`, the logical tensor `logical`
+  // (vocab_rows), unless the other table layer allocated it on `rt` already: then p borrows it.
+  void bind_vocab_table(Runtime& rt, Param& p, const std::string& what, bool with_gradients,
+                        std::string logical) {
+    owns_table_ = table_->bind(rt, p, [&] {
+      p.w = add_parameter(rt, what, {x_.vl, x_.h}, with_gradients, &p.g,
+                          vocab_rows(cfg_, x_, std::move(logical)));
+    });
+  }
 
   TransformerConfig cfg_;
   Dims x_;
@@ -357,10 +366,7 @@ class EmbeddingLayer final : public VocabTableLayer {
 
   void allocate(Runtime& rt, bool with_gradients) override {
     clear_parameters();
-    owns_table_ = table_->bind(rt, word_, [&] {
-      word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g,
-                              vocab_rows(cfg_, x_, "embedding.word.weight"));
-    });
+    bind_vocab_table(rt, word_, "word.weight", with_gradients, "embedding.word.weight");
     if (learned())
       pos_.w = add_parameter(rt, "position.weight", {cfg_.max_positions(), x_.h},
                              with_gradients, &pos_.g);
@@ -822,12 +828,10 @@ class LMHead final : public VocabTableLayer {
       norm_b_.w = add_parameter(rt, "norm.bias", {x_.h}, g, &norm_b_.g);
     // Untied: the output layer. Tied without the embedding on this runtime: its copy, the same
     // logical tensor as the embedding's table (Megatron initialises it from the table).
-    owns_table_ = table_->bind(rt, out_, [&] {
-      out_.w = add_parameter(rt, cfg_.tied_embeddings ? "word_embedding_copy.weight" : "output.weight",
-                             {x_.vl, x_.h}, g, &out_.g,
-                             vocab_rows(cfg_, x_, cfg_.tied_embeddings ? "embedding.word.weight"
-                                                                       : "lm_head.output.weight"));
-    });
+    if (cfg_.tied_embeddings)
+      bind_vocab_table(rt, out_, "word_embedding_copy.weight", g, "embedding.word.weight");
+    else
+      bind_vocab_table(rt, out_, "output.weight", g, "lm_head.output.weight");
   }
 
   Tensor forward(Runtime& rt, const Tensor& x, int mb) override {
