@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "exec/cpu/cpu_run.hpp"
+#include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
 #include "tests/exec/cpu/hybrid_shape.hpp"
-#include "tests/strategies/models/small_gpt_config.hpp"
 
 namespace {
 
@@ -26,7 +26,7 @@ using namespace tandem::exec::cpu;
 
 std::shared_ptr<const Model> gpt2_shaped() {
   return std::make_shared<TransformerModel>(
-      tandem::testing::small_gpt_config("gpt2-shaped-small", 4, 192, 12, 8192, 128));
+      gpt_config("gpt2-shaped-small", 4, 192, 12, /*seq=*/128, /*vocab=*/8192));
 }
 
 using Shape = tandem::exec::cpu::testing::HybridShape;

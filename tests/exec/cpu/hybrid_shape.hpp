@@ -8,7 +8,7 @@
 
 #include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/transformer.hpp"
-#include "tests/strategies/models/small_gpt_config.hpp"
+#include "strategies/models/presets.hpp"
 
 namespace tandem::exec::cpu::testing {
 
@@ -26,7 +26,7 @@ struct HybridShape {
 // cover the sequence.
 inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std::int64_t hidden, int heads,
                                               std::int64_t vocab, std::int64_t seq) {
-  TransformerConfig c = tandem::testing::small_gpt_config(std::move(name), layers, hidden, heads, vocab, seq);
+  TransformerConfig c = gpt_config(std::move(name), layers, hidden, heads, seq, vocab);
   c.hidden_dropout = 0;
   c.attention_dropout = 0;
   return std::make_shared<TransformerModel>(std::move(c));

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "kernels/cpu/dispatch.hpp"
+#include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
 #include "tests/kernels/cpu/kernel_test_support.hpp"
-#include "tests/strategies/models/small_gpt_config.hpp"
 
 namespace tandem::kernels::cpu {
 namespace {
@@ -75,11 +75,9 @@ struct ModelCase {
 };
 
 TransformerConfig gpt_config() {
-  TransformerConfig c = tandem::testing::small_gpt_config("tiny-gpt", 2, 16, 4, 37, 6);
+  TransformerConfig c = tandem::gpt_config("tiny-gpt", 2, 16, 4, /*seq=*/6, /*vocab=*/37);
   c.ffn_hidden_size = 32;
   c.max_position_embeddings = 8;  // more rows than the sequence
-  c.hidden_dropout = 0.1;
-  c.attention_dropout = 0.1;
   return c;
 }
 
