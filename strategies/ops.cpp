@@ -238,6 +238,17 @@ Flops flops_of(const KernelArgs& args) {
 
 // ---------------------------------------------------------------- compute builders
 
+// An op whose cost and compute dtype are those of its first tensor (attention, norm).
+template <class Args>
+Handle issue_in_one_dtype(Runtime& rt, OpKind kind, Phase phase, std::string label,
+                          const Args& args, std::vector<Tensor> inputs,
+                          std::vector<Tensor> outputs, Cost (*cost_of)(const Args&, DType),
+                          const Issue& issue) {
+  const DType dt = dtype_of(inputs, outputs);
+  return issue_compute(rt, kind, phase, std::move(label), args, std::move(inputs),
+                       std::move(outputs), cost_of(args, dt), dt, issue);
+}
+
 Handle gemm(Runtime& rt, Phase phase, std::string label, const Tensor& a, const Tensor& b,
             const Tensor& c, const GemmArgs& args, const Issue& issue) {
   const DType da = dtype_or(a, DType::bf16);
@@ -248,18 +259,14 @@ Handle gemm(Runtime& rt, Phase phase, std::string label, const Tensor& a, const 
 
 Handle attention(Runtime& rt, Phase phase, std::string label, std::vector<Tensor> inputs,
                  std::vector<Tensor> outputs, const AttentionArgs& args, const Issue& issue) {
-  const DType dt = dtype_of(inputs, outputs);
-  const Cost cost = attention_cost(args, dt);
-  return issue_compute(rt, OpKind::attention, phase, std::move(label), args, std::move(inputs),
-                       std::move(outputs), cost, dt, issue);
+  return issue_in_one_dtype(rt, OpKind::attention, phase, std::move(label), args,
+                            std::move(inputs), std::move(outputs), attention_cost, issue);
 }
 
 Handle norm(Runtime& rt, Phase phase, std::string label, std::vector<Tensor> inputs,
             std::vector<Tensor> outputs, const NormArgs& args, const Issue& issue) {
-  const DType dt = dtype_of(inputs, outputs);
-  const Cost cost = norm_cost(args, dt);
-  return issue_compute(rt, OpKind::norm, phase, std::move(label), args, std::move(inputs),
-                       std::move(outputs), cost, dt, issue);
+  return issue_in_one_dtype(rt, OpKind::norm, phase, std::move(label), args, std::move(inputs),
+                            std::move(outputs), norm_cost, issue);
 }
 
 Handle elementwise(Runtime& rt, Phase phase, std::string label, std::vector<Tensor> inputs,

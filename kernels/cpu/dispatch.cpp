@@ -17,81 +17,36 @@
 #include "kernels/cpu/embedding.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/norm.hpp"
+#include "kernels/op_args.hpp"
 
 namespace tandem::kernels::cpu {
 namespace {
 
 using I64 = std::int64_t;
 
-// Fetches and checks an op's tensors; every failure names the op.
-class OpContext {
+// An op's checked tensors (kernels/op_args.hpp) and the run options.
+class OpContext : public OpTensors {
  public:
   OpContext(const ComputeOp& op, const TensorData& data, const RunOptions& options)
-      : op_(op), data_(data), options_(options) {}
+      : OpTensors("cpu", op, data), options_(options) {}
 
-  [[noreturn]] void fail(const std::string& why) const {
-    throw std::logic_error("cpu kernels: op '" + op_.label + "' (" + to_string(op_.kind) +
-                           "): " + why);
-  }
-
-  std::size_t inputs() const { return op_.inputs.size(); }
-  std::size_t outputs() const { return op_.outputs.size(); }
-  const Tensor& input_tensor(std::size_t i) const { return tensor(op_.inputs, i, "input"); }
-  const Tensor& output_tensor(std::size_t i) const { return tensor(op_.outputs, i, "output"); }
-
-  float* in(std::size_t i, I64 min_numel) const {
-    return storage(input_tensor(i), min_numel, "input", i);
-  }
-  float* out(std::size_t i, I64 min_numel) const {
-    return storage(output_tensor(i), min_numel, "output", i);
-  }
   // Token ids / labels: raw int32 in an int32 tensor's storage, float values otherwise.
-  const std::int32_t* ids(const Tensor& t, I64 count, std::vector<std::int32_t>& scratch,
-                          const char* role, std::size_t i) const {
-    float* p = storage(t, count, role, i);
+  const std::int32_t* ids(std::size_t input, I64 count, std::vector<std::int32_t>& scratch) const {
+    const Tensor& t = input_tensor(input);
+    float* p = in(input, count);
     if (t.dtype == DType::int32) return reinterpret_cast<const std::int32_t*>(p);
     scratch.resize(static_cast<std::size_t>(count));
     for (I64 j = 0; j < count; ++j)
       scratch[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(std::lround(p[j]));
     return scratch.data();
   }
-  // A 1-byte-per-element mask in fp32 storage: needs numel()·4 >= count bytes.
-  std::uint8_t* mask(const Tensor& t, I64 count, const char* role, std::size_t i) const {
-    if (!t.valid()) fail(std::string(role) + " " + std::to_string(i) + " (mask) is not a tensor");
-    if (t.numel() * 4 < count)
-      fail(std::string(role) + " " + std::to_string(i) + " (mask) holds " +
-           std::to_string(t.numel() * 4) + " bytes, the op needs " + std::to_string(count));
-    return reinterpret_cast<std::uint8_t*>(fetch(t));
-  }
 
   std::uint64_t dropout_key_of_op() const {
-    return dropout_key(options_.seed, dropout_stem(op_.label), options_.iteration);
+    return dropout_key(options_.seed, dropout_stem(op().label), options_.iteration);
   }
   const RunOptions& options() const { return options_; }
-  const ComputeOp& op() const { return op_; }
 
  private:
-  const Tensor& tensor(const std::vector<Tensor>& list, std::size_t i, const char* role) const {
-    if (i >= list.size())
-      fail("expects " + std::string(role) + " " + std::to_string(i) + ", the op has " +
-           std::to_string(list.size()));
-    return list[i];
-  }
-  float* fetch(const Tensor& t) const {
-    float* p = data_(t);
-    if (!p) fail("no storage for tensor " + std::to_string(t.id));
-    return p;
-  }
-  float* storage(const Tensor& t, I64 min_numel, const char* role, std::size_t i) const {
-    if (!t.valid()) fail(std::string(role) + " " + std::to_string(i) + " is not a tensor");
-    if (t.numel() < min_numel)
-      fail(std::string(role) + " " + std::to_string(i) + " has " + std::to_string(t.numel()) +
-           " elements, the op needs " + std::to_string(min_numel));
-    return fetch(t);
-  }
-
-  const ComputeOp& op_;
-  const TensorData& data_;
   const RunOptions& options_;
 };
 
@@ -117,54 +72,17 @@ void run_attention(const OpContext& c, const AttentionArgs& a) {
   AttentionDropout drop;
   drop.key = c.dropout_key_of_op();
   if (!a.backward) {
-    const float* qkv = c.in(0, qkv_n);
-    float* out = c.out(0, ctx_n);
-    if (a.flash) {
-      if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
-      float* lse = c.outputs() > 1 ? c.out(1, rows) : nullptr;
-      drop.p = c.options().attention_dropout;
-      attention_forward(out, lse, nullptr, nullptr, nullptr, qkv, s, drop);
-      return;
-    }
-    float* probs = c.outputs() > 1 ? c.out(1, scores) : nullptr;
-    std::uint8_t* mask = nullptr;
-    float* dropped = nullptr;
-    if (c.outputs() == 4) {
-      mask = c.mask(c.output_tensor(2), scores, "output", 2);
-      dropped = c.out(3, scores);
-      drop.p = c.options().attention_dropout;
-    } else if (c.outputs() > 2) {
-      c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
-    }
-    attention_forward(out, nullptr, probs, mask, dropped, qkv, s, drop);
+    const AttentionForwardOutputs o = attention_forward_outputs(c, a.flash, rows, scores);
+    if (o.dropout) drop.p = c.options().attention_dropout;
+    attention_forward(c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop);
     return;
   }
-  // Backward: inputs {qkv, [context], saved…, d_context}, outputs {d_qkv}. The context output
-  // is not needed (the softmax backward uses Σ P·dP directly).
-  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
-  const float* qkv = c.in(0, qkv_n);
-  const float* d_out = c.in(c.inputs() - 1, ctx_n);
-  float* d_qkv = c.out(0, qkv_n);
-  std::size_t first = 1, saved = c.inputs() - 2;
-  if (saved == 2 || saved == 4) {  // the context output leads the saved tensors
-    ++first;
-    --saved;
-  }
-  if (a.flash) {
-    if (saved != 1) c.fail("a flash attention backward saves exactly the logsumexp");
-    drop.p = c.options().attention_dropout;
-    attention_backward(d_qkv, d_out, qkv, c.in(first, rows), nullptr, nullptr, s, drop);
-    return;
-  }
-  const float* probs = c.in(first, scores);
-  const std::uint8_t* mask = nullptr;
-  if (saved == 3) {
-    mask = c.mask(c.input_tensor(first + 1), scores, "input", first + 1);
-    drop.p = c.options().attention_dropout;
-  } else if (saved != 1) {
-    c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
-  }
-  attention_backward(d_qkv, d_out, qkv, nullptr, probs, mask, s, drop);
+  // Backward: outputs {d_qkv}. The context output is not needed (the softmax backward uses
+  // Σ P·dP directly).
+  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores);
+  if (saved.dropout) drop.p = c.options().attention_dropout;
+  attention_backward(c.out(0, qkv_n), c.in(c.inputs() - 1, ctx_n), c.in(0, qkv_n), saved.lse,
+                     saved.probs, saved.mask, s, drop);
 }
 
 void run_norm(const OpContext& c, const NormArgs& a) {
@@ -187,12 +105,6 @@ void run_norm(const OpContext& c, const NormArgs& a) {
   float* db = c.outputs() > 2 ? c.out(2, a.cols) : nullptr;
   if (layer) layernorm_backward(dx, dw, db, dy, x, w, a.rows, a.cols);
   else rmsnorm_backward(dx, dw, db, dy, x, w, a.rows, a.cols);
-}
-
-// The last '.'-component of a label.
-std::string_view last_component(std::string_view label) {
-  const auto dot = label.rfind('.');
-  return dot == std::string_view::npos ? label : label.substr(dot + 1);
 }
 
 void run_elementwise(const OpContext& c, const ElementwiseArgs& a) {
@@ -234,10 +146,10 @@ void run_elementwise(const OpContext& c, const ElementwiseArgs& a) {
       if (!(p >= 0.0f && p < 1.0f)) c.fail("dropout probability must be in [0, 1)");
       const std::uint64_t key = c.dropout_key_of_op();
       if (!a.backward) {
-        std::uint8_t* mask = c.outputs() > 1 ? c.mask(c.output_tensor(1), n, "output", 1) : nullptr;
+        std::uint8_t* mask = c.outputs() > 1 ? c.out_mask(1, n) : nullptr;
         dropout_forward(c.out(0, n), mask, c.in(0, n), n, p, key);
       } else if (c.inputs() > 1) {
-        dropout_backward(c.out(0, n), c.in(0, n), c.mask(c.input_tensor(1), n, "input", 1), n, p);
+        dropout_backward(c.out(0, n), c.in(0, n), c.in_mask(1, n), n, p);
       } else {
         dropout_backward_regenerate(c.out(0, n), c.in(0, n), n, p, key);
       }
@@ -300,7 +212,7 @@ void run_embedding(const OpContext& c, const EmbeddingArgs& a) {
       float* out = c.out(0, rows_n);
       const float* table = c.in(0, table_n);
       if (c.inputs() > 1) {
-        const std::int32_t* ids = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+        const std::int32_t* ids = c.ids(1, a.tokens, scratch);
         embedding_forward(out, table, ids, a.tokens, a.vocab, a.hidden, a.vocab_offset);
       } else {
         position_embedding_forward(out, table, a.tokens, seq_of(c.output_tensor(0)), a.vocab,
@@ -311,7 +223,7 @@ void run_embedding(const OpContext& c, const EmbeddingArgs& a) {
     const float* d_rows = c.in(0, rows_n);
     float* d_table = c.out(0, table_n);
     if (c.inputs() > 1) {
-      const std::int32_t* ids = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+      const std::int32_t* ids = c.ids(1, a.tokens, scratch);
       embedding_backward(d_table, d_rows, ids, a.tokens, a.vocab, a.hidden, a.vocab_offset);
     } else {
       position_embedding_backward(d_table, d_rows, a.tokens, seq_of(c.input_tensor(0)), a.vocab,
@@ -329,7 +241,7 @@ void run_loss(const OpContext& c, const LossArgs& a) {
     softmax_shard_max(c.out(0, a.tokens), c.in(0, n), a.tokens, a.vocab);
     return;
   }
-  const std::int32_t* labels = c.ids(c.input_tensor(1), a.tokens, scratch, "input", 1);
+  const std::int32_t* labels = c.ids(1, a.tokens, scratch);
   if (a.backward) {
     const float scale = a.tokens > 0 ? 1.0f / static_cast<float>(a.tokens) : 0.0f;
     cross_entropy_backward(c.out(0, n), c.in(0, n), labels, a.tokens, a.vocab, scale,
@@ -396,28 +308,11 @@ void run_memcpy(const OpContext& c, const MemcpyArgs& a) {
   if (dst != src) std::memmove(dst, src, sizeof(float) * static_cast<std::size_t>(a.numel));
 }
 
-OpKind kind_of(const KernelArgs& args) {
-  return std::visit(
-      [](const auto& a) {
-        using T = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<T, GemmArgs>) return OpKind::gemm;
-        else if constexpr (std::is_same_v<T, AttentionArgs>) return OpKind::attention;
-        else if constexpr (std::is_same_v<T, NormArgs>) return OpKind::norm;
-        else if constexpr (std::is_same_v<T, ElementwiseArgs>) return OpKind::elementwise;
-        else if constexpr (std::is_same_v<T, EmbeddingArgs>) return OpKind::embedding;
-        else if constexpr (std::is_same_v<T, LossArgs>) return OpKind::loss;
-        else if constexpr (std::is_same_v<T, OptimizerArgs>) return OpKind::optimizer;
-        else return OpKind::memcpy;
-      },
-      args);
-}
-
 }  // namespace
 
 void run(const ComputeOp& op, const TensorData& data, const RunOptions& options) {
   const OpContext c(op, data, options);
-  if (kind_of(op.args) != op.kind)
-    c.fail(std::string("arguments are for a ") + to_string(kind_of(op.args)) + " op");
+  check_args_kind(c);
   std::visit(
       [&](const auto& a) {
         using T = std::decay_t<decltype(a)>;

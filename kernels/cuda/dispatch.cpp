@@ -12,54 +12,24 @@
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/norm.cuh"
+#include "kernels/op_args.hpp"
 
 namespace tandem::kernels::cuda {
 namespace {
 
 using I64 = std::int64_t;
 
-// One op being run: its tensors (checked against the sizes the arguments imply) and context.
-struct Op {
-  const ComputeOp& op;
-  const TensorData& data;
+// One op being run: its checked tensors (kernels/op_args.hpp), run options and stream.
+struct Op : OpTensors {
+  Op(const ComputeOp& op, const TensorData& data, const RunOptions& options, const StreamContext& ctx)
+      : OpTensors("cuda", op, data), options(options), ctx(ctx) {}
+
   const RunOptions& options;
   const StreamContext& ctx;
 
-  [[noreturn]] void fail(const std::string& why) const {
-    throw std::logic_error("cuda kernels: op '" + op.label + "' (" + to_string(op.kind) + "): " + why);
-  }
-  const Tensor& tensor(bool input, std::size_t i) const {
-    const auto& list = input ? op.inputs : op.outputs;
-    if (i >= list.size())
-      fail(std::string("expects ") + (input ? "input " : "output ") + std::to_string(i) + ", the op has " +
-           std::to_string(list.size()));
-    if (!list[i].valid()) fail(std::string(input ? "input " : "output ") + std::to_string(i) + " is not a tensor");
-    return list[i];
-  }
-  float* pointer(const Tensor& t) const {
-    float* p = data(t);
-    if (!p) fail("no storage for tensor " + std::to_string(t.id));
-    return p;
-  }
-  float* get(bool input, std::size_t i, I64 min_numel) const {
-    const Tensor& t = tensor(input, i);
-    if (t.numel() < min_numel)
-      fail(std::string(input ? "input " : "output ") + std::to_string(i) + " has " + std::to_string(t.numel()) +
-           " elements, the op needs " + std::to_string(min_numel));
-    return pointer(t);
-  }
-  float* in(std::size_t i, I64 n) const { return get(true, i, n); }
-  float* out(std::size_t i, I64 n) const { return get(false, i, n); }
-  std::uint8_t* mask(bool input, std::size_t i, I64 count) const {
-    const Tensor& t = tensor(input, i);
-    if (t.numel() * 4 < count)
-      fail("mask " + std::to_string(i) + " holds " + std::to_string(t.numel() * 4) + " bytes, the op needs " +
-           std::to_string(count));
-    return reinterpret_cast<std::uint8_t*>(pointer(t));
-  }
   // Token ids: raw int32 storage, or float values converted into the workspace.
   const std::int32_t* ids(std::size_t input, I64 count) const {
-    const Tensor& t = tensor(true, input);
+    const Tensor& t = input_tensor(input);
     float* p = in(input, count);
     if (t.dtype == DType::int32) return reinterpret_cast<const std::int32_t*>(p);
     auto* converted = static_cast<std::int32_t*>(ctx.workspace(sizeof(std::int32_t) * static_cast<std::size_t>(count)));
@@ -67,10 +37,8 @@ struct Op {
     return converted;
   }
   std::uint64_t dropout_key() const {
-    return kernels::cpu::dropout_key(options.seed, kernels::cpu::dropout_stem(op.label), options.iteration);
+    return kernels::cpu::dropout_key(options.seed, kernels::cpu::dropout_stem(op().label), options.iteration);
   }
-  std::size_t inputs() const { return op.inputs.size(); }
-  std::size_t outputs() const { return op.outputs.size(); }
   cudaStream_t stream() const { return ctx.stream; }
 };
 
@@ -88,47 +56,16 @@ void attention(const Op& c, const AttentionArgs& a) {
   AttentionDropout drop{0.0f, c.dropout_key()};
   Blas& blas = *c.ctx.blas;
   if (!a.backward) {
-    const float* qkv = c.in(0, qkv_n);
-    float* out = c.out(0, ctx_n);
-    if (a.flash) {
-      if (c.outputs() > 2) c.fail("a flash attention forward has outputs {context, logsumexp}");
-      drop.p = c.options.attention_dropout;
-      attention_forward(blas, out, c.outputs() > 1 ? c.out(1, rows) : nullptr, nullptr, nullptr, nullptr, qkv, s, drop,
-                        c.ctx.workspace, c.stream());
-      return;
-    }
-    if (c.outputs() != 1 && c.outputs() != 2 && c.outputs() != 4)
-      c.fail("an unfused attention forward has outputs {context, probs[, mask, dropped]}");
-    float* probs = c.outputs() > 1 ? c.out(1, scores) : nullptr;
-    std::uint8_t* mask = c.outputs() == 4 ? c.mask(false, 2, scores) : nullptr;
-    float* dropped = c.outputs() == 4 ? c.out(3, scores) : nullptr;
-    if (mask) drop.p = c.options.attention_dropout;
-    attention_forward(blas, out, nullptr, probs, mask, dropped, qkv, s, drop, c.ctx.workspace, c.stream());
+    const AttentionForwardOutputs o = attention_forward_outputs(c, a.flash, rows, scores);
+    if (o.dropout) drop.p = c.options.attention_dropout;
+    attention_forward(blas, c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop,
+                      c.ctx.workspace, c.stream());
     return;
   }
-  // inputs {qkv, [context], saved…, d_context}: the context leads the saved tensors when the
-  // count of saved ones says so (as kernels/cpu/dispatch.cpp reads them).
-  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
-  const float* qkv = c.in(0, qkv_n);
-  const float* d_out = c.in(c.inputs() - 1, ctx_n);
-  float* d_qkv = c.out(0, qkv_n);
-  std::size_t first = 1, saved = c.inputs() - 2;
-  if (saved == 2 || saved == 4) {
-    ++first;
-    --saved;
-  }
-  if (a.flash) {
-    if (saved != 1) c.fail("a flash attention backward saves exactly the logsumexp");
-    drop.p = c.options.attention_dropout;
-    attention_backward(blas, d_qkv, d_out, qkv, c.in(first, rows), nullptr, nullptr, s, drop, c.ctx.workspace,
-                       c.stream());
-    return;
-  }
-  if (saved != 1 && saved != 3) c.fail("an unfused attention backward saves {probs[, mask, dropped]}");
-  const std::uint8_t* mask = saved == 3 ? c.mask(true, first + 1, scores) : nullptr;
-  if (mask) drop.p = c.options.attention_dropout;
-  attention_backward(blas, d_qkv, d_out, qkv, nullptr, c.in(first, scores), mask, s, drop, c.ctx.workspace,
-                     c.stream());
+  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores);
+  if (saved.dropout) drop.p = c.options.attention_dropout;
+  attention_backward(blas, c.out(0, qkv_n), c.in(c.inputs() - 1, ctx_n), c.in(0, qkv_n), saved.lse, saved.probs,
+                     saved.mask, s, drop, c.ctx.workspace, c.stream());
 }
 
 void norm(const Op& c, const NormArgs& a) {
@@ -144,11 +81,6 @@ void norm(const Op& c, const NormArgs& a) {
                 c.stream());
 }
 
-std::string_view last_component(std::string_view label) {
-  const auto dot = label.rfind('.');
-  return dot == std::string_view::npos ? label : label.substr(dot + 1);
-}
-
 void copy(float* dst, const float* src, I64 n, cudaStream_t stream) {
   if (dst != src && n > 0)
     CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, stream));
@@ -162,7 +94,7 @@ void elementwise(const Op& c, const ElementwiseArgs& a) {
       else gelu_backward(c.out(0, n), c.in(0, n), c.in(1, n), n, c.stream());
       return;
     case ElementwiseFn::swiglu: {
-      const Tensor& half = c.tensor(!a.backward ? false : true, !a.backward ? 0 : 1);
+      const Tensor& half = a.backward ? c.input_tensor(1) : c.output_tensor(0);
       const I64 cols = half.shape.empty() ? n : half.shape.back();
       if (cols <= 0 || n % cols) c.fail("swiglu numel is not a whole number of rows");
       if (!a.backward) swiglu_forward(c.out(0, n), c.in(0, 2 * n), n / cols, cols, c.stream());
@@ -171,14 +103,14 @@ void elementwise(const Op& c, const ElementwiseArgs& a) {
     }
     case ElementwiseFn::add: {
       if (!a.backward) {
-        const I64 nb = std::min<I64>(c.tensor(true, 1).numel(), n);
+        const I64 nb = std::min<I64>(c.input_tensor(1).numel(), n);
         if (nb <= 0 || n % nb) c.fail("add: the second input does not tile the first");
         add_forward(c.out(0, n), c.in(0, n), c.in(1, nb), n, nb, c.stream());
         return;
       }
       const float* dy = c.in(0, n);
       for (std::size_t i = 0; i < c.outputs(); ++i) {
-        const I64 nb = std::min<I64>(c.tensor(false, i).numel(), n);
+        const I64 nb = std::min<I64>(c.output_tensor(i).numel(), n);
         if (nb <= 0 || n % nb) c.fail("add backward: an output does not tile the gradient");
         add_backward_broadcast(c.out(i, nb), dy, n, nb, c.stream());
       }
@@ -188,21 +120,21 @@ void elementwise(const Op& c, const ElementwiseArgs& a) {
       const float p = c.options.hidden_dropout;
       if (!(p >= 0.0f && p < 1.0f)) c.fail("dropout probability must be in [0, 1)");
       if (!a.backward)
-        dropout_forward(c.out(0, n), c.outputs() > 1 ? c.mask(false, 1, n) : nullptr, c.in(0, n), n, p, c.dropout_key(),
+        dropout_forward(c.out(0, n), c.outputs() > 1 ? c.out_mask(1, n) : nullptr, c.in(0, n), n, p, c.dropout_key(),
                         c.stream());
-      else if (c.inputs() > 1) dropout_backward(c.out(0, n), c.in(0, n), c.mask(true, 1, n), n, p, c.stream());
+      else if (c.inputs() > 1) dropout_backward(c.out(0, n), c.in(0, n), c.in_mask(1, n), n, p, c.stream());
       else dropout_backward_regenerate(c.out(0, n), c.in(0, n), n, p, c.dropout_key(), c.stream());
       return;
     }
     case ElementwiseFn::bias_add: {
       if (!a.backward) {
-        const I64 cols = c.tensor(true, 1).numel();
+        const I64 cols = c.input_tensor(1).numel();
         if (cols <= 0 || n % cols) c.fail("bias_add: numel is not a whole number of rows");
         float* y = c.out(0, n);
         copy(y, c.in(0, n), n, c.stream());
         bias_add_forward(y, c.in(1, cols), n / cols, cols, c.stream());
       } else {
-        const I64 cols = c.tensor(false, 0).numel();
+        const I64 cols = c.output_tensor(0).numel();
         if (cols <= 0 || n % cols) c.fail("bias_add backward: numel is not a whole number of rows");
         bias_add_backward(c.out(0, cols), c.in(0, n), n / cols, cols, c.stream());
       }
@@ -210,16 +142,16 @@ void elementwise(const Op& c, const ElementwiseArgs& a) {
     }
     case ElementwiseFn::scale: {
       if (a.backward) c.fail("scale has no backward kernel");
-      const I64 in_n = c.tensor(true, 0).numel();
-      if (c.tensor(false, 0).numel() < in_n) {  // the loss mean over per-token rows
+      const I64 in_n = c.input_tensor(0).numel();
+      if (c.output_tensor(0).numel() < in_n) {  // the loss mean over per-token rows
         if (n <= 0 || in_n % n) c.fail("scale (mean): input is not numel rows");
         const I64 stride = in_n / n;
         strided_mean(c.out(0, 1), c.in(0, n * stride), n, stride, c.stream());
         return;
       }
       float alpha;
-      if (c.options.scale_factor) alpha = c.options.scale_factor(c.op);
-      else if (last_component(c.op.label) == "zero") alpha = 0.0f;
+      if (c.options.scale_factor) alpha = c.options.scale_factor(c.op());
+      else if (last_component(c.op().label) == "zero") alpha = 0.0f;
       else c.fail("a same-size scale needs a factor (RunOptions::scale_factor)");
       scale_forward(c.out(0, n), c.in(0, n), n, alpha, c.stream());
       return;
@@ -249,7 +181,7 @@ void embedding(const Op& c, const EmbeddingArgs& a) {
     if (c.inputs() > 1)
       embedding_forward(out, table, c.ids(1, a.tokens), a.tokens, a.vocab, a.hidden, a.vocab_offset, c.stream());
     else
-      position_embedding_forward(out, table, a.tokens, seq_of(c.tensor(false, 0)), a.hidden, a.vocab_offset,
+      position_embedding_forward(out, table, a.tokens, seq_of(c.output_tensor(0)), a.hidden, a.vocab_offset,
                                  c.stream());
     return;
   }
@@ -258,7 +190,7 @@ void embedding(const Op& c, const EmbeddingArgs& a) {
   if (c.inputs() > 1)
     embedding_backward(d_table, d_rows, c.ids(1, a.tokens), a.tokens, a.vocab, a.hidden, a.vocab_offset, c.stream());
   else
-    position_embedding_backward(d_table, d_rows, a.tokens, seq_of(c.tensor(true, 0)), a.hidden, a.vocab_offset,
+    position_embedding_backward(d_table, d_rows, a.tokens, seq_of(c.input_tensor(0)), a.hidden, a.vocab_offset,
                                 c.stream());
 }
 
@@ -301,23 +233,11 @@ void optimizer(const Op& c, const OptimizerArgs& a) {
   const I64 n = a.numel, off = a.offset;
   // A param or grad tensor too small to hold [offset, offset + numel) is this rank's shard
   // itself (ZeRO-2 gradient partitions, ZeRO-3 parameter partitions): read from its start.
-  auto at_offset = [&](std::size_t i) { return c.tensor(true, i).numel() >= off + n ? off : I64{0}; };
+  auto at_offset = [&](std::size_t i) { return c.input_tensor(i).numel() >= off + n ? off : I64{0}; };
   const I64 param_at = at_offset(0), grad_at = at_offset(1);
   adamw_update(c.in(0, param_at + n) + param_at, with_master ? c.in(2, n) : nullptr, c.in(with_master ? 3 : 2, n),
                c.in(with_master ? 4 : 3, n), c.in(1, grad_at + n) + grad_at, n,
                adamw_step(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.grad_scale, a.step), c.stream());
-}
-
-template <typename T>
-constexpr OpKind kind_of_args() {
-  if constexpr (std::is_same_v<T, GemmArgs>) return OpKind::gemm;
-  else if constexpr (std::is_same_v<T, AttentionArgs>) return OpKind::attention;
-  else if constexpr (std::is_same_v<T, NormArgs>) return OpKind::norm;
-  else if constexpr (std::is_same_v<T, ElementwiseArgs>) return OpKind::elementwise;
-  else if constexpr (std::is_same_v<T, EmbeddingArgs>) return OpKind::embedding;
-  else if constexpr (std::is_same_v<T, LossArgs>) return OpKind::loss;
-  else if constexpr (std::is_same_v<T, OptimizerArgs>) return OpKind::optimizer;
-  else return OpKind::memcpy;
 }
 
 }  // namespace
@@ -325,11 +245,10 @@ constexpr OpKind kind_of_args() {
 void run(const ComputeOp& op, const TensorData& data, const RunOptions& options, const StreamContext& context) {
   const Op c{op, data, options, context};
   if (!context.blas || !context.workspace) c.fail("no cuBLASLt handle or workspace in the stream context");
+  check_args_kind(c);
   std::visit(
       [&](const auto& a) {
         using T = std::decay_t<decltype(a)>;
-        if (kind_of_args<T>() != op.kind)
-          c.fail(std::string("arguments are for a ") + to_string(kind_of_args<T>()) + " op");
         if constexpr (std::is_same_v<T, GemmArgs>) gemm(c, a);
         else if constexpr (std::is_same_v<T, AttentionArgs>) attention(c, a);
         else if constexpr (std::is_same_v<T, NormArgs>) norm(c, a);

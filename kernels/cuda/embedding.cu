@@ -36,35 +36,32 @@ __global__ void scatter_add(float* d_table, const float* d_out, const std::int32
   }
 }
 
+// gather or scatter_add over the tokens·hidden elements of the rows (ids == nullptr: positions).
+using RowKernel = void (*)(float*, const float*, const std::int32_t*, I64, I64, I64, I64, I64);
+void launch_rows(RowKernel kernel, float* dst, const float* src, const std::int32_t* ids, I64 tokens, I64 vocab,
+                 I64 hidden, I64 offset, I64 seq, cudaStream_t stream) {
+  if (tokens * hidden <= 0) return;
+  kernel<<<blocks_for(tokens * hidden), kThreads, 0, stream>>>(dst, src, ids, tokens, vocab, hidden, offset, seq);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void embedding_forward(float* out, const float* table, const std::int32_t* ids, I64 tokens, I64 vocab,
                        I64 hidden, I64 vocab_offset, cudaStream_t stream) {
-  if (tokens * hidden <= 0) return;
-  gather<<<blocks_for(tokens * hidden), kThreads, 0, stream>>>(out, table, ids, tokens, vocab, hidden,
-                                                                vocab_offset, 1);
-  CUDA_CHECK_LAUNCH();
+  launch_rows(gather, out, table, ids, tokens, vocab, hidden, vocab_offset, 1, stream);
 }
 void embedding_backward(float* d_table, const float* d_out, const std::int32_t* ids, I64 tokens, I64 vocab,
                         I64 hidden, I64 vocab_offset, cudaStream_t stream) {
-  if (tokens * hidden <= 0) return;
-  scatter_add<<<blocks_for(tokens * hidden), kThreads, 0, stream>>>(d_table, d_out, ids, tokens, vocab, hidden,
-                                                                     vocab_offset, 1);
-  CUDA_CHECK_LAUNCH();
+  launch_rows(scatter_add, d_table, d_out, ids, tokens, vocab, hidden, vocab_offset, 1, stream);
 }
 void position_embedding_forward(float* out, const float* table, I64 tokens, I64 seq, I64 hidden,
                                 I64 first_position, cudaStream_t stream) {
-  if (tokens * hidden <= 0) return;
-  gather<<<blocks_for(tokens * hidden), kThreads, 0, stream>>>(out, table, nullptr, tokens, 0, hidden,
-                                                                first_position, seq);
-  CUDA_CHECK_LAUNCH();
+  launch_rows(gather, out, table, nullptr, tokens, 0, hidden, first_position, seq, stream);
 }
 void position_embedding_backward(float* d_table, const float* d_out, I64 tokens, I64 seq, I64 hidden,
                                  I64 first_position, cudaStream_t stream) {
-  if (tokens * hidden <= 0) return;
-  scatter_add<<<blocks_for(tokens * hidden), kThreads, 0, stream>>>(d_table, d_out, nullptr, tokens, 0, hidden,
-                                                                     first_position, seq);
-  CUDA_CHECK_LAUNCH();
+  launch_rows(scatter_add, d_table, d_out, nullptr, tokens, 0, hidden, first_position, seq, stream);
 }
 
 }  // namespace tandem::kernels::cuda

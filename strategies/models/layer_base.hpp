@@ -115,6 +115,14 @@ class LayerBase : public Layer {
   Tensor add_parameter(Runtime& rt, const std::string& what, std::vector<std::int64_t> shape,
                        bool with_gradients, Tensor* grad, TensorPlacement placement = {});
 
+  // At the start of allocate(): forgets the tensors of an earlier allocation (a layer may be
+  // allocated again, on another runtime).
+  void clear_parameters() {
+    params_.clear();
+    placements_.clear();
+    grads_.clear();
+  }
+
   std::string prefix(int micro_batch) const;  // "mb{k}.{name}."
   Emitter emitter(Runtime& rt, int micro_batch) const { return Emitter(rt, prefix(micro_batch)); }
 

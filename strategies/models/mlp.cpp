@@ -25,9 +25,7 @@ class MlpLayer final : public LayerBase {
   std::int64_t local_parameter_count() const override { return parameter_count(); }
 
   void allocate(Runtime& rt, bool with_gradients) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
+    clear_parameters();
     w_ = add_parameter(rt, "linear.weight", {in_, out_}, with_gradients, &gw_);
     if (bias_) b_ = add_parameter(rt, "linear.bias", {out_}, with_gradients, &gb_);
   }

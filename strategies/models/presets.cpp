@@ -7,69 +7,62 @@
 namespace tandem {
 namespace {
 
-TransformerConfig gpt(std::string name, std::int64_t layers, std::int64_t hidden,
-                      std::int64_t heads, std::int64_t seq) {
-  TransformerConfig c;
-  c.name = std::move(name);
-  c.num_layers = layers;
-  c.hidden_size = hidden;
-  c.num_attention_heads = heads;
-  c.ffn_hidden_size = 4 * hidden;
-  c.vocab_size = 50257;
-  c.max_position_embeddings = seq;
-  c.seq_length = seq;
-  c.norm = NormType::layernorm;
-  c.activation = ActivationType::gelu;
-  c.position = PositionEmbeddingType::learned;
-  c.tied_embeddings = true;
-  c.bias = true;
-  c.hidden_dropout = 0.1;
-  c.attention_dropout = 0.1;
-  return c;
-}
+// What sets a model family apart besides its sizes.
+struct Family {
+  NormType norm;
+  ActivationType activation;
+  PositionEmbeddingType position;
+  bool tied_embeddings;
+  bool bias;
+  double dropout;  // hidden and attention
+};
 
-TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidden,
-                        std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn,
+TransformerConfig sized(std::string name, const Family& family, std::int64_t layers,
+                        std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
                         std::int64_t vocab, std::int64_t seq) {
   TransformerConfig c;
   c.name = std::move(name);
   c.num_layers = layers;
   c.hidden_size = hidden;
   c.num_attention_heads = heads;
-  c.num_query_groups = kv_heads;
   c.ffn_hidden_size = ffn;
   c.vocab_size = vocab;
   c.max_position_embeddings = seq;
   c.seq_length = seq;
-  c.norm = NormType::rmsnorm;
-  c.activation = ActivationType::swiglu;
-  c.position = PositionEmbeddingType::rope;
-  c.tied_embeddings = false;
-  c.bias = false;
-  c.hidden_dropout = 0.0;
-  c.attention_dropout = 0.0;
+  c.norm = family.norm;
+  c.activation = family.activation;
+  c.position = family.position;
+  c.tied_embeddings = family.tied_embeddings;
+  c.bias = family.bias;
+  c.hidden_dropout = family.dropout;
+  c.attention_dropout = family.dropout;
+  return c;
+}
+
+TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidden,
+                        std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn,
+                        std::int64_t vocab, std::int64_t seq) {
+  const Family family{NormType::rmsnorm, ActivationType::swiglu, PositionEmbeddingType::rope,
+                      /*tied_embeddings=*/false, /*bias=*/false, /*dropout=*/0.0};
+  TransformerConfig c = sized(std::move(name), family, layers, hidden, heads, ffn, vocab, seq);
+  c.num_query_groups = kv_heads;
   return c;
 }
 
 const std::map<std::string, std::function<TransformerConfig()>>& presets() {
   static const std::map<std::string, std::function<TransformerConfig()>> table = {
-      {"gpt-tiny",
-       [] {
-         TransformerConfig c = gpt("gpt-tiny", 2, 64, 4, 32);
-         c.vocab_size = 256;
-         return c;
-       }},
-      {"gpt2-124m", [] { return gpt("gpt2-124m", 12, 768, 12, 1024); }},
-      {"gpt2-350m", [] { return gpt("gpt2-350m", 24, 1024, 16, 1024); }},
-      {"gpt2-1.5b", [] { return gpt("gpt2-1.5b", 48, 1600, 25, 1024); }},  // GPT-2 XL
-      {"gpt3-1.3b", [] { return gpt("gpt3-1.3b", 24, 2048, 16, 2048); }},
+      {"gpt-tiny", [] { return gpt_config("gpt-tiny", 2, 64, 4, 32, 256); }},
+      {"gpt2-124m", [] { return gpt_config("gpt2-124m", 12, 768, 12, 1024); }},
+      {"gpt2-350m", [] { return gpt_config("gpt2-350m", 24, 1024, 16, 1024); }},
+      {"gpt2-1.5b", [] { return gpt_config("gpt2-1.5b", 48, 1600, 25, 1024); }},  // GPT-2 XL
+      {"gpt3-1.3b", [] { return gpt_config("gpt3-1.3b", 24, 2048, 16, 2048); }},
       {"gpt3-13b",
        [] {
-         TransformerConfig c = gpt("gpt3-13b", 40, 5140, 40, 2048);
+         TransformerConfig c = gpt_config("gpt3-13b", 40, 5140, 40, 2048);
          c.kv_channels = 128;
          return c;
        }},
-      {"gpt3-175b", [] { return gpt("gpt3-175b", 96, 12288, 96, 2048); }},
+      {"gpt3-175b", [] { return gpt_config("gpt3-175b", 96, 12288, 96, 2048); }},
       {"llama2-7b", [] { return llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096); }},
       {"llama2-70b", [] { return llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096); }},
       {"llama3-8b", [] { return llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192); }},
@@ -79,6 +72,13 @@ const std::map<std::string, std::function<TransformerConfig()>>& presets() {
 }
 
 }  // namespace
+
+TransformerConfig gpt_config(std::string name, std::int64_t layers, std::int64_t hidden,
+                             std::int64_t heads, std::int64_t seq, std::int64_t vocab) {
+  const Family family{NormType::layernorm, ActivationType::gelu, PositionEmbeddingType::learned,
+                      /*tied_embeddings=*/true, /*bias=*/true, /*dropout=*/0.1};
+  return sized(std::move(name), family, layers, hidden, heads, 4 * hidden, vocab, seq);
+}
 
 TransformerConfig transformer_preset(const std::string& name) {
   const auto& table = presets();

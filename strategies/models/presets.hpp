@@ -18,4 +18,10 @@ namespace tandem {
 TransformerConfig transformer_preset(const std::string& name);
 std::vector<std::string> preset_names();
 
+// The presets' GPT family at the given sizes: layernorm, GeLU, learned positions covering the
+// sequence, tied table, biases, dropout 0.1, ffn = 4·hidden, GPT-2's vocabulary unless given.
+// Also what tests and benchmarks build their small GPTs from.
+TransformerConfig gpt_config(std::string name, std::int64_t layers, std::int64_t hidden,
+                             std::int64_t heads, std::int64_t seq, std::int64_t vocab = 50257);
+
 }  // namespace tandem

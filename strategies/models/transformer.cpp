@@ -304,25 +304,60 @@ TensorPlacement vocab_rows(const TransformerConfig& cfg, const Dims& x, std::str
   return sharded(std::move(name), {cfg.vocab_size, x.h}, 0, {{x.tp_rank * x.vl, x.vl}});
 }
 
+// A layer holding a vocab-parallel table [ceil(V/t), h]: the embedding (the word table) and
+// the LM head (the untied output layer, or the tied table's copy on the last pipeline stage).
+// With tied embeddings the two share one table per runtime (SharedTable); the one that did not
+// allocate it borrows it.
+class VocabTableLayer : public LayerBase {
+ public:
+  VocabTableLayer(std::string name, TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
+                  std::shared_ptr<SharedTable> table)
+      : LayerBase(std::move(name), batch, std::move(ctx)), cfg_(std::move(cfg)),
+        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+
+  // A tied table held here has a copy on the other end of the pipeline (first stage: the
+  // embedding's original; last stage: the LM head's copy).
+  const Tensor* tied_gradient() const override {
+    const Param& t = vocab_table();
+    return cfg_.tied_embeddings && owns_table_ && t.g.valid() ? &t.g : nullptr;
+  }
+  std::vector<Tensor> borrowed_parameters() const override {
+    return unless_owned(owns_table_, vocab_table().w);
+  }
+  std::vector<Tensor> borrowed_gradients() const override {
+    return unless_owned(owns_table_, vocab_table().g);
+  }
+
+ protected:
+  virtual const Param& vocab_table() const = 0;
+  // Allocates the table into `p` as this layer's parameter `what`, the logical tensor `logical`
+  // (vocab_rows), unless the other table layer allocated it on `rt` already: then p borrows it.
+  void bind_vocab_table(Runtime& rt, Param& p, const std::string& what, bool with_gradients,
+                        std::string logical) {
+    owns_table_ = table_->bind(rt, p, [&] {
+      p.w = add_parameter(rt, what, {x_.vl, x_.h}, with_gradients, &p.g,
+                          vocab_rows(cfg_, x_, std::move(logical)));
+    });
+  }
+
+  TransformerConfig cfg_;
+  Dims x_;
+  std::shared_ptr<SharedTable> table_;
+  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
+};
+
 // ---------------------------------------------------------------- embedding
 
-class EmbeddingLayer final : public LayerBase {
+class EmbeddingLayer final : public VocabTableLayer {
  public:
   EmbeddingLayer(TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
                  std::shared_ptr<SharedTable> table)
-      : LayerBase("embedding", batch, std::move(ctx)), cfg_(std::move(cfg)),
-        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+      : VocabTableLayer("embedding", std::move(cfg), batch, std::move(ctx), std::move(table)) {}
 
   std::int64_t parameter_count() const override { return embedding_parameter_count(cfg_); }
-  // A tied table held here has a copy on the last pipeline stage (see LMHead).
-  const Tensor* tied_gradient() const override {
-    return cfg_.tied_embeddings && owns_table_ && word_.g.valid() ? &word_.g : nullptr;
-  }
   std::int64_t local_parameter_count() const override {
     return x_.vl * x_.h + (learned() ? cfg_.max_positions() * x_.h : 0);
   }
-  std::vector<Tensor> borrowed_parameters() const override { return unless_owned(owns_table_, word_.w); }
-  std::vector<Tensor> borrowed_gradients() const override { return unless_owned(owns_table_, word_.g); }
   // With SP each rank adds the positions of its sequence shard only.
   std::vector<Tensor> sequence_parallel_gradients() const override {
     if (!x_.sp || !pos_.g.valid()) return {};
@@ -330,13 +365,8 @@ class EmbeddingLayer final : public LayerBase {
   }
 
   void allocate(Runtime& rt, bool with_gradients) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
-    owns_table_ = table_->bind(rt, word_, [&] {
-      word_.w = add_parameter(rt, "word.weight", {x_.vl, x_.h}, with_gradients, &word_.g,
-                              vocab_rows(cfg_, x_, "embedding.word.weight"));
-    });
+    clear_parameters();
+    bind_vocab_table(rt, word_, "word.weight", with_gradients, "embedding.word.weight");
     if (learned())
       pos_.w = add_parameter(rt, "position.weight", {cfg_.max_positions(), x_.h},
                              with_gradients, &pos_.g);
@@ -429,10 +459,7 @@ class EmbeddingLayer final : public LayerBase {
   // A position lookup has no ids: row vocab_offset + (t mod rows' seq). With sequence
   // parallelism this rank holds positions [tp_rank·s/t, (tp_rank+1)·s/t).
   I64 position_offset() const { return x_.sp ? x_.tp_rank * x_.sl : 0; }
-  TransformerConfig cfg_;
-  Dims x_;
-  std::shared_ptr<SharedTable> table_;
-  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
+  const Param& vocab_table() const override { return word_; }
   Param word_, pos_;
 };
 
@@ -456,9 +483,7 @@ class TransformerBlock final : public LayerBase {
   }
 
   void allocate(Runtime& rt, bool g) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
+    clear_parameters();
     const bool ln = cfg_.norm == NormType::layernorm;
     // Replicated parameters are whole; a sharded one is `dim` of the global shape split into
     // the parts `segments` (split_parts).
@@ -777,23 +802,16 @@ class TransformerBlock final : public LayerBase {
 
 // ---------------------------------------------------------------- LM head + loss
 
-class LMHead final : public LayerBase {
+class LMHead final : public VocabTableLayer {
  public:
   LMHead(TransformerConfig cfg, BatchShape batch, ParallelContext ctx,
          std::shared_ptr<SharedTable> table)
-      : LayerBase("lm_head", batch, std::move(ctx)), cfg_(std::move(cfg)),
-        x_(make_dims(cfg_, batch_, ctx_)), table_(std::move(table)) {}
+      : VocabTableLayer("lm_head", std::move(cfg), batch, std::move(ctx), std::move(table)) {}
 
   std::int64_t parameter_count() const override { return head_parameter_count(cfg_); }
-  // The last stage's copy of a tied table (the first stage holds the original).
-  const Tensor* tied_gradient() const override {
-    return cfg_.tied_embeddings && owns_table_ && out_.g.valid() ? &out_.g : nullptr;
-  }
   std::int64_t local_parameter_count() const override {
     return norm_params(cfg_) + (cfg_.tied_embeddings ? 0 : x_.vl * x_.h);
   }
-  std::vector<Tensor> borrowed_parameters() const override { return unless_owned(owns_table_, out_.w); }
-  std::vector<Tensor> borrowed_gradients() const override { return unless_owned(owns_table_, out_.g); }
   // With SP the final norm sees this rank's sequence shard only.
   std::vector<Tensor> sequence_parallel_gradients() const override {
     if (!x_.sp) return {};
@@ -804,20 +822,16 @@ class LMHead final : public LayerBase {
   }
 
   void allocate(Runtime& rt, bool g) override {
-    params_.clear();
-    placements_.clear();
-    grads_.clear();
+    clear_parameters();
     norm_w_.w = add_parameter(rt, "norm.weight", {x_.h}, g, &norm_w_.g);
     if (cfg_.norm == NormType::layernorm)
       norm_b_.w = add_parameter(rt, "norm.bias", {x_.h}, g, &norm_b_.g);
     // Untied: the output layer. Tied without the embedding on this runtime: its copy, the same
     // logical tensor as the embedding's table (Megatron initialises it from the table).
-    owns_table_ = table_->bind(rt, out_, [&] {
-      out_.w = add_parameter(rt, cfg_.tied_embeddings ? "word_embedding_copy.weight" : "output.weight",
-                             {x_.vl, x_.h}, g, &out_.g,
-                             vocab_rows(cfg_, x_, cfg_.tied_embeddings ? "embedding.word.weight"
-                                                                       : "lm_head.output.weight"));
-    });
+    if (cfg_.tied_embeddings)
+      bind_vocab_table(rt, out_, "word_embedding_copy.weight", g, "embedding.word.weight");
+    else
+      bind_vocab_table(rt, out_, "output.weight", g, "lm_head.output.weight");
   }
 
   Tensor forward(Runtime& rt, const Tensor& x, int mb) override {
@@ -923,10 +937,7 @@ class LMHead final : public LayerBase {
     rt.release(sums);
   }
 
-  TransformerConfig cfg_;
-  Dims x_;
-  std::shared_ptr<SharedTable> table_;
-  bool owns_table_ = false;  // allocated the word-embedding table (or its copy) itself
+  const Param& vocab_table() const override { return out_; }
   Param norm_w_, norm_b_, out_;
 };
 

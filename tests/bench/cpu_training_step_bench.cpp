@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "exec/cpu/cpu_run.hpp"
+#include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
 #include "tests/exec/cpu/hybrid_shape.hpp"
 
@@ -24,15 +25,8 @@ using namespace tandem;
 using namespace tandem::exec::cpu;
 
 std::shared_ptr<const Model> gpt2_shaped() {
-  TransformerConfig c;
-  c.name = "gpt2-shaped-small";
-  c.num_layers = 4;
-  c.hidden_size = 192;
-  c.num_attention_heads = 12;
-  c.vocab_size = 8192;
-  c.seq_length = 128;
-  c.max_position_embeddings = 128;
-  return std::make_shared<TransformerModel>(c);
+  return std::make_shared<TransformerModel>(
+      gpt_config("gpt2-shaped-small", 4, 192, 12, /*seq=*/128, /*vocab=*/8192));
 }
 
 using Shape = tandem::exec::cpu::testing::HybridShape;

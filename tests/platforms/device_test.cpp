@@ -175,34 +175,13 @@ efficiency:
   norm: { memory: 0.7 }
 )";
 
-struct BadCase {
-  const char* what;
-  std::string from;        // replaced ...
-  std::string to;          // ... by this
-  std::string field;       // expected field path
-  std::string line_needle; // expected line: where this text sits in the bad file ("" = line 0)
-  std::string message;     // part of the message
-};
+using test::BadCase;
 
 class DeviceProfileBadInput : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(DeviceProfileBadInput, RaisesInputErrorAtTheRightPlace) {
-  const BadCase& c = GetParam();
-  std::string text = kGood;
-  const auto at = text.find(c.from);
-  ASSERT_NE(at, std::string::npos) << c.from;
-  text.replace(at, c.from.size(), c.to);
-  TempDir dir;
-  const std::string path = dir.write("bad.yaml", text);
-  try {
-    load_device_profile(path);
-    FAIL() << c.what << ": no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.file(), path) << c.what;
-    EXPECT_EQ(e.field(), c.field) << c.what << ": " << e.what();
-    EXPECT_EQ(e.line(), line_of(text, c.line_needle)) << c.what << ": " << e.what();
-    EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.what << ": " << e.what();
-  }
+  test::expect_input_error_at_the_right_place(kGood, GetParam(),
+                                              [](const std::string& path) { load_device_profile(path); });
 }
 
 INSTANTIATE_TEST_SUITE_P(

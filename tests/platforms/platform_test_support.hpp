@@ -1,13 +1,17 @@
 // Helpers for tests that write description files: a temporary folder that cleans up after
-// itself, and the line of a piece of text (so expected error lines follow the text, not a count).
+// itself, the line of a piece of text (so expected error lines follow the text, not a count),
+// and the check that an edited file is rejected with an error at the right place.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "common/input_error.hpp"
 
 namespace tandem::test {
 
@@ -47,6 +51,37 @@ inline int line_of(const std::string& text, const std::string& needle) {
   int line = 1;
   for (std::size_t i = 0; i < at; ++i) line += text[i] == '\n';
   return line;
+}
+
+// One edit of a good description file that makes it bad.
+struct BadCase {
+  const char* what;
+  std::string from;         // replaced ...
+  std::string to;           // ... by this
+  std::string field;        // expected field path
+  std::string line_needle;  // expected line: where this text sits in the bad file ("" = line 0)
+  std::string message;      // part of the message
+};
+
+// Applies `c` to `good`, writes the result and checks that `load(path)` throws an InputError
+// naming that file, the field, the line and the message.
+template <class Load>
+void expect_input_error_at_the_right_place(const std::string& good, const BadCase& c, Load load) {
+  std::string text = good;
+  const auto at = text.find(c.from);
+  ASSERT_NE(at, std::string::npos) << c.from;
+  text.replace(at, c.from.size(), c.to);
+  TempDir dir;
+  const std::string path = dir.write("bad.yaml", text);
+  try {
+    load(path);
+    FAIL() << c.what << ": no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), path) << c.what;
+    EXPECT_EQ(e.field(), c.field) << c.what << ": " << e.what();
+    EXPECT_EQ(e.line(), line_of(text, c.line_needle)) << c.what << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.what << ": " << e.what();
+  }
 }
 
 }  // namespace tandem::test

@@ -245,36 +245,30 @@ TEST(CpuRun, GptTinyLossFallsOverThirtyIterations) {
 
 // ---------------------------------------------------------------- failures
 
-TEST(CpuRun, AFailedComputeOpEndsTheRunWithOneErrorNamingRankAndOp) {
-  auto strategy = gpt_tiny_dp(2);
+// gpt-tiny data-parallel over `dp` ranks with op `op` failing on rank `rank`: the run ends with
+// one error naming the rank and the op, well before the 30 s timeout (no rank waits for it).
+void expect_injected_failure_ends_the_run(int dp, int rank, const std::string& op) {
+  auto strategy = gpt_tiny_dp(dp);
   RunOptions o = options_for(*gpt_tiny(), 2);
   o.timeout_s = 30;
-  o.fail_rank = 1;
-  o.fail_op = "mb0.layer0.attn.qkv.fwd";
+  o.fail_rank = rank;
+  o.fail_op = op;
   const auto t0 = Clock::now();
   try {
     run_cpu(*strategy, o);
     FAIL() << "the run did not fail";
   } catch (const RunError& e) {
-    EXPECT_EQ(std::string(e.what()), "rank 1 failed in op mb0.layer0.attn.qkv.fwd: injected failure");
+    EXPECT_EQ(std::string(e.what()), "rank " + std::to_string(rank) + " failed in op " + op + ": injected failure");
   }
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "rank 0 must not wait for the timeout";
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "the other ranks must not wait for the timeout";
+}
+
+TEST(CpuRun, AFailedComputeOpEndsTheRunWithOneErrorNamingRankAndOp) {
+  expect_injected_failure_ends_the_run(2, 1, "mb0.layer0.attn.qkv.fwd");
 }
 
 TEST(CpuRun, AFailedCollectiveOnACommStreamEndsTheRun) {
-  auto strategy = gpt_tiny_dp(4);
-  RunOptions o = options_for(*gpt_tiny(), 2);
-  o.timeout_s = 30;
-  o.fail_rank = 2;
-  o.fail_op = "dp.bucket1.all_reduce";
-  const auto t0 = Clock::now();
-  try {
-    run_cpu(*strategy, o);
-    FAIL() << "the run did not fail";
-  } catch (const RunError& e) {
-    EXPECT_EQ(std::string(e.what()), "rank 2 failed in op dp.bucket1.all_reduce: injected failure");
-  }
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  expect_injected_failure_ends_the_run(4, 2, "dp.bucket1.all_reduce");
 }
 
 // Rank 1 never joins the all-reduce rank 0 waits for: the run ends after the timeout.

@@ -42,19 +42,7 @@ constexpr double kParamRelative = 1e-4;   // of the weight
 constexpr double kParamAbsolute = 2e-3;   // of the AdamW movement lr·steps
 constexpr float kLr = 1e-3f;
 
-std::shared_ptr<const Model> small_gpt() {
-  TransformerConfig c;
-  c.name = "gpt-small-test";
-  c.num_layers = 4;
-  c.hidden_size = 64;
-  c.num_attention_heads = 4;
-  c.vocab_size = 256;
-  c.seq_length = 32;
-  c.max_position_embeddings = 32;
-  c.hidden_dropout = 0;
-  c.attention_dropout = 0;
-  return std::make_shared<TransformerModel>(c);
-}
+std::shared_ptr<const Model> small_gpt() { return testing::small_gpt("gpt-small-test", 4, 64, 4, 256, 32); }
 
 using Shape = testing::HybridShape;
 

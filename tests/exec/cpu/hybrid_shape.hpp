@@ -8,6 +8,7 @@
 
 #include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/transformer.hpp"
+#include "strategies/models/presets.hpp"
 
 namespace tandem::exec::cpu::testing {
 
@@ -25,14 +26,7 @@ struct HybridShape {
 // cover the sequence.
 inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std::int64_t hidden, int heads,
                                               std::int64_t vocab, std::int64_t seq) {
-  TransformerConfig c;
-  c.name = std::move(name);
-  c.num_layers = layers;
-  c.hidden_size = hidden;
-  c.num_attention_heads = heads;
-  c.vocab_size = vocab;
-  c.seq_length = seq;
-  c.max_position_embeddings = seq;
+  TransformerConfig c = gpt_config(std::move(name), layers, hidden, heads, seq, vocab);
   c.hidden_dropout = 0;
   c.attention_dropout = 0;
   return std::make_shared<TransformerModel>(std::move(c));

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "kernels/cpu/dispatch.hpp"
+#include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
 #include "tests/kernels/cpu/kernel_test_support.hpp"
 
@@ -74,17 +75,9 @@ struct ModelCase {
 };
 
 TransformerConfig gpt_config() {
-  TransformerConfig c;
-  c.name = "tiny-gpt";
-  c.num_layers = 2;
-  c.hidden_size = 16;
-  c.num_attention_heads = 4;
+  TransformerConfig c = tandem::gpt_config("tiny-gpt", 2, 16, 4, /*seq=*/6, /*vocab=*/37);
   c.ffn_hidden_size = 32;
-  c.vocab_size = 37;
-  c.max_position_embeddings = 8;
-  c.seq_length = 6;
-  c.hidden_dropout = 0.1;
-  c.attention_dropout = 0.1;
+  c.max_position_embeddings = 8;  // more rows than the sequence
   return c;
 }
 

@@ -30,13 +30,7 @@ TEST(OpsCostTest, GemmFlopsAndBytes) {
 }
 
 TEST(OpsCostTest, AttentionCausalHalvesAndBackwardDoubles) {
-  AttentionArgs a;
-  a.batch = 2;
-  a.heads = 8;
-  a.kv_heads = 8;
-  a.seq = 512;
-  a.head_dim = 64;
-  a.causal = false;
+  AttentionArgs a{.batch = 2, .heads = 8, .kv_heads = 8, .seq = 512, .head_dim = 64, .causal = false};
   const double full = 4.0 * 2 * 8 * 512.0 * 512 * 64;
   EXPECT_DOUBLE_EQ(ops::attention_cost(a, DType::bf16).flops, full);
   a.causal = true;
@@ -46,13 +40,7 @@ TEST(OpsCostTest, AttentionCausalHalvesAndBackwardDoubles) {
 }
 
 TEST(OpsCostTest, AttentionBytesFlashVsUnfusedAndGqa) {
-  AttentionArgs a;
-  a.batch = 1;
-  a.heads = 16;
-  a.kv_heads = 16;
-  a.seq = 2048;
-  a.head_dim = 128;
-  a.flash = true;
+  AttentionArgs a{.batch = 1, .heads = 16, .kv_heads = 16, .seq = 2048, .head_dim = 128, .flash = true};
   const double q = 1.0 * 2048 * 16 * 128;
   const double rows = 16.0 * 2048;
   EXPECT_DOUBLE_EQ(ops::attention_cost(a, DType::bf16).bytes, 2.0 * 4 * q + 4.0 * rows);
