@@ -13,6 +13,7 @@ std::string printf_string(const char* format, double value) {
 
 std::string human_seconds(Seconds s) {
   const double magnitude = std::fabs(s);
+  if (magnitude == 0) return "0 s";
   if (magnitude >= 1) return printf_string("%.3f s", s);
   if (magnitude >= 1e-3) return printf_string("%.3f ms", s * 1e3);
   return printf_string("%.3f us", s * 1e6);

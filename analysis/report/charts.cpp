@@ -13,8 +13,16 @@ namespace {
 constexpr double kWidthPx = 880;
 constexpr double kTitlePx = 24;  // title band at the top
 constexpr double kAxisPx = 26;   // axis band at the bottom
-constexpr double kLabelPx = 190;  // row labels on the left
-constexpr double kNotePx = 90;    // notes on the right
+constexpr double kLabelPx = 190;  // row labels on the left (at least)
+constexpr double kNotePx = 130;   // notes on the right
+constexpr double kCharPx = 6.2;   // about one character of the 11 px labels
+
+// Room for the longest row label, so that none is cut at the left edge.
+double label_px(const std::vector<BarRow>& rows) {
+  std::size_t longest = 0;
+  for (const auto& row : rows) longest = std::max(longest, row.label.size());
+  return std::clamp(static_cast<double>(longest) * kCharPx + 12, kLabelPx, kWidthPx / 2);
+}
 
 // A horizontal value axis with ticks and grid lines over the plot area.
 void value_axis(Svg& svg, const LinearScale& x, const std::vector<double>& ticks, double top, double bottom,
@@ -44,12 +52,13 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
   Svg svg(kWidthPx, plot_bottom + kAxisPx, title);
   svg.text(4, 16, title, "start", 13);
   const std::vector<double> ticks = nice_ticks(max_of(rows, stacked));
-  const LinearScale x{ticks.back(), kLabelPx, kWidthPx - kNotePx};
+  const double labels_px = label_px(rows);
+  const LinearScale x{ticks.back(), labels_px, kWidthPx - kNotePx};
   value_axis(svg, x, ticks, kTitlePx, plot_bottom, format);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const BarRow& row = rows[r];
     const double top = kTitlePx + row_px * static_cast<double>(r) + 4;
-    svg.text(kLabelPx - 6, top + row_px / 2, row.label, "end");
+    svg.text(labels_px - 6, top + row_px / 2, row.label, "end");
     double offset = 0;
     for (std::size_t s = 0; s < row.values.size() && s < names.size(); ++s) {
       const double v = std::max(row.values[s], 0.0);
