@@ -244,7 +244,7 @@ std::string memory_section(const ReportInputs& in) {
       row.values.push_back(uncategorised ? all[i]->peak_bytes : found == all[i]->by_category.end() ? 0 : found->second);
     }
     if (all[i]->capacity_bytes > 0)
-      row.note += printf_string(" (%.1f %% of capacity)", 100 * all[i]->peak_bytes / all[i]->capacity_bytes);
+      row.note += printf_string(" (%.0f %%)", 100 * all[i]->peak_bytes / all[i]->capacity_bytes);
     if (all[i]->out_of_memory) row.note += " OUT OF MEMORY";
     rows.push_back(std::move(row));
   }
