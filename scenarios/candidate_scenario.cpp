@@ -19,7 +19,7 @@ Scenario scenario_for(const Scenario& base, const search::Candidate& c) {
   h.virtual_stages = c.virtual_stages;
   h.order = c.order;
   h.partition = c.partition;
-  h.layers_per_stage.clear();
+  h.layers_per_stage = c.layers_per_stage;
   return s;
 }
 
@@ -37,6 +37,7 @@ search::Candidate candidate_of(const Scenario& s) {
   c.virtual_stages = s.hybrid.virtual_stages;
   c.order = s.hybrid.order;
   c.partition = s.hybrid.partition;
+  c.layers_per_stage = s.hybrid.layers_per_stage;
   return c;
 }
 

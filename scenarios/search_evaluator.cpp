@@ -36,6 +36,10 @@ search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) c
     auto all_equal = [](const auto& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); };
     e.even_batches = all_equal(hybrid->micro_batches_per_replica());
     e.even_layers = all_equal(hybrid->layers_per_virtual_stage());
+    const int stages = hybrid->layout().pp_size();
+    e.layers_per_stage.assign(stages, 0);
+    const auto& per_virtual = hybrid->layers_per_virtual_stage();
+    for (std::size_t v = 0; v < per_virtual.size(); ++v) e.layers_per_stage[v % stages] += per_virtual[v];
   }
   return e;
 }

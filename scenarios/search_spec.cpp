@@ -80,7 +80,24 @@ Recompute parse_recompute(const std::string& v) {
 HybridConfig::Partition parse_partition(const std::string& v) {
   if (v == "uniform") return HybridConfig::Partition::uniform;
   if (v == "proportional") return HybridConfig::Partition::proportional;
-  throw std::invalid_argument("unknown pipeline partition '" + v + "' (expected uniform or proportional)");
+  throw std::invalid_argument("unknown pipeline partition '" + v + "' (expected uniform, proportional or refined)");
+}
+
+constexpr int kDefaultRefineEvaluations = 16;
+
+// pipeline_partition: the enumerated partitions, plus `refined` (search.hpp, step 3), which is
+// no partition of its own: it turns the refinement on. Returns whether it was listed.
+bool read_partitions(const YamlNode& section, std::vector<HybridConfig::Partition>& target) {
+  auto node = section.get("pipeline_partition");
+  if (!node) return false;
+  bool refined = false;
+  const std::vector<YamlNode> items = node->is_sequence() ? node->items() : std::vector<YamlNode>{*node};
+  if (items.empty()) node->fail("needs at least one value");
+  for (const YamlNode& item : items) {
+    if (item.as_string() == "refined") refined = true;
+    else target.push_back(choice<HybridConfig::Partition>(parse_partition)(item));
+  }
+  return refined;
 }
 BatchSplit parse_batch_split(const std::string& v) {
   if (v == "even") return BatchSplit::even;
@@ -105,7 +122,8 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
     n.only_keys({"devices", "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
                  "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
-                 "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed"});
+                 "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
+                 "refine_evaluations"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     read_numeric(n, "tensor_model_parallel_size", s.tp, bounds["tp"], 1, devices);
     read_numeric(n, "pipeline_model_parallel_size", s.pp, bounds["pp"], 1, devices);
@@ -117,7 +135,12 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
     read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
     read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
     read_list(n, "rank_order", s.order, choice<RankOrder>(parse_rank_order));
-    read_list(n, "pipeline_partition", s.partition, choice<HybridConfig::Partition>(parse_partition));
+    const bool refined = read_partitions(n, s.partition);
+    if (refined) settings.refine_evaluations = kDefaultRefineEvaluations;
+    if (auto v = n.get("refine_evaluations")) {
+      if (!refined) v->fail("needs `refined` among the pipeline_partition values");
+      settings.refine_evaluations = static_cast<int>(v->positive_int());
+    }
     read_list(n, "batch_split", s.batch_split, choice<BatchSplit>(parse_batch_split));
     if (auto v = n.get("objective")) {
       settings.objective = choice<search::Objective>(search::parse_objective)(*v);

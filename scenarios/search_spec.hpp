@@ -9,6 +9,10 @@
 //     micro_batch_size, data_parallel_size, devices (ranks used), pipeline_schedule,
 //     virtual_pipeline_model_parallel_size, recompute_granularity, sequence_parallel,
 //     rank_order, pipeline_partition, batch_split  # likewise
+//     pipeline_partition: [uniform, proportional, refined]
+//                                                # refined: also explicit layer counts per stage,
+//                                                # one layer moved at a time (search.hpp, step 3)
+//     refine_evaluations: 16                     # refined: its simulations at most
 //     objective: time | cost | energy            # default time
 //     top_k: 10
 //     memory_headroom: 0.1                       # keep 10% of every device's memory free

@@ -8,8 +8,15 @@ const char* to_string(HybridConfig::Partition partition) {
 
 const char* to_string(BatchSplit split) { return split == BatchSplit::proportional ? "proportional" : "even"; }
 
+std::string partition_text(const Candidate& c) {
+  if (c.layers_per_stage.empty()) return to_string(c.partition);
+  std::string text;
+  for (int layers : c.layers_per_stage) text += (text.empty() ? "" : "/") + std::to_string(layers);
+  return text;
+}
+
 nlohmann::json to_json(const Candidate& c) {
-  return {{"tensor_model_parallel_size", c.tp},
+  nlohmann::json j = {{"tensor_model_parallel_size", c.tp},
           {"pipeline_model_parallel_size", c.pp},
           {"data_parallel_size", c.dp},
           {"micro_batch_size", c.micro_batch_size},
@@ -21,6 +28,8 @@ nlohmann::json to_json(const Candidate& c) {
           {"rank_order", tandem::to_string(c.order)},
           {"pipeline_partition", to_string(c.partition)},
           {"batch_split", to_string(c.batch_split)}};
+  if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
+  return j;
 }
 
 Candidate candidate_from_json(const nlohmann::json& j) {
@@ -38,12 +47,13 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.order = parse_rank_order(j.at("rank_order").get<std::string>());
   c.partition = j.at("pipeline_partition").get<std::string>() == "proportional" ? HybridConfig::Partition::proportional
                                                                                 : HybridConfig::Partition::uniform;
+  if (j.contains("pipeline_layers")) c.layers_per_stage = j.at("pipeline_layers").get<std::vector<int>>();
   c.batch_split = j.at("batch_split").get<std::string>() == "proportional" ? BatchSplit::proportional : BatchSplit::even;
   return c;
 }
 
 bool Candidate::heterogeneity_aware() const {
-  return (pp > 1 && partition == HybridConfig::Partition::proportional) ||
+  return (pp > 1 && (partition == HybridConfig::Partition::proportional || !layers_per_stage.empty())) ||
          (dp > 1 && batch_split == BatchSplit::proportional);
 }
 
@@ -53,7 +63,7 @@ std::string Candidate::key() const {
   if (virtual_stages > 1) k += " v=" + std::to_string(virtual_stages);
   k += " zero=" + std::to_string(zero_stage) + " rc=" + tandem::to_string(recompute);
   if (sequence_parallel) k += " sp";
-  k += std::string(" order=") + tandem::to_string(order) + " stages=" + to_string(partition) +
+  k += std::string(" order=") + tandem::to_string(order) + " stages=" + partition_text(*this) +
        " batch=" + to_string(batch_split);
   return k;
 }

@@ -8,6 +8,7 @@
 #include <compare>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "strategies/hybrid_parallel.hpp"
 #include "strategies/model.hpp"
@@ -29,13 +30,17 @@ struct Candidate {
   bool sequence_parallel = false;
   RankOrder order = RankOrder::tp_dp_pp;
   HybridConfig::Partition partition = HybridConfig::Partition::uniform;
+  // Transformer layers per pipeline stage, given explicitly (found by moving layers between
+  // stages, search.hpp's refinement); empty: `partition` decides. When set, `partition` is uniform.
+  std::vector<int> layers_per_stage;
   BatchSplit batch_split = BatchSplit::even;
 
   int world_size() const { return tp * pp * dp; }
-  // Uses a heterogeneity-aware split (stages or batch shares by device speed).
+  // Uses a heterogeneity-aware split (stages by device speed or given explicitly, batch shares by
+  // device speed).
   bool heterogeneity_aware() const;
-  // "tp=8 pp=3 dp=8 mbs=1 1f1b zero=1 rc=none order=tp-dp-pp stages=proportional batch=even":
-  // readable and unique (the search's result maps are keyed by it).
+  // "tp=8 pp=3 dp=8 mbs=1 1f1b zero=1 rc=none order=tp-dp-pp stages=proportional batch=even"
+  // ("stages=20/12/8" for explicit layer counts): readable and unique (the search's result maps are keyed by it).
   std::string key() const;
 
   auto operator<=>(const Candidate&) const = default;
@@ -47,6 +52,8 @@ nlohmann::json to_json(const Candidate& candidate);
 Candidate candidate_from_json(const nlohmann::json& j);  // throws on a malformed or unknown value
 
 const char* to_string(HybridConfig::Partition partition);  // "uniform", "proportional"
+// The stages' layer counts as the key writes them ("20/12/8"), or the partition's name.
+std::string partition_text(const Candidate& candidate);
 const char* to_string(BatchSplit split);                   // "even", "proportional"
 
 }  // namespace tandem::search

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "common/units.hpp"
 
@@ -23,6 +24,9 @@ struct Estimate {
   // that came out even is the same strategy as its uniform twin (search.cpp keeps only one).
   bool even_batches = false;
   bool even_layers = false;
+  // Transformer layers each pipeline stage came out with (all its chunks together): where the
+  // partition refinement starts from. Empty when the evaluator does not know.
+  std::vector<int> layers_per_stage;
 };
 
 struct Evaluation {

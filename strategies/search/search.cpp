@@ -91,6 +91,7 @@ SearchResult run_search(const Enumeration& space, Evaluator& evaluator, const Se
     algorithm = state.size() <= settings.exhaustive_limit ? Algorithm::exhaustive : Algorithm::guided;
   if (algorithm == Algorithm::exhaustive) run_exhaustive(state, settings);
   else run_guided(state, settings);
+  refine_partitions(state, evaluator, settings);
   SearchResult result = state.result(algorithm);
   result.combinations = space.combinations;
   for (const auto& [reason, count] : dropped) result.dropped[reason] += count;

@@ -13,6 +13,11 @@
 //                  a final descent from the best found; bounded by a number of simulations, and
 //                  states how much of the space it covered.
 //      automatic   exhaustive up to `exhaustive_limit` valid candidates, guided above.
+//   3. refinement  (when `refine_evaluations` > 0) non-uniform layer partitions, which no
+//                  enumeration could list: from the best pipelined candidates (non-interleaved),
+//                  greedy descent over moves of one layer between adjacent stages, each move
+//                  built and memory-checked like any candidate before it is simulated, at most
+//                  `refine_evaluations` simulations on top of the algorithm's.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +55,7 @@ struct SearchSettings {
   int max_evaluations = 64;    // guided: simulations at most
   int batch_size = 4;          // candidates handed to the evaluator at once
   std::uint64_t seed = 1;      // guided: the annealing's random numbers
+  int refine_evaluations = 0;  // refinement of layer partitions: simulations at most (0: off)
 };
 
 struct Scored {

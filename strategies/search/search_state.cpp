@@ -13,16 +13,20 @@ bool Scored::feasible() const { return value < kInfinity; }
 
 SearchState::SearchState(std::vector<Candidate> candidates, std::vector<Estimate> estimates, Evaluator& evaluator,
                          const SearchSettings& settings, const ProgressFn& progress)
-    : done_(candidates.size(), false), evaluator_(evaluator), settings_(settings), progress_(progress) {
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    Scored s;
-    s.candidate = candidates[i];
-    s.estimate = estimates[i];
-    s.bound = objective_lower_bound(settings.objective, estimates[i]);
-    s.value = kInfinity;
-    items_.push_back(std::move(s));
-  }
+    : evaluator_(evaluator), settings_(settings), progress_(progress) {
   best_of_kind_[0] = best_of_kind_[1] = kInfinity;
+  for (std::size_t i = 0; i < candidates.size(); ++i) add(candidates[i], estimates[i]);
+}
+
+int SearchState::add(const Candidate& candidate, const Estimate& estimate) {
+  Scored s;
+  s.candidate = candidate;
+  s.estimate = estimate;
+  s.bound = objective_lower_bound(settings_.objective, estimate);
+  s.value = kInfinity;
+  items_.push_back(std::move(s));
+  done_.push_back(false);
+  return size() - 1;
 }
 
 double SearchState::value(int i) const { return done_[i] ? items_[i].value : kInfinity; }

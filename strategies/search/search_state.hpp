@@ -20,7 +20,10 @@ class SearchState {
   double bound(int i) const { return items_[i].bound; }
   bool evaluated(int i) const { return done_[i]; }
   double value(int i) const;  // +inf until evaluated
+  const Estimate& estimate(int i) const { return items_[i].estimate; }
   int evaluations() const { return evaluations_; }
+  // A candidate found during the search (not enumerated); returns its index.
+  int add(const Candidate& candidate, const Estimate& estimate);
 
   // Simulates those of `indices` not simulated yet (as one batch), then reports progress.
   void evaluate(const std::vector<int>& indices);
@@ -51,5 +54,7 @@ class SearchState {
 // The two algorithms, over a state holding the valid candidates (search.hpp says how they work).
 void run_exhaustive(SearchState& state, const SearchSettings& settings);
 void run_guided(SearchState& state, const SearchSettings& settings);
+// Step 3 of search.hpp: adds and simulates explicit layer partitions (nothing when turned off).
+void refine_partitions(SearchState& state, Evaluator& evaluator, const SearchSettings& settings);
 
 }  // namespace tandem::search

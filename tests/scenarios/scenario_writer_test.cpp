@@ -71,6 +71,21 @@ TEST(ScenarioWriter, ASearchCandidateRoundTrips) {
   EXPECT_EQ(candidate_of(back), c);
 }
 
+TEST(ScenarioWriter, ASearchCandidateWithExplicitLayersRoundTrips) {
+  const Scenario base = load_scenario("search-gpt3-13b-mixed");
+  search::Candidate c;
+  c.tp = 8, c.pp = 3, c.dp = 8, c.micro_batch_size = 1, c.zero_stage = 1;
+  c.layers_per_stage = {19, 13, 8};  // GPT-3 13B's 40 layers, fastest stage first
+  Scenario s = scenario_for(base, c);
+  s.name = "refined";
+  const Scenario back = round_trip(s, "refined.yaml");
+  expect_same(s, back);
+  EXPECT_EQ(back.hybrid.layers_per_stage, c.layers_per_stage);
+  EXPECT_EQ(candidate_of(back), c);
+  const auto strategy = make_strategy(back);
+  EXPECT_EQ(dynamic_cast<const HybridParallel&>(*strategy).layers_per_virtual_stage(), c.layers_per_stage);
+}
+
 TEST(ScenarioWriter, AnOverriddenPresetKeepsItsOverrides) {
   Scenario s = load_scenario("gpt-tiny-localhost");
   s.model.transformer.num_layers = 3;

@@ -56,7 +56,8 @@ TEST(SearchEvaluator, BoundsAreLowerBoundsOfTheSimulation) {
                                         interleaved, make(2, 4, 1, 4, 0, Recompute::selective)});
 }
 
-std::string mixed_search_scenario() {
+// `search_lines`: what the search section says beyond its pins (tp 8, mbs 1, ZeRO-1, no recompute).
+std::string mixed_search_scenario(const std::string& search_lines = "  pipeline_model_parallel_size: [1, 3]\n") {
   // A small GPT on the 192-GPU mixed cluster: fast enough for a test, heterogeneous enough for
   // speed-proportional splits to matter.
   const fs::path dir = fs::temp_directory_path() / ("tandem-search-eval-" + std::to_string(::getpid()));
@@ -71,10 +72,10 @@ std::string mixed_search_scenario() {
                          "simulation: {collective_fidelity: aggregated}\n"
                          "search:\n"
                          "  tensor_model_parallel_size: 8\n"
-                         "  pipeline_model_parallel_size: [1, 3]\n"
                          "  micro_batch_size: 1\n"
                          "  zero_stage: 1\n"
-                         "  recompute_granularity: none\n";
+                         "  recompute_granularity: none\n"
+                      << search_lines;
   return path.string();
 }
 
@@ -144,6 +145,40 @@ TEST(SearchEvaluator, HeterogeneityAwareBeatsUniformOnTheMixedCluster) {
   ASSERT_NE(uniform, nullptr);
   EXPECT_LT(aware->value, uniform->value) << aware->candidate.key() << " vs " << uniform->candidate.key();
   EXPECT_TRUE(r.ranked.front().candidate.heterogeneity_aware());
+}
+
+TEST(SearchEvaluator, RefinedPartitionIsTheBestOfAllPartitionsOfAMixedPipeline) {
+  // Three stages (H100, A100, V100 nodes), six layers: ten partitions in all, simulated here as
+  // brute force; the guided search with refinement must find the best of them.
+  const SearchScenario spec = load_search_scenario(mixed_search_scenario(
+      "  pipeline_model_parallel_size: 3\n  batch_split: even\n  pipeline_partition: [proportional, refined]\n"
+      "  algorithm: guided\n"));
+  ASSERT_GT(spec.settings.refine_evaluations, 0);
+  const search::Enumeration space = search::enumerate(spec.space, spec.base.cluster, spec.base.training);
+  ASSERT_EQ(space.candidates.size(), 1u);
+  SimulationEvaluator evaluator(spec.base, 2);
+  const search::SearchResult r = search::run_search(space, evaluator, spec.settings);
+  ASSERT_FALSE(r.ranked.empty());
+
+  std::vector<Candidate> every_partition;
+  for (int a = 1; a <= 4; ++a)
+    for (int b = 1; a + b <= 5; ++b) {
+      Candidate c = space.candidates.front();
+      c.partition = HybridConfig::Partition::uniform;
+      c.layers_per_stage = {a, b, 6 - a - b};
+      every_partition.push_back(c);
+    }
+  SimulationEvaluator brute(spec.base, 2);
+  const auto evaluations = brute.evaluate(every_partition);
+  double best_s = INFINITY;
+  for (const auto& e : evaluations) best_s = std::min(best_s, search::objective_value(spec.settings.objective, e, spec.settings.constraints));
+  EXPECT_EQ(r.ranked.front().value, best_s) << r.ranked.front().candidate.key();
+  const search::Scored* proportional = nullptr;
+  for (const auto& s : r.all)
+    if (s.candidate == space.candidates.front()) proportional = &s;
+  ASSERT_NE(proportional, nullptr);
+  EXPECT_LE(r.ranked.front().value, proportional->value);
+  EXPECT_LT(r.evaluated, static_cast<std::int64_t>(every_partition.size()));
 }
 
 }  // namespace

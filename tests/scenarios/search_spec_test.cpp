@@ -60,6 +60,18 @@ TEST(SearchSpec, PinsListsAndBoundsShapeTheSpace) {
   EXPECT_EQ(s.settings.max_evaluations, 9);
 }
 
+TEST(SearchSpec, RefinedPartitionsTurnOnTheRefinementWithoutBeingAPartition) {
+  const SearchScenario plain = load_search_scenario(write_search("  pipeline_partition: [uniform, proportional]\n"));
+  EXPECT_EQ(plain.settings.refine_evaluations, 0);
+  const SearchScenario refined = load_search_scenario(write_search("  pipeline_partition: [uniform, refined]\n"));
+  EXPECT_EQ(refined.space.partition, std::vector{HybridConfig::Partition::uniform});
+  EXPECT_GT(refined.settings.refine_evaluations, 0);
+  const SearchScenario bounded =
+      load_search_scenario(write_search("  pipeline_partition: refined\n  refine_evaluations: 5\n"));
+  EXPECT_FALSE(bounded.space.partition.empty());  // the cluster's defaults
+  EXPECT_EQ(bounded.settings.refine_evaluations, 5);
+}
+
 TEST(SearchSpec, WithoutASearchSectionEveryKnobTakesItsDefaults) {
   const SearchScenario s = load_search_scenario("gpt-tiny-localhost");
   EXPECT_FALSE(s.space.tp.empty());
@@ -82,6 +94,10 @@ TEST(SearchSpec, MistakesNameFileLineAndField) {
       {"  tensor_model_parallel_size: {min: 3, max: 3}\n", 7, "search.tensor_model_parallel_size"},
       {"  recompute_granularity: [none, some]\n", 7, "search.recompute_granularity"},
       {"  top_k: 3\n  tensor_parallel: 2\n", 8, "search.tensor_parallel"},
+      {"  pipeline_partition: [uniform, balanced]\n", 7, "search.pipeline_partition"},
+      {"  pipeline_partition: []\n", 7, "search.pipeline_partition"},
+      {"  pipeline_partition: uniform\n  refine_evaluations: 4\n", 8, "search.refine_evaluations"},
+      {"  pipeline_partition: [refined]\n  refine_evaluations: 0\n", 8, "search.refine_evaluations"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);

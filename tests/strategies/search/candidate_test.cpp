@@ -28,5 +28,17 @@ TEST(Candidate, EveryCandidateRoundTripsThroughJson) {
   EXPECT_EQ(keys.size(), e.candidates.size()) << "two candidates share a key";
 }
 
+TEST(Candidate, ExplicitLayersTravelInJsonAndTellCandidatesApart) {
+  Candidate a;
+  a.tp = 8, a.pp = 3, a.dp = 8;
+  a.layers_per_stage = {20, 12, 8};
+  Candidate b = a;
+  b.layers_per_stage = {19, 13, 8};
+  EXPECT_EQ(candidate_from_json(nlohmann::json::parse(to_json(a).dump())), a);
+  EXPECT_NE(a.key(), b.key());
+  EXPECT_NE(a.key().find("stages=20/12/8"), std::string::npos) << a.key();
+  EXPECT_TRUE(a.heterogeneity_aware());
+}
+
 }  // namespace
 }  // namespace tandem::search
