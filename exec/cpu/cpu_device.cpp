@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 #include <variant>
 
 #include "exec/common/op_labels.hpp"
@@ -30,6 +31,8 @@ CpuRunContext::CpuRunContext(int world_size, DeviceSettings settings)
     : world_(world_size),
       settings_(std::move(settings)),
       comm_(settings_.timeout),
+      gate_(std::getenv("TANDEM_GATE") ? std::atoi(std::getenv("TANDEM_GATE")) : settings_.cores > 0 ? settings_.cores
+                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
       epoch_(std::chrono::steady_clock::now()) {}
 
 double CpuRunContext::now_s() const {
@@ -544,11 +547,13 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
 
 void CpuDevice::worker_loop(Stream stream) {
   Worker& w = workers_[static_cast<int>(stream)];
+  const CoreGate::Hold hold(context_.gate());
   while (true) {
     PendingComm pending;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      has_work_.wait(lock, [&] { return stopping_ || (!w.queue.empty() && !w.busy); });
+      const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
+      while (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock); return 0; });
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
@@ -622,14 +627,14 @@ void CpuDevice::wait_handle(std::int64_t handle) {
     if (std::chrono::steady_clock::now() >= deadline)
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
-    if (std::chrono::steady_clock::now() < spin_deadline) {  // spin first (spin_wait.hpp)
+    if (std::chrono::steady_clock::now() < spin_deadline && !others_queued()) {  // spin first (spin_wait.hpp)
       const std::uint64_t seen = completions_.load(std::memory_order_acquire);
       lock.unlock();
-      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted(); });
+      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted() || others_queued(); });
       lock.lock();
       continue;
     }
-    op_done_.wait_for(lock, kPoll);
+    off_core_wait(lock, [&] { return op_done_.wait_for(lock, kPoll); });
   }
 }
 

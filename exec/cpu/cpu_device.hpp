@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "analysis/trace.hpp"
+#include "exec/cpu/core_gate.hpp"
 #include "exec/cpu/data.hpp"
 #include "exec/cpu/global_state.hpp"
 #include "exec/cpu/shared_memory_collectives.hpp"
@@ -97,6 +98,7 @@ struct DeviceSettings {
   std::int64_t sequences_per_iteration = 1;
   bool record_trace = true;
   std::chrono::milliseconds timeout{60'000};
+  int cores = 0;  // core permits of the run's threads (core_gate.hpp); 0: this machine's cores
   // Failure injection (tests): rank `fail_rank` throws when it executes the op `fail_op`.
   int fail_rank = -1;
   std::string fail_op;
@@ -110,6 +112,7 @@ class CpuRunContext {
 
   const DeviceSettings& settings() const { return settings_; }
   SharedMemoryComm& comm() { return comm_; }
+  CoreGate& gate() { return gate_; }
   int world_size() const { return world_; }
   double now_s() const;  // seconds since the run's epoch
 
@@ -124,6 +127,7 @@ class CpuRunContext {
   int world_;
   DeviceSettings settings_;
   SharedMemoryComm comm_;
+  CoreGate gate_;
   std::chrono::steady_clock::time_point epoch_;
   mutable std::mutex mutex_;
   std::string failure_;

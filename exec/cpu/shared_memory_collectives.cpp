@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "exec/cpu/core_gate.hpp"
 #include "exec/cpu/spin_wait.hpp"
 
 namespace tandem::exec::cpu {
@@ -180,14 +181,14 @@ void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadlin
   const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
-    if (std::chrono::steady_clock::now() < spin_deadline) {  // spin first (spin_wait.hpp)
+    if (std::chrono::steady_clock::now() < spin_deadline && !others_queued()) {  // spin first (spin_wait.hpp)
       const std::uint64_t seen = generation_.load(std::memory_order_acquire);
       lock.unlock();
-      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted(); });
+      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted() || others_queued(); });
       lock.lock();
       continue;
     }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+    if (off_core_wait(lock, [&] { return cv_.wait_until(lock, deadline); }) == std::cv_status::timeout && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
     }

@@ -144,7 +144,50 @@ Measured measure(const Scenario& s, const DeviceProfile& profile) {
     if (it.iteration == options.warmup_iterations + options.iterations - 1) m.others_cores = others.cores();
   };
   const exec::cpu::RunResult run = exec::cpu::run_cpu(*strategy, options);
-  if (verbose()) print_classes(run, std::move(strategy), profile);
+  if (verbose()) {
+    print_classes(run, std::move(strategy), profile);
+    // Kernel time of all ranks per step over the cores: what the step would take if the cores
+    // never idled (the gap to the measured step is hand-offs and waits).
+    double compute_s = 0, comm_s = 0;
+    for (const auto& r : run.ranks) compute_s += r.compute_s, comm_s += r.comm_busy_s;
+    const int steps = options.warmup_iterations + options.iterations;
+    std::printf("     kernels of all ranks / cores %.3f ms per step, comm busy %.3f ms per step\n",
+                compute_s / steps / kCores * 1e3, comm_s / steps * 1e3);
+    // Where the ranks wait: gaps over 0.2 ms between consecutive ops of a rank, last iteration.
+    const int last = steps - 1;
+    for (int rank = 0; rank < static_cast<int>(run.ranks.size()); ++rank) {
+      std::vector<const TraceRecord*> ops;
+      std::vector<double> comm;
+      for (const TraceRecord& r : run.trace.records)
+        if (r.rank == rank && r.iteration == last && !is_communication(r.kind)) ops.push_back(&r);
+        else if (r.rank == rank && r.iteration >= 2 && is_communication(r.kind)) comm.push_back(r.end_s - r.start_s);
+      std::sort(comm.begin(), comm.end());
+      {
+        double first = 1e9, end = 0, busy = 0;
+        std::string comms;
+        for (const TraceRecord& r : run.trace.records) {
+          if (r.rank != rank || r.iteration != last) continue;
+          first = std::min(first, r.start_s), end = std::max(end, r.end_s);
+          if (!is_communication(r.kind)) busy += r.end_s - r.start_s;
+          else comms += " [" + std::to_string((r.start_s) * 1e3) + " " + std::to_string(r.end_s * 1e3) + "]";
+        }
+        std::printf("     rank %d last step %.3f .. %.3f ms, kernels %.3f ms, comm%s\n", rank, first * 1e3, end * 1e3,
+                    busy * 1e3, comms.substr(0, 200).c_str());
+      }
+      if (!comm.empty())
+        std::printf("     rank %d comm ops %zu: p10 %.3f p50 %.3f p90 %.3f max %.3f ms\n", rank, comm.size(),
+                    comm[comm.size() / 10] * 1e3, comm[comm.size() / 2] * 1e3, comm[comm.size() * 9 / 10] * 1e3,
+                    comm.back() * 1e3);
+      std::sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+      double end = ops.empty() ? 0 : ops.front()->start_s;
+      for (const TraceRecord* r : ops) {
+        if (r->start_s - end > 2e-4)
+          std::printf("     rank %d gap %.2f ms before %s (%.2f ms)\n", rank, (r->start_s - end) * 1e3,
+                      r->op_id.c_str(), (r->end_s - r->start_s) * 1e3);
+        end = std::max(end, r->end_s);
+      }
+    }
+  }
   std::vector<double> times;
   for (const auto& it : run.iterations) {
     if (!it.warmup) times.push_back(it.time_s);
@@ -180,7 +223,9 @@ void check_cases(const std::vector<Case>& cases) {
               "others (cores)");
   int asserted = 0;
   std::string busy;
+  const char* only = std::getenv("TANDEM_ACCURACY_CASES");  // e.g. "tp=2": the cases named so
   for (const Case& k : cases) {
+    if (only != nullptr && k.name.find(only) == std::string::npos) continue;
     Scenario s = scenario_for(k, calibrated_localhost(calibrated, k.world()));
     Measured m;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {

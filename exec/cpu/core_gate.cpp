@@ -1,0 +1,112 @@
+#include "exec/cpu/core_gate.hpp"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace tandem::exec::cpu {
+
+namespace {
+// The gate this thread holds a permit of, and the permit's core while it holds it.
+thread_local CoreGate* tl_gate = nullptr;
+thread_local bool tl_holding = false;
+thread_local int tl_core = -1;
+
+long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
+
+// Pins thread `tid` (0: the caller) to `core` (nothing when core < 0). Failure is harmless: the
+// thread runs unpinned.
+void pin(long tid, int core) {
+  if (core < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  ::sched_setaffinity(static_cast<pid_t>(tid), sizeof set, &set);
+}
+
+// This process's CPUs (its affinity mask as the first gate found it: later, threads are pinned).
+const std::vector<int>& process_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> out;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) out.push_back(c);
+    return out;
+  }();
+  return cpus;
+}
+}  // namespace
+
+CoreGate::CoreGate(int permits) : permits_(std::max(1, permits)) {
+  const std::vector<int>& cpus = process_cpus();
+  const bool pinning = permits_ <= static_cast<int>(cpus.size());
+  for (int i = 0; i < permits_; ++i) free_.push_back(pinning ? cpus[static_cast<std::size_t>(i)] : -1);
+}
+
+int CoreGate::acquire() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!free_.empty() && queue_.empty()) {
+    const int core = free_.back();
+    free_.pop_back();
+    lock.unlock();
+    pin(0, core);
+    return core;
+  }
+  Waiter me;
+  me.tid = this_tid();
+  queue_.push_back(&me);
+  queued_.fetch_add(1, std::memory_order_relaxed);
+  me.cv.wait(lock, [&] { return me.granted; });
+  return me.core;
+}
+
+void CoreGate::release(int core) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queue_.empty()) {
+    free_.push_back(core);
+    return;
+  }
+  Waiter* next = queue_.front();
+  queue_.pop_front();
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  pin(next->tid, core);  // before the wake-up: it wakes on the core this thread leaves
+  next->core = core;
+  next->granted = true;
+  next->cv.notify_one();  // under the lock: `next` lives on its thread's stack until granted
+}
+
+bool CoreGate::queued() const { return queued_.load(std::memory_order_relaxed) > 0; }
+
+CoreGate::Hold::Hold(CoreGate& gate) {
+  tl_core = gate.acquire();
+  tl_gate = &gate;
+  tl_holding = true;
+}
+
+CoreGate::Hold::~Hold() {
+  if (tl_holding) tl_gate->release(tl_core);
+  tl_gate = nullptr;
+  tl_holding = false;
+  tl_core = -1;
+}
+
+bool leave_core() {
+  if (tl_gate == nullptr || !tl_holding) return false;
+  tl_holding = false;
+  tl_gate->release(tl_core);
+  return true;
+}
+
+void rejoin_core() {
+  if (tl_gate == nullptr || tl_holding) return;
+  tl_core = tl_gate->acquire();
+  tl_holding = true;
+}
+
+bool others_queued() { return tl_gate != nullptr && tl_holding && tl_gate->queued(); }
+
+}  // namespace tandem::exec::cpu

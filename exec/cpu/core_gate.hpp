@@ -1,0 +1,93 @@
+// At most as many running threads as cores: the CPU backend's ranks and stream workers take a
+// core permit from the run's CoreGate to run, and give it back whenever they block.
+//
+// Why: a thread woken while every core is busy waits until the running thread's time slice ends
+// (a scheduler tick, ~4 ms here) before it runs; with 4 ranks (plus their stream workers) on 2
+// cores nearly every hand-off of a collective hit that wait, and the step took far longer than
+// its work. With the gate, the threads that hold no permit are blocked, not runnable: a thread
+// that blocks (a collective waiting for a member, a wait for an op) hands its permit to the
+// first thread queued for one (FIFO) and, once it is off its core, that core is idle, so the
+// next thread gets it at once. Ranks beyond the cores thus run in turns, each until it blocks,
+// instead of in time slices that end at arbitrary points (e.g. in the middle of a collective
+// that the other ranks wait for).
+//
+// A permit is a core: its holder is pinned to that core (sched_setaffinity), and a thread handed
+// a permit is pinned to it BEFORE it is woken, so it wakes on the core that its releaser is about
+// to leave, and runs there as soon as the releaser blocks. Without pinning Linux may queue it on
+// a core where another permit holder runs (and not pull it to the idle core soon after: a thread
+// that ran recently counts as cache-hot), and it waits for that holder's tick.
+//
+// Threads join the gate with a Hold (for the thread's lifetime). Every blocking wait of the
+// backend goes through off_core_wait(), which gives the permit back for the wait (when the
+// thread holds one: other threads, e.g. the calibration's, are not gated) and takes it again
+// after, WITHOUT the wait's mutex, so that a thread queued for a permit never holds a lock
+// that a running thread needs. Spinning waits stop spinning when others_queued(): a queued
+// thread would use that core for real work.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace tandem::exec::cpu {
+
+class CoreGate {
+ public:
+  // `permits` cores of this process's CPU set (more permits than cores: no pinning).
+  explicit CoreGate(int permits);
+  CoreGate(const CoreGate&) = delete;
+  CoreGate& operator=(const CoreGate&) = delete;
+
+  int permits() const { return permits_; }
+  int acquire();  // blocks until a permit is free (first come, first served); its core (-1: none)
+  void release(int core);  // hands the permit to the first queued thread, if any
+  bool queued() const;
+
+  // This thread holds a permit of `gate` from construction to destruction.
+  class Hold {
+   public:
+    explicit Hold(CoreGate& gate);
+    ~Hold();
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+  };
+
+ private:
+  struct Waiter {
+    std::condition_variable cv;
+    bool granted = false;
+    int core = -1;
+    long tid = 0;  // the waiting thread, to pin it before it is woken
+  };
+  int permits_;
+  mutable std::mutex mutex_;
+  std::vector<int> free_;  // cores of the free permits (-1 each when not pinning)
+  std::deque<Waiter*> queue_;
+  std::atomic<int> queued_{0};  // queue_.size(), read by spinning threads without the lock
+};
+
+// The calling thread's gate: gives its permit back (true when it held one).
+bool leave_core();
+// Takes a permit again after leave_core() returned true.
+void rejoin_core();
+// Threads are queued for this thread's gate (false when it holds none).
+bool others_queued();
+
+// Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
+// goes back first and is taken again after, with `lock` released meanwhile.
+template <class Lock, class Wait>
+auto off_core_wait(Lock& lock, Wait wait) {
+  const bool gave = leave_core();
+  auto result = wait();
+  if (gave) {
+    lock.unlock();
+    rejoin_core();
+    lock.lock();
+  }
+  return result;
+}
+
+}  // namespace tandem::exec::cpu
