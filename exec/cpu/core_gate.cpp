@@ -13,6 +13,7 @@ namespace {
 thread_local CoreGate* tl_gate = nullptr;
 thread_local bool tl_holding = false;
 thread_local int tl_core = -1;
+thread_local int tl_rank = -1;
 
 long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
 
@@ -58,20 +59,26 @@ int CoreGate::acquire() {
   }
   Waiter me;
   me.tid = this_tid();
+  me.rank = tl_rank;
   queue_.push_back(&me);
   queued_.fetch_add(1, std::memory_order_relaxed);
   me.cv.wait(lock, [&] { return me.granted; });
   return me.core;
 }
 
-void CoreGate::release(int core) {
+void CoreGate::release(int core, const RankFilter& wanted) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (queue_.empty()) {
     free_.push_back(core);
     return;
   }
-  Waiter* next = queue_.front();
-  queue_.pop_front();
+  auto it = queue_.begin();
+  if (wanted) {
+    auto found = std::find_if(queue_.begin(), queue_.end(), [&](const Waiter* w) { return wanted(w->rank); });
+    if (found != queue_.end()) it = found;
+  }
+  Waiter* next = *it;
+  queue_.erase(it);
   queued_.fetch_sub(1, std::memory_order_relaxed);
   pin(next->tid, core);  // before the wake-up: it wakes on the core this thread leaves
   next->core = core;
@@ -81,7 +88,8 @@ void CoreGate::release(int core) {
 
 bool CoreGate::queued() const { return queued_.load(std::memory_order_relaxed) > 0; }
 
-CoreGate::Hold::Hold(CoreGate& gate) {
+CoreGate::Hold::Hold(CoreGate& gate, int rank) {
+  tl_rank = rank;
   tl_core = gate.acquire();
   tl_gate = &gate;
   tl_holding = true;
@@ -92,12 +100,13 @@ CoreGate::Hold::~Hold() {
   tl_gate = nullptr;
   tl_holding = false;
   tl_core = -1;
+  tl_rank = -1;
 }
 
-bool leave_core() {
+bool leave_core(const RankFilter& wanted) {
   if (tl_gate == nullptr || !tl_holding) return false;
   tl_holding = false;
-  tl_gate->release(tl_core);
+  tl_gate->release(tl_core, wanted);
   return true;
 }
 

@@ -17,6 +17,13 @@
 // a core where another permit holder runs (and not pull it to the idle core soon after: a thread
 // that ran recently counts as cache-hot), and it waits for that holder's tick.
 //
+// Gangs. Ranks that work together (a tensor-parallel pair, a pipeline's neighbours) must run at
+// the same time: a thread that blocks waiting for particular ranks (the members of a collective
+// that have not arrived, a message's peer) names them, and its permit goes to the first queued
+// thread of those ranks, before first-come order. Otherwise, with 4 ranks on 2 cores, a
+// tensor-parallel rank would often hand its core to a rank of the other pair and wait a whole
+// turn for its partner.
+//
 // Threads join the gate with a Hold (for the thread's lifetime). Every blocking wait of the
 // backend goes through off_core_wait(), which gives the permit back for the wait (when the
 // thread holds one: other threads, e.g. the calibration's, are not gated) and takes it again
@@ -29,10 +36,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <vector>
 
 namespace tandem::exec::cpu {
+
+using RankFilter = std::function<bool(int rank)>;
 
 class CoreGate {
  public:
@@ -43,13 +53,15 @@ class CoreGate {
 
   int permits() const { return permits_; }
   int acquire();  // blocks until a permit is free (first come, first served); its core (-1: none)
-  void release(int core);  // hands the permit to the first queued thread, if any
+  // Hands the permit to the first queued thread of a rank that `wanted` accepts, else to the
+  // first queued thread, if any.
+  void release(int core, const RankFilter& wanted = {});
   bool queued() const;
 
-  // This thread holds a permit of `gate` from construction to destruction.
+  // This thread (one of `rank`'s) holds a permit of `gate` from construction to destruction.
   class Hold {
    public:
-    explicit Hold(CoreGate& gate);
+    Hold(CoreGate& gate, int rank);
     ~Hold();
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;
@@ -61,6 +73,7 @@ class CoreGate {
     bool granted = false;
     int core = -1;
     long tid = 0;  // the waiting thread, to pin it before it is woken
+    int rank = -1;
   };
   int permits_;
   mutable std::mutex mutex_;
@@ -69,8 +82,9 @@ class CoreGate {
   std::atomic<int> queued_{0};  // queue_.size(), read by spinning threads without the lock
 };
 
-// The calling thread's gate: gives its permit back (true when it held one).
-bool leave_core();
+// The calling thread's gate: gives its permit back (true when it held one), preferably to a
+// thread of a rank that `wanted` accepts (the ranks this thread waits for).
+bool leave_core(const RankFilter& wanted = {});
 // Takes a permit again after leave_core() returned true.
 void rejoin_core();
 // Threads are queued for this thread's gate (false when it holds none).
@@ -79,8 +93,8 @@ bool others_queued();
 // Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
 // goes back first and is taken again after, with `lock` released meanwhile.
 template <class Lock, class Wait>
-auto off_core_wait(Lock& lock, Wait wait) {
-  const bool gave = leave_core();
+auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}) {
+  const bool gave = leave_core(wanted);
   auto result = wait();
   if (gave) {
     lock.unlock();

@@ -547,13 +547,13 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
 
 void CpuDevice::worker_loop(Stream stream) {
   Worker& w = workers_[static_cast<int>(stream)];
-  const CoreGate::Hold hold(context_.gate());
+  const CoreGate::Hold hold(context_.gate(), rank_);
   while (true) {
     PendingComm pending;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
-      while (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock); return 0; });
+      while (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock); return 0; }, [this](int r) { return r == rank_; });
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
@@ -634,7 +634,7 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       lock.lock();
       continue;
     }
-    off_core_wait(lock, [&] { return op_done_.wait_for(lock, kPoll); });
+    off_core_wait(lock, [&] { return op_done_.wait_for(lock, kPoll); }, [this](int r) { return r == rank_; });
   }
 }
 

@@ -233,7 +233,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
-      const CoreGate::Hold hold(context.gate());  // run only while holding a core (core_gate.hpp)
+      const CoreGate::Hold hold(context.gate(), r);  // run only while holding a core (core_gate.hpp)
       CpuDevice& device = *devices[r];
       try {
         auto program = strategy.program_for(r);

@@ -177,7 +177,7 @@ std::size_t SharedMemoryComm::pending() const {
 
 template <class Pred, class Describe>
 void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
-                            Describe describe_timeout) {
+                            Describe describe_timeout, const std::function<bool(int)>& awaited) {
   const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
@@ -188,7 +188,8 @@ void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadlin
       lock.lock();
       continue;
     }
-    if (off_core_wait(lock, [&] { return cv_.wait_until(lock, deadline); }) == std::cv_status::timeout && !ready()) {
+    if (off_core_wait(lock, [&] { return cv_.wait_until(lock, deadline); }, awaited) == std::cv_status::timeout &&
+        !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
     }
@@ -235,6 +236,10 @@ void SharedMemoryComm::collective(const std::string& key, const std::string& lab
           if (!inst->posted[i]) missing.push_back(inst->ranks[i]);
         return std::string("in ") + to_string(kind) + " '" + label + "' (group " +
                std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
+      }, [&](int r) {  // the members that have not arrived
+        for (int i = 0; i < members; ++i)
+          if (inst->ranks[i] == r) return !inst->posted[i];
+        return false;
       });
     } catch (...) {  // withdraw the buffer: nobody may touch it once this member has left
       if (!inst->done) {
@@ -400,7 +405,7 @@ void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label,
     wait(lock, deadline, [&] { return msg->done; }, [&] {
       return "in send '" + label + "' to rank " + std::to_string(dst) + " (tag " +
              std::to_string(tag) + "): rank " + std::to_string(dst) + " never received it";
-    });
+    }, [dst](int r) { return r == dst; });
   } catch (...) {
     if (msg->taken) {
       // The receiver is copying from our buffer right now: let it finish (bounded) first.
@@ -429,7 +434,7 @@ void SharedMemoryComm::recv(int src, int dst, int tag, const std::string& label,
     }, [&] {
       return "in recv '" + label + "' from rank " + std::to_string(src) + " (tag " +
              std::to_string(tag) + "): rank " + std::to_string(src) + " never sent";
-    });
+    }, [src](int r) { return r == src; });
     auto it = mailboxes_.find(key);
     msg = it->second.front();
     it->second.erase(it->second.begin());

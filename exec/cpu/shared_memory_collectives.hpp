@@ -131,9 +131,10 @@ class SharedMemoryComm {
   void notify_locked();
   // Waits for `ready` (under lock): spins on generation_ first (spin_wait.hpp), then blocks on
   // cv_, polling abort and the deadline.
+  // `awaited`: the ranks it waits for (their threads get this thread's core first, core_gate.hpp).
   template <class Pred, class Describe>
   void wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
-            Describe describe_timeout);
+            Describe describe_timeout, const std::function<bool(int)>& awaited);
 
   std::chrono::milliseconds timeout_;
   std::atomic<bool> aborted_{false};
