@@ -53,6 +53,7 @@ int CoreGate::acquire() {
   if (!free_.empty() && queue_.empty()) {
     const int core = free_.back();
     free_.pop_back();
+    holders_.push_back(tl_rank);
     lock.unlock();
     pin(0, core);
     return core;
@@ -62,12 +63,14 @@ int CoreGate::acquire() {
   me.rank = tl_rank;
   queue_.push_back(&me);
   queued_.fetch_add(1, std::memory_order_relaxed);
-  me.cv.wait(lock, [&] { return me.granted; });
+  me.cv.wait(lock, [&] { return me.granted; });  // holders_ was updated by the releaser
   return me.core;
 }
 
 void CoreGate::release(int core, const RankFilter& wanted) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto mine = std::find(holders_.begin(), holders_.end(), tl_rank);
+  if (mine != holders_.end()) holders_.erase(mine);
   if (queue_.empty()) {
     free_.push_back(core);
     return;
@@ -82,11 +85,17 @@ void CoreGate::release(int core, const RankFilter& wanted) {
   queued_.fetch_sub(1, std::memory_order_relaxed);
   pin(next->tid, core);  // before the wake-up: it wakes on the core this thread leaves
   next->core = core;
+  holders_.push_back(next->rank);
   next->granted = true;
   next->cv.notify_one();  // under the lock: `next` lives on its thread's stack until granted
 }
 
 bool CoreGate::queued() const { return queued_.load(std::memory_order_relaxed) > 0; }
+
+bool CoreGate::running(const RankFilter& wanted) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::any_of(holders_.begin(), holders_.end(), wanted);
+}
 
 CoreGate::Hold::Hold(CoreGate& gate, int rank) {
   tl_rank = rank;
@@ -116,6 +125,9 @@ void rejoin_core() {
   tl_holding = true;
 }
 
-bool others_queued() { return tl_gate != nullptr && tl_holding && tl_gate->queued(); }
+bool worth_spinning(const RankFilter& awaited) {
+  if (tl_gate == nullptr || !tl_holding || !tl_gate->queued()) return true;
+  return awaited && tl_gate->running(awaited);
+}
 
 }  // namespace tandem::exec::cpu

@@ -28,8 +28,7 @@
 // backend goes through off_core_wait(), which gives the permit back for the wait (when the
 // thread holds one: other threads, e.g. the calibration's, are not gated) and takes it again
 // after, WITHOUT the wait's mutex, so that a thread queued for a permit never holds a lock
-// that a running thread needs. Spinning waits stop spinning when others_queued(): a queued
-// thread would use that core for real work.
+// that a running thread needs. Spinning waits spin only while worth_spinning().
 #pragma once
 
 #include <atomic>
@@ -57,6 +56,8 @@ class CoreGate {
   // first queued thread, if any.
   void release(int core, const RankFilter& wanted = {});
   bool queued() const;
+  // A thread of a rank that `wanted` accepts holds a permit (is running).
+  bool running(const RankFilter& wanted) const;
 
   // This thread (one of `rank`'s) holds a permit of `gate` from construction to destruction.
   class Hold {
@@ -78,6 +79,7 @@ class CoreGate {
   int permits_;
   mutable std::mutex mutex_;
   std::vector<int> free_;  // cores of the free permits (-1 each when not pinning)
+  std::vector<int> holders_;  // ranks of the threads holding a permit (one entry per permit held)
   std::deque<Waiter*> queue_;
   std::atomic<int> queued_{0};  // queue_.size(), read by spinning threads without the lock
 };
@@ -87,8 +89,10 @@ class CoreGate {
 bool leave_core(const RankFilter& wanted = {});
 // Takes a permit again after leave_core() returned true.
 void rejoin_core();
-// Threads are queued for this thread's gate (false when it holds none).
-bool others_queued();
+// Whether a waiting thread should spin (keep its core) rather than block: nobody is queued for a
+// core, or a rank it waits for is running (it will arrive within microseconds: handing the core
+// to a queued thread would cost a context switch on each side).
+bool worth_spinning(const RankFilter& awaited);
 
 // Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
 // goes back first and is taken again after, with `lock` released meanwhile.

@@ -553,7 +553,7 @@ void CpuDevice::worker_loop(Stream stream) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
-      while (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock); return 0; }, [this](int r) { return r == rank_; });
+      if (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; });
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
@@ -591,6 +591,7 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
   }
   for (std::int64_t h : dropped) complete(h, true);
   has_work_.notify_all();
+  op_done_.notify_all();  // a host waiting for a later op of this stream may run it now
   return ok;
 }
 
@@ -605,6 +606,14 @@ void CpuDevice::wait_handle(std::int64_t handle) {
   if (handle >= static_cast<std::int64_t>(ops_.size()))
     throw std::logic_error("wait on unknown handle " + std::to_string(handle));
   const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
+  // The op is done, the run aborted, its queue may be run here, or time is up (under the lock).
+  const auto actionable = [&] {
+    const OpState& state = ops_[handle];
+    if (state.done || context_.aborted() || std::chrono::steady_clock::now() >= deadline) return true;
+    if (state.stream < 0) return false;
+    const Worker& w = workers_[state.stream];
+    return !w.busy && !w.queue.empty() && w.queue.front().handle <= handle;
+  };
   while (true) {
     const OpState& state = ops_[handle];
     if (state.done) {
@@ -627,14 +636,19 @@ void CpuDevice::wait_handle(std::int64_t handle) {
     if (std::chrono::steady_clock::now() >= deadline)
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
-    if (std::chrono::steady_clock::now() < spin_deadline && !others_queued()) {  // spin first (spin_wait.hpp)
+    const auto mine = [this](int r) { return r == rank_; };
+    if (std::chrono::steady_clock::now() < spin_deadline && worth_spinning(mine)) {  // spin first (spin_wait.hpp)
       const std::uint64_t seen = completions_.load(std::memory_order_acquire);
       lock.unlock();
-      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted() || others_queued(); });
+      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted() || !worth_spinning(mine); });
       lock.lock();
       continue;
     }
-    off_core_wait(lock, [&] { return op_done_.wait_for(lock, kPoll); }, [this](int r) { return r == rank_; });
+    // Off the core until there is something to do (see actionable).
+    off_core_wait(lock, [&] {
+      while (!actionable()) op_done_.wait_for(lock, kPoll);
+      return 0;
+    }, mine);
   }
 }
 

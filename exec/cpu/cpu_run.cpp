@@ -103,10 +103,11 @@ class CheckpointBarrier {
       cv_.notify_all();
       return;
     }
-    while (generation_ == generation) {
-      if (context_.aborted()) throw AbortedError("aborted: another rank failed");
-      off_core_wait(lock, [&] { return cv_.wait_for(lock, std::chrono::milliseconds(20)); });
-    }
+    off_core_wait(lock, [&] {
+      while (generation_ == generation && !context_.aborted()) cv_.wait_for(lock, std::chrono::milliseconds(20));
+      return 0;
+    });
+    if (generation_ == generation) throw AbortedError("aborted: another rank failed");
   }
 
  private:

@@ -181,15 +181,21 @@ void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadlin
   const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
-    if (std::chrono::steady_clock::now() < spin_deadline && !others_queued()) {  // spin first (spin_wait.hpp)
+    if (std::chrono::steady_clock::now() < spin_deadline && worth_spinning(awaited)) {  // spin first (spin_wait.hpp)
       const std::uint64_t seen = generation_.load(std::memory_order_acquire);
       lock.unlock();
-      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted() || others_queued(); });
+      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted() || !worth_spinning(awaited); });
       lock.lock();
       continue;
     }
-    if (off_core_wait(lock, [&] { return cv_.wait_until(lock, deadline); }, awaited) == std::cv_status::timeout &&
-        !ready()) {
+    // Off the core until there is something to do: a thread woken for another waiter's sake
+    // (notify_all) goes back to sleep without queueing for a core.
+    const bool timed_out = off_core_wait(lock, [&] {
+      while (!ready() && !aborted())
+        if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) return true;
+      return false;
+    }, awaited);
+    if (timed_out && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
     }

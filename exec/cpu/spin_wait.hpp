@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -21,7 +22,7 @@
 
 namespace tandem::exec::cpu {
 
-inline constexpr std::chrono::microseconds kSpinBudget{100};
+inline const std::chrono::microseconds kSpinBudget{std::getenv("TANDEM_SPIN") ? std::atoi(std::getenv("TANDEM_SPIN")) : 100};
 inline constexpr std::chrono::microseconds kPauseSpin{20};
 
 inline void cpu_relax() {

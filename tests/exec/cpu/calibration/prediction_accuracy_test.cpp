@@ -46,6 +46,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <sys/resource.h>
 #include <map>
 #include <string>
 #include <thread>
@@ -143,7 +145,16 @@ Measured measure(const Scenario& s, const DeviceProfile& profile) {
     if (it.iteration == options.warmup_iterations - 1) others.restart();
     if (it.iteration == options.warmup_iterations + options.iterations - 1) m.others_cores = others.cores();
   };
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
   const exec::cpu::RunResult run = exec::cpu::run_cpu(*strategy, options);
+  getrusage(RUSAGE_SELF, &after);
+  if (verbose()) {
+    const auto s = [](const timeval& a, const timeval& b) { return (b.tv_sec - a.tv_sec) + 1e-6 * (b.tv_usec - a.tv_usec); };
+    std::printf("     this process's CPU / wall: user %.2f sys %.2f cores; context switches %ld voluntary, %ld not\n",
+                s(before.ru_utime, after.ru_utime) / run.wall_time_s, s(before.ru_stime, after.ru_stime) / run.wall_time_s,
+                after.ru_nvcsw - before.ru_nvcsw, after.ru_nivcsw - before.ru_nivcsw);
+  }
   if (verbose()) {
     print_classes(run, std::move(strategy), profile);
     // Kernel time of all ranks per step over the cores: what the step would take if the cores
