@@ -14,6 +14,7 @@ thread_local CoreGate* tl_gate = nullptr;
 thread_local bool tl_holding = false;
 thread_local int tl_core = -1;
 thread_local int tl_rank = -1;
+thread_local int tl_pinned = -1;  // the core this thread is pinned to (-1: none yet)
 
 long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
 
@@ -51,19 +52,25 @@ CoreGate::CoreGate(int permits) : permits_(std::max(1, permits)) {
 int CoreGate::acquire() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!free_.empty() && queue_.empty()) {
-    const int core = free_.back();
-    free_.pop_back();
+    // The core it ran on last when that one is free: no migration, no affinity call.
+    auto it = std::find(free_.begin(), free_.end(), tl_pinned);
+    if (it == free_.end()) it = free_.end() - 1;
+    const int core = *it;
+    free_.erase(it);
     holders_.push_back(tl_rank);
     lock.unlock();
-    pin(0, core);
+    if (core != tl_pinned) pin(0, core);
+    tl_pinned = core;
     return core;
   }
   Waiter me;
   me.tid = this_tid();
   me.rank = tl_rank;
+  me.pinned = tl_pinned;
   queue_.push_back(&me);
   queued_.fetch_add(1, std::memory_order_relaxed);
   me.cv.wait(lock, [&] { return me.granted; });  // holders_ was updated by the releaser
+  tl_pinned = me.core;                             // and so was this thread's affinity
   return me.core;
 }
 
@@ -83,7 +90,8 @@ void CoreGate::release(int core, const RankFilter& wanted) {
   Waiter* next = *it;
   queue_.erase(it);
   queued_.fetch_sub(1, std::memory_order_relaxed);
-  pin(next->tid, core);  // before the wake-up: it wakes on the core this thread leaves
+  // Before the wake-up: it wakes on the core this thread leaves.
+  if (core != next->pinned) pin(next->tid, core);
   next->core = core;
   holders_.push_back(next->rank);
   next->granted = true;

@@ -75,6 +75,7 @@ class CoreGate {
     int core = -1;
     long tid = 0;  // the waiting thread, to pin it before it is woken
     int rank = -1;
+    int pinned = -1;  // its current core
   };
   int permits_;
   mutable std::mutex mutex_;

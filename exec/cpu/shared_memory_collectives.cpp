@@ -165,7 +165,23 @@ void SharedMemoryComm::abort() {
 
 void SharedMemoryComm::notify_locked() {
   generation_.fetch_add(1, std::memory_order_release);
-  cv_.notify_all();
+  for (Sleeper* s : sleepers_)
+    if (aborted() || s->ready()) s->cv.notify_one();
+}
+
+bool SharedMemoryComm::sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
+                                   Deadline deadline) {
+  Sleeper me;
+  me.ready = ready;
+  sleepers_.push_back(&me);
+  bool timed_out = false;
+  while (!ready() && !aborted())
+    if (me.cv.wait_until(lock, deadline) == std::cv_status::timeout) {
+      timed_out = true;
+      break;
+    }
+  sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &me));
+  return timed_out;
 }
 
 std::size_t SharedMemoryComm::pending() const {
@@ -190,11 +206,7 @@ void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadlin
     }
     // Off the core until there is something to do: a thread woken for another waiter's sake
     // (notify_all) goes back to sleep without queueing for a core.
-    const bool timed_out = off_core_wait(lock, [&] {
-      while (!ready() && !aborted())
-        if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) return true;
-      return false;
-    }, awaited);
+    const bool timed_out = off_core_wait(lock, [&] { return sleep_until(lock, ready, deadline); }, awaited);
     if (timed_out && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
@@ -415,7 +427,7 @@ void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label,
   } catch (...) {
     if (msg->taken) {
       // The receiver is copying from our buffer right now: let it finish (bounded) first.
-      cv_.wait(lock, [&] { return msg->done; });
+      sleep_until(lock, [&] { return msg->done; }, Deadline::max());
     } else {
       auto& queue = mailboxes_[key];
       queue.erase(std::remove(queue.begin(), queue.end(), msg), queue.end());

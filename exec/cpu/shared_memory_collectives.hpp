@@ -127,10 +127,18 @@ class SharedMemoryComm {
   // for it. Every member throws the same error when the sizes do not match.
   void collective(const std::string& key, const std::string& label, OpKind kind, const Group& group,
                   int rank, const FlatBuffer& buffer, int root, const std::function<void(Instance&)>& work);
-  // Bumps generation_ and wakes every waiter (under the lock).
+  // A blocked waiter: woken only when its condition holds (or the run aborts), so that a
+  // notification does not wake every blocked thread of the run to re-check (each such wake-up
+  // takes a core from a running rank on a machine whose cores are all busy).
+  struct Sleeper {
+    std::condition_variable cv;
+    std::function<bool()> ready;
+  };
+  // Bumps generation_ and wakes the sleepers whose condition holds (under the lock).
   void notify_locked();
-  // Waits for `ready` (under lock): spins on generation_ first (spin_wait.hpp), then blocks on
-  // cv_, polling abort and the deadline.
+  // Blocks (under lock) until `ready`, abort or `deadline`; true when the deadline passed.
+  bool sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready, Deadline deadline);
+  // Waits for `ready` (under lock): spins on generation_ first (spin_wait.hpp), then sleeps.
   // `awaited`: the ranks it waits for (their threads get this thread's core first, core_gate.hpp).
   template <class Pred, class Describe>
   void wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
@@ -139,7 +147,7 @@ class SharedMemoryComm {
   std::chrono::milliseconds timeout_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;
-  std::condition_variable cv_;
+  std::vector<Sleeper*> sleepers_;
   std::atomic<std::uint64_t> generation_{0};  // bumped at every notification: what spinners watch
   std::map<std::string, std::shared_ptr<Instance>> instances_;
   std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>> mailboxes_;
