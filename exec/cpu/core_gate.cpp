@@ -57,7 +57,6 @@ int CoreGate::acquire() {
     if (it == free_.end()) it = free_.end() - 1;
     const int core = *it;
     free_.erase(it);
-    holders_.push_back(tl_rank);
     lock.unlock();
     if (core != tl_pinned) pin(0, core);
     tl_pinned = core;
@@ -68,16 +67,13 @@ int CoreGate::acquire() {
   me.rank = tl_rank;
   me.pinned = tl_pinned;
   queue_.push_back(&me);
-  queued_.fetch_add(1, std::memory_order_relaxed);
-  me.cv.wait(lock, [&] { return me.granted; });  // holders_ was updated by the releaser
-  tl_pinned = me.core;                             // and so was this thread's affinity
+  me.cv.wait(lock, [&] { return me.granted; });
+  tl_pinned = me.core;  // the releaser pinned it
   return me.core;
 }
 
 void CoreGate::release(int core, const RankFilter& wanted) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto mine = std::find(holders_.begin(), holders_.end(), tl_rank);
-  if (mine != holders_.end()) holders_.erase(mine);
   if (queue_.empty()) {
     free_.push_back(core);
     return;
@@ -89,20 +85,16 @@ void CoreGate::release(int core, const RankFilter& wanted) {
   }
   Waiter* next = *it;
   queue_.erase(it);
-  queued_.fetch_sub(1, std::memory_order_relaxed);
   // Before the wake-up: it wakes on the core this thread leaves.
   if (core != next->pinned) pin(next->tid, core);
   next->core = core;
-  holders_.push_back(next->rank);
   next->granted = true;
   next->cv.notify_one();  // under the lock: `next` lives on its thread's stack until granted
 }
 
-bool CoreGate::queued() const { return queued_.load(std::memory_order_relaxed) > 0; }
-
-bool CoreGate::running(const RankFilter& wanted) const {
+int CoreGate::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::any_of(holders_.begin(), holders_.end(), wanted);
+  return static_cast<int>(queue_.size());
 }
 
 CoreGate::Hold::Hold(CoreGate& gate, int rank) {
@@ -131,11 +123,6 @@ void rejoin_core() {
   if (tl_gate == nullptr || tl_holding) return;
   tl_core = tl_gate->acquire();
   tl_holding = true;
-}
-
-bool worth_spinning(const RankFilter& awaited) {
-  if (tl_gate == nullptr || !tl_holding || !tl_gate->queued()) return true;
-  return awaited && tl_gate->running(awaited);
 }
 
 }  // namespace tandem::exec::cpu

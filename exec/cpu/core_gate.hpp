@@ -28,10 +28,14 @@
 // backend goes through off_core_wait(), which gives the permit back for the wait (when the
 // thread holds one: other threads, e.g. the calibration's, are not gated) and takes it again
 // after, WITHOUT the wait's mutex, so that a thread queued for a permit never holds a lock
-// that a running thread needs. Spinning waits spin only while worth_spinning().
+// that a running thread needs. It takes the permit again only once its wait is over: a thread
+// that is woken to re-check its condition and goes back to sleep would otherwise queue for a
+// core, and take one, for nothing.
+// Waits do not spin: spinning keeps a core that a queued rank could use, and it made the
+// calibrated hand-off cost (measured by threads arriving together) lower than a real step's,
+// where the first to arrive usually waits longer than a spin.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -55,9 +59,7 @@ class CoreGate {
   // Hands the permit to the first queued thread of a rank that `wanted` accepts, else to the
   // first queued thread, if any.
   void release(int core, const RankFilter& wanted = {});
-  bool queued() const;
-  // A thread of a rank that `wanted` accepts holds a permit (is running).
-  bool running(const RankFilter& wanted) const;
+  int queued() const;  // threads waiting for a permit
 
   // This thread (one of `rank`'s) holds a permit of `gate` from construction to destruction.
   class Hold {
@@ -80,9 +82,7 @@ class CoreGate {
   int permits_;
   mutable std::mutex mutex_;
   std::vector<int> free_;  // cores of the free permits (-1 each when not pinning)
-  std::vector<int> holders_;  // ranks of the threads holding a permit (one entry per permit held)
   std::deque<Waiter*> queue_;
-  std::atomic<int> queued_{0};  // queue_.size(), read by spinning threads without the lock
 };
 
 // The calling thread's gate: gives its permit back (true when it held one), preferably to a
@@ -90,10 +90,6 @@ class CoreGate {
 bool leave_core(const RankFilter& wanted = {});
 // Takes a permit again after leave_core() returned true.
 void rejoin_core();
-// Whether a waiting thread should spin (keep its core) rather than block: nobody is queued for a
-// core, or a rank it waits for is running (it will arrive within microseconds: handing the core
-// to a queued thread would cost a context switch on each side).
-bool worth_spinning(const RankFilter& awaited);
 
 // Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
 // goes back first and is taken again after, with `lock` released meanwhile.

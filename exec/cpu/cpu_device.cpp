@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <cstdlib>
 #include <variant>
 
 #include "exec/common/op_labels.hpp"
-#include "exec/cpu/spin_wait.hpp"
 #include "kernels/cpu/dispatch.hpp"
 
 namespace tandem::exec::cpu {
@@ -31,7 +29,7 @@ CpuRunContext::CpuRunContext(int world_size, DeviceSettings settings)
     : world_(world_size),
       settings_(std::move(settings)),
       comm_(settings_.timeout),
-      gate_(std::getenv("TANDEM_GATE") ? std::atoi(std::getenv("TANDEM_GATE")) : settings_.cores > 0 ? settings_.cores
+      gate_(settings_.cores > 0 ? settings_.cores
                                 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
       epoch_(std::chrono::steady_clock::now()) {}
 
@@ -540,7 +538,6 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
       releasing_.erase(id);
     }
     state.release_on_completion.clear();
-    completions_.fetch_add(1, std::memory_order_release);
   }
   op_done_.notify_all();
 }
@@ -605,7 +602,6 @@ void CpuDevice::wait_handle(std::int64_t handle) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (handle >= static_cast<std::int64_t>(ops_.size()))
     throw std::logic_error("wait on unknown handle " + std::to_string(handle));
-  const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   // The op is done, the run aborted, its queue may be run here, or time is up (under the lock).
   const auto actionable = [&] {
     const OpState& state = ops_[handle];
@@ -637,13 +633,6 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
     const auto mine = [this](int r) { return r == rank_; };
-    if (std::chrono::steady_clock::now() < spin_deadline && worth_spinning(mine)) {  // spin first (spin_wait.hpp)
-      const std::uint64_t seen = completions_.load(std::memory_order_acquire);
-      lock.unlock();
-      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted() || !worth_spinning(mine); });
-      lock.lock();
-      continue;
-    }
     // Off the core until there is something to do (see actionable).
     off_core_wait(lock, [&] {
       while (!actionable()) op_done_.wait_for(lock, kPoll);

@@ -23,8 +23,9 @@
 // Hand-offs. A thread that waits for a queued op that its stream has not started yet runs the
 // stream's ops up to it itself, in order (one op of a stream runs at a time, on the worker or on
 // a waiter): the host needs the result anyway, and handing the op to the worker and back costs
-// two thread wake-ups, each up to a scheduler tick when the cores are busy. Waits spin briefly
-// before they block (spin_wait.hpp).
+// two thread wake-ups, each up to a scheduler tick when the cores are busy. Host and worker
+// threads run only while they hold one of the run's core permits, which they give back while
+// they wait (core_gate.hpp): never more running threads than cores.
 //
 // Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp),
 // whose reduce-scatter and all-gather are in place; out-of-place parts (CommShards) are copied
@@ -243,7 +244,6 @@ class CpuDevice final : public Runtime {
   mutable std::mutex mutex_;
   std::condition_variable op_done_;   // an op completed (or failed)
   std::condition_variable has_work_;  // a worker's queue grew or its op finished, or shutdown
-  std::atomic<std::uint64_t> completions_{0};  // bumped by complete(): what waiters spin on
   bool stopping_ = false;
 
   std::unordered_map<int, Buffer> buffers_;

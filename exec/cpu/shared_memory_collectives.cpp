@@ -6,7 +6,6 @@
 #include <numeric>
 
 #include "exec/cpu/core_gate.hpp"
-#include "exec/cpu/spin_wait.hpp"
 
 namespace tandem::exec::cpu {
 
@@ -164,7 +163,6 @@ void SharedMemoryComm::abort() {
 }
 
 void SharedMemoryComm::notify_locked() {
-  generation_.fetch_add(1, std::memory_order_release);
   for (Sleeper* s : sleepers_)
     if (aborted() || s->ready()) s->cv.notify_one();
 }
@@ -194,18 +192,9 @@ std::size_t SharedMemoryComm::pending() const {
 template <class Pred, class Describe>
 void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
                             Describe describe_timeout, const std::function<bool(int)>& awaited) {
-  const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
-    if (std::chrono::steady_clock::now() < spin_deadline && worth_spinning(awaited)) {  // spin first (spin_wait.hpp)
-      const std::uint64_t seen = generation_.load(std::memory_order_acquire);
-      lock.unlock();
-      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted() || !worth_spinning(awaited); });
-      lock.lock();
-      continue;
-    }
-    // Off the core until there is something to do: a thread woken for another waiter's sake
-    // (notify_all) goes back to sleep without queueing for a core.
+    // Off the core until the wait is over (core_gate.hpp).
     const bool timed_out = off_core_wait(lock, [&] { return sleep_until(lock, ready, deadline); }, awaited);
     if (timed_out && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");

@@ -44,9 +44,9 @@
 // side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once its
 // receiver has copied the message (straight from the sender's buffer). Sizes must match.
 //
-// Waiting. A member that must wait spins briefly before it blocks (exec/cpu/spin_wait.hpp): the
-// wait at barrier 2, and a last arrival's, are microseconds, and a blocked thread can take a
-// scheduler tick to get a core back.
+// Waiting. A member that must wait sleeps on its own condition variable, woken only once its
+// condition holds (not at every notification), and gives its core permit back meanwhile,
+// preferably to a member it waits for (core_gate.hpp).
 // Never hang. Every blocking wait ends after `timeout` (a std::runtime_error naming the
 // collective, the group and the members that never arrived) or as soon as abort() is called
 // (AbortedError): a failed rank aborts the run and every other rank unblocks within ~10 ms.
@@ -134,11 +134,11 @@ class SharedMemoryComm {
     std::condition_variable cv;
     std::function<bool()> ready;
   };
-  // Bumps generation_ and wakes the sleepers whose condition holds (under the lock).
+  // Wakes the sleepers whose condition holds (under the lock).
   void notify_locked();
   // Blocks (under lock) until `ready`, abort or `deadline`; true when the deadline passed.
   bool sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready, Deadline deadline);
-  // Waits for `ready` (under lock): spins on generation_ first (spin_wait.hpp), then sleeps.
+  // Waits for `ready` (under lock), off the core (core_gate.hpp).
   // `awaited`: the ranks it waits for (their threads get this thread's core first, core_gate.hpp).
   template <class Pred, class Describe>
   void wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
@@ -148,7 +148,6 @@ class SharedMemoryComm {
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;
   std::vector<Sleeper*> sleepers_;
-  std::atomic<std::uint64_t> generation_{0};  // bumped at every notification: what spinners watch
   std::map<std::string, std::shared_ptr<Instance>> instances_;
   std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>> mailboxes_;
 };
