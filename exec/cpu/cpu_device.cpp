@@ -550,7 +550,8 @@ void CpuDevice::worker_loop(Stream stream) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
-      if (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; });
+      // Re-checked after taking a core again: meanwhile the host may have run the op itself.
+      while (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; });
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();

@@ -41,8 +41,10 @@
 // the same bits (data-parallel replicas stay identical).
 //
 // Point-to-point. send/recv are matched by (src, dst, tag) in FIFO order (issue order of each
-// side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once its
-// receiver has copied the message (straight from the sender's buffer). Sizes must match.
+// side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once the
+// message is in the receiver's buffer, copied straight from the sender's. As in a collective,
+// the side that arrives second does the copy (into the posted receive buffer, or from the
+// posted send buffer) and releases the waiting side: one wake-up per message. Sizes must match.
 //
 // Waiting. A member that must wait sleeps on its own condition variable, woken only once its
 // condition holds (not at every notification), and gives its core permit back meanwhile,
@@ -149,7 +151,11 @@ class SharedMemoryComm {
   mutable std::mutex mutex_;
   std::vector<Sleeper*> sleepers_;
   std::map<std::string, std::shared_ptr<Instance>> instances_;
-  std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>> mailboxes_;
+  // One side of a message: posts `buffer`, or completes the other side's posting.
+  void p2p(bool sending, int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+  // Postings waiting for their other side, by (src, dst, tag), in issue order.
+  using Mailboxes = std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>>;
+  Mailboxes sends_, receives_;
 };
 
 }  // namespace tandem::exec::cpu
