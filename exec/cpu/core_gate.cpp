@@ -49,9 +49,9 @@ CoreGate::CoreGate(int permits) : permits_(std::max(1, permits)) {
   for (int i = 0; i < permits_; ++i) free_.push_back(pinning ? cpus[static_cast<std::size_t>(i)] : -1);
 }
 
-int CoreGate::acquire() {
+int CoreGate::acquire(bool standby) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!free_.empty() && queue_.empty()) {
+  if (!free_.empty() && queue_.empty() && standby_.empty()) {
     // The core it ran on last when that one is free: no migration, no affinity call.
     auto it = std::find(free_.begin(), free_.end(), tl_pinned);
     if (it == free_.end()) it = free_.end() - 1;
@@ -66,7 +66,7 @@ int CoreGate::acquire() {
   me.tid = this_tid();
   me.rank = tl_rank;
   me.pinned = tl_pinned;
-  queue_.push_back(&me);
+  (standby ? standby_ : queue_).push_back(&me);
   me.cv.wait(lock, [&] { return me.granted; });
   tl_pinned = me.core;  // the releaser pinned it
   return me.core;
@@ -74,17 +74,18 @@ int CoreGate::acquire() {
 
 void CoreGate::release(int core, const RankFilter& wanted) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (queue_.empty()) {
+  std::deque<Waiter*>& from = !queue_.empty() ? queue_ : standby_;
+  if (from.empty()) {
     free_.push_back(core);
     return;
   }
-  auto it = queue_.begin();
+  auto it = from.begin();
   if (wanted) {
-    auto found = std::find_if(queue_.begin(), queue_.end(), [&](const Waiter* w) { return wanted(w->rank); });
-    if (found != queue_.end()) it = found;
+    auto found = std::find_if(from.begin(), from.end(), [&](const Waiter* w) { return wanted(w->rank); });
+    if (found != from.end()) it = found;
   }
   Waiter* next = *it;
-  queue_.erase(it);
+  from.erase(it);
   // Before the wake-up: it wakes on the core this thread leaves.
   if (core != next->pinned) pin(next->tid, core);
   next->core = core;
@@ -94,7 +95,7 @@ void CoreGate::release(int core, const RankFilter& wanted) {
 
 int CoreGate::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(queue_.size());
+  return static_cast<int>(queue_.size() + standby_.size());
 }
 
 CoreGate::Hold::Hold(CoreGate& gate, int rank) {
@@ -119,9 +120,9 @@ bool leave_core(const RankFilter& wanted) {
   return true;
 }
 
-void rejoin_core() {
+void rejoin_core(bool standby) {
   if (tl_gate == nullptr || tl_holding) return;
-  tl_core = tl_gate->acquire();
+  tl_core = tl_gate->acquire(standby);
   tl_holding = true;
 }
 

@@ -17,6 +17,13 @@
 // a core where another permit holder runs (and not pull it to the idle core soon after: a thread
 // that ran recently counts as cache-hot), and it waits for that holder's tick.
 //
+// Stream workers. A rank's stream worker (cpu_device.hpp) that has an op to run takes a core
+// only as a standby: when no rank is queued for one, i.e. when the core would otherwise idle
+// (its host, or another rank, blocked waiting). Its host runs the ops it waits for itself;
+// a worker queued like a rank would take cores from ranks and trade ops with its host, each
+// trade a context switch. A standby worker still takes the core of a rank blocked waiting for
+// its op (a pipeline send), so it never waits for its host to block.
+//
 // Gangs. Ranks that work together (a tensor-parallel pair, a pipeline's neighbours) must run at
 // the same time: a thread that blocks waiting for particular ranks (the members of a collective
 // that have not arrived, a message's peer) names them, and its permit goes to the first queued
@@ -55,7 +62,9 @@ class CoreGate {
   CoreGate& operator=(const CoreGate&) = delete;
 
   int permits() const { return permits_; }
-  int acquire();  // blocks until a permit is free (first come, first served); its core (-1: none)
+  // Blocks until a permit is free (first come, first served); its core (-1: none). A standby
+  // thread gets a permit only when no other thread is queued: one that would otherwise be idle.
+  int acquire(bool standby = false);
   // Hands the permit to the first queued thread of a rank that `wanted` accepts, else to the
   // first queued thread, if any.
   void release(int core, const RankFilter& wanted = {});
@@ -82,24 +91,24 @@ class CoreGate {
   int permits_;
   mutable std::mutex mutex_;
   std::vector<int> free_;  // cores of the free permits (-1 each when not pinning)
-  std::deque<Waiter*> queue_;
+  std::deque<Waiter*> queue_, standby_;
 };
 
 // The calling thread's gate: gives its permit back (true when it held one), preferably to a
 // thread of a rank that `wanted` accepts (the ranks this thread waits for).
 bool leave_core(const RankFilter& wanted = {});
 // Takes a permit again after leave_core() returned true.
-void rejoin_core();
+void rejoin_core(bool standby = false);
 
 // Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
 // goes back first and is taken again after, with `lock` released meanwhile.
 template <class Lock, class Wait>
-auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}) {
+auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}, bool standby = false) {
   const bool gave = leave_core(wanted);
   auto result = wait();
   if (gave) {
     lock.unlock();
-    rejoin_core();
+    rejoin_core(standby);
     lock.lock();
   }
   return result;

@@ -551,7 +551,9 @@ void CpuDevice::worker_loop(Stream stream) {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
       // Re-checked after taking a core again: meanwhile the host may have run the op itself.
-      while (!ready()) off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; });
+      while (!ready())
+        off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; },
+                      /*standby=*/true);
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
@@ -579,6 +581,7 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
     ok = false;
   }
   std::vector<std::int64_t> dropped;  // after a failure: nothing queued will ever run
+  bool more = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     w.busy = false;
@@ -586,10 +589,13 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
       for (const PendingComm& p : w.queue) dropped.push_back(p.handle);
       w.queue.clear();
     }
+    more = !w.queue.empty();
   }
   for (std::int64_t h : dropped) complete(h, true);
-  has_work_.notify_all();
-  op_done_.notify_all();  // a host waiting for a later op of this stream may run it now
+  if (more) {  // only then: every needless wake-up costs a core switch
+    has_work_.notify_all();
+    op_done_.notify_all();  // a host waiting for a later op of this stream may run it now
+  }
   return ok;
 }
 
