@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,36 @@ TEST(CoreGate, ABlockingThreadHandsItsCoreToTheRankItWaitsForFirst) {
   first.join();
   for (auto& t : queued) t.join();
   EXPECT_EQ(order, (std::vector<int>{2, 1}));
+}
+
+TEST(CoreGate, AStandbyThreadGetsACoreOnlyWhenNoOtherThreadWaitsForOne) {
+  CoreGate gate(1);
+  std::mutex mutex;
+  std::vector<std::string> order;
+  std::atomic<bool> holding{false}, release{false};
+  std::thread first([&] {
+    const CoreGate::Hold hold(gate, 0);
+    holding = true;
+    while (!release) std::this_thread::sleep_for(100us);
+  });
+  while (!holding) std::this_thread::sleep_for(100us);
+  std::thread standby([&] {  // queues first, as a standby
+    const int core = gate.acquire(/*standby=*/true);
+    { std::lock_guard<std::mutex> lock(mutex); order.push_back("standby"); }
+    gate.release(core);
+  });
+  wait_until_queued(gate, 1);
+  std::thread regular([&] {
+    const int core = gate.acquire();
+    { std::lock_guard<std::mutex> lock(mutex); order.push_back("regular"); }
+    gate.release(core);
+  });
+  wait_until_queued(gate, 2);
+  release = true;
+  first.join();
+  standby.join();
+  regular.join();
+  EXPECT_EQ(order, (std::vector<std::string>{"regular", "standby"}));
 }
 
 TEST(CoreGate, AThreadWithoutAHoldIsNotGated) {
