@@ -18,28 +18,28 @@
 // busy (more rank and worker threads than cores) that wait was a scheduler tick (~4 ms here).
 // The CPU backend now runs at most one thread per core (core_gate.hpp: core permits, each
 // pinned to its core, handed FIFO to the next thread, first to a rank the blocking thread waits
-// for), wakes a blocked thread only when its condition holds, does not spin, and a send or a
-// collective is completed by whichever side arrives last (one wake-up). The data-parallel and
-// ZeRO cases, 4 ranks on 2 cores included, are now within 10%. What remains: ranks that hand
-// ops to their stream workers and back (a tensor-parallel all-reduce is issued on tp_comm and
-// waited for soon after: the worker and the host trade the core, each trade a context switch,
-// thousands per second), which the simulator does not charge. Running those ops only on the
-// host when it waits (workers only while their host is blocked) brought tensor tp=2 to -5..-11%
-// but made pipelines wait for sends left on the queue (pp=2 -35%).
+// for; a rank's stream worker takes a core only when it would otherwise idle), wakes a blocked
+// thread only when its condition holds, does not spin, and a send or a collective is completed
+// by whichever side arrives last (one wake-up). The data-parallel and ZeRO cases, 4 ranks on 2
+// cores included, are now within ~10%, and pipeline pp=2 mostly. What remains: tensor-parallel
+// ranks synchronise ~50 times a step (gpt-tiny), and each synchronisation still costs core
+// switches (the waiting rank blocks and is woken: ~5000 context switches a second per rank),
+// which the simulator does not charge; with 4 ranks on 2 cores, tensor-parallel pairs also
+// take turns on a core instead of running together.
 // Iteration time: the period between iteration ends (cpu_run.hpp): with ranks taking turns on
 // the cores, one iteration's window (first start to last end) spans more than a period.
 //
 // Error (prediction vs measured median) on the 2-core development VM, gpt-tiny, on quiet runs
 // (others <= 0.2 cores), each test run calibrating afresh; range over the runs:
-//   strategy           before (3-5 runs)    after (3 runs)      measured median, ms (after)
-//   data dp=2          -2% .. +9%           -0.2% .. +4%        3.6 .. 3.7
-//   tensor tp=2        -43% .. -11%         -32% .. -29%        6.8 .. 7.2
-//   pipeline pp=2      -45% .. -4%          -17% .. -14%        5.4 .. 5.6
-//   zero-1 dp=2        -8% .. -1%           -3% .. +11%         3.4 .. 3.6
-//   data dp=4          -55% .. -27%         -2% .. +2%          4.1 .. 4.2
-//   zero-1 dp=4        -65% .. -29%         -4% .. -3% (one run -35%)  3.8 .. 5.6
-//   hybrid dp=2 tp=2   -51% .. -21%         -30% .. -24%        6.5 .. 6.8
-//   hybrid tp=2 pp=2   -65% .. -34%         -53% .. -49%        9.2 .. 9.8
+//   strategy           before (3-5 runs)    after (4 runs)      measured median, ms (after)
+//   data dp=2          -2% .. +9%           -0.2% .. +3%        3.5 .. 3.7
+//   tensor tp=2        -43% .. -11%         -27% .. -15%        5.8 .. 7.1
+//   pipeline pp=2      -45% .. -4%          -16% .. -0.1%       4.6 .. 5.4
+//   zero-1 dp=2        -8% .. -1%           -4% .. +12%         3.4 .. 3.7
+//   data dp=4          -55% .. -27%         -0.8% .. +7%        4.0 .. 4.1
+//   zero-1 dp=4        -65% .. -29%         -11% .. +5%         3.6 .. 4.0
+//   hybrid dp=2 tp=2   -51% .. -21%         -26% .. -21%        6.0 .. 6.3
+//   hybrid tp=2 pp=2   -65% .. -34%         -40% .. -34%        7.4 .. 7.7
 // With another program busy (others ~1 core) the multi-rank cases are still predicted 15-50%
 // too fast.
 //
