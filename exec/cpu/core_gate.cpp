@@ -67,6 +67,7 @@ int CoreGate::acquire(bool standby) {
   me.rank = tl_rank;
   me.pinned = tl_pinned;
   (standby ? standby_ : queue_).push_back(&me);
+  if (!standby) regular_queued_.fetch_add(1, std::memory_order_relaxed);
   me.cv.wait(lock, [&] { return me.granted; });
   tl_pinned = me.core;  // the releaser pinned it
   return me.core;
@@ -86,6 +87,7 @@ void CoreGate::release(int core, const RankFilter& wanted) {
   }
   Waiter* next = *it;
   from.erase(it);
+  if (&from == &queue_) regular_queued_.fetch_sub(1, std::memory_order_relaxed);
   // Before the wake-up: it wakes on the core this thread leaves.
   if (core != next->pinned) pin(next->tid, core);
   next->core = core;
@@ -118,6 +120,16 @@ bool leave_core(const RankFilter& wanted) {
   tl_holding = false;
   tl_gate->release(tl_core, wanted);
   return true;
+}
+
+bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->regular_queued(); }
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
 }
 
 void rejoin_core(bool standby) {

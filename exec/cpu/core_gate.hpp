@@ -43,6 +43,8 @@
 // where the first to arrive usually waits longer than a spin.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -69,6 +71,7 @@ class CoreGate {
   // first queued thread, if any.
   void release(int core, const RankFilter& wanted = {});
   int queued() const;  // threads waiting for a permit
+  bool regular_queued() const { return regular_queued_.load(std::memory_order_relaxed) > 0; }
 
   // This thread (one of `rank`'s) holds a permit of `gate` from construction to destruction.
   class Hold {
@@ -92,13 +95,25 @@ class CoreGate {
   mutable std::mutex mutex_;
   std::vector<int> free_;  // cores of the free permits (-1 each when not pinning)
   std::deque<Waiter*> queue_, standby_;
+  std::atomic<int> regular_queued_{0};  // queue_.size(), read by spinning threads
 };
 
 // The calling thread's gate: gives its permit back (true when it held one), preferably to a
 // thread of a rank that `wanted` accepts (the ranks this thread waits for).
 bool leave_core(const RankFilter& wanted = {});
+// A thread (not a standby one) is queued for a core of this thread's gate, or it holds none.
+bool cores_wanted();
+void cpu_relax();
 // Takes a permit again after leave_core() returned true.
 void rejoin_core(bool standby = false);
+
+// Spins (re-checking `ready` under `lock`, released between checks) for up to `budget` while
+// no thread is queued for a core of this thread's gate (a standby one aside): a core that
+// would idle anyway keeps its thread, which then sees the condition within a microsecond
+// instead of being woken (tens of microseconds on a VM whose idle virtual CPU halted). True
+// when `ready` holds.
+template <class Lock, class Ready>
+bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget);
 
 // Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
 // goes back first and is taken again after, with `lock` released meanwhile.
@@ -112,6 +127,18 @@ auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}, bool st
     lock.lock();
   }
   return result;
+}
+
+template <class Lock, class Ready>
+bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget) {
+  const auto until = std::chrono::steady_clock::now() + budget;
+  while (!ready()) {
+    if (cores_wanted() || std::chrono::steady_clock::now() >= until) return false;
+    lock.unlock();
+    for (int i = 0; i < 64; ++i) cpu_relax();
+    lock.lock();
+  }
+  return true;
 }
 
 }  // namespace tandem::exec::cpu

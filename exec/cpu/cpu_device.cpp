@@ -617,6 +617,7 @@ void CpuDevice::wait_handle(std::int64_t handle) {
     const Worker& w = workers_[state.stream];
     return !w.busy && !w.queue.empty() && w.queue.front().handle <= handle;
   };
+  bool spun = false;
   while (true) {
     const OpState& state = ops_[handle];
     if (state.done) {
@@ -640,6 +641,11 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
     const auto mine = [this](int r) { return r == rank_; };
+    if (!spun) {  // as a collective's waits do (shared_memory_collectives.cpp)
+      spun = true;
+      spin_while_cores_idle(lock, actionable, std::chrono::microseconds(100));
+      continue;
+    }
     // Off the core until there is something to do (see actionable).
     off_core_wait(lock, [&] {
       while (!actionable()) op_done_.wait_for(lock, kPoll);
