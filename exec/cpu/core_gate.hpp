@@ -38,9 +38,8 @@
 // that a running thread needs. It takes the permit again only once its wait is over: a thread
 // that is woken to re-check its condition and goes back to sleep would otherwise queue for a
 // core, and take one, for nothing.
-// Waits do not spin: spinning keeps a core that a queued rank could use, and it made the
-// calibrated hand-off cost (measured by threads arriving together) lower than a real step's,
-// where the first to arrive usually waits longer than a spin.
+// Waits spin briefly before they block only while no rank is queued for a core
+// (spin_while_cores_idle): otherwise spinning would keep a core from a queued rank.
 #pragma once
 
 #include <atomic>

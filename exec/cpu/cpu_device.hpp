@@ -25,7 +25,8 @@
 // a waiter): the host needs the result anyway, and handing the op to the worker and back costs
 // two thread wake-ups, each up to a scheduler tick when the cores are busy. Host and worker
 // threads run only while they hold one of the run's core permits, which they give back while
-// they wait (core_gate.hpp): never more running threads than cores.
+// they wait (core_gate.hpp): never more running threads than cores. A wait spins for up to
+// 100 us first while no rank is queued for a core.
 //
 // Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp),
 // whose reduce-scatter and all-gather are in place; out-of-place parts (CommShards) are copied

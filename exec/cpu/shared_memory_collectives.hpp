@@ -46,9 +46,10 @@
 // the side that arrives second does the copy (into the posted receive buffer, or from the
 // posted send buffer) and releases the waiting side: one wake-up per message. Sizes must match.
 //
-// Waiting. A member that must wait sleeps on its own condition variable, woken only once its
-// condition holds (not at every notification), and gives its core permit back meanwhile,
-// preferably to a member it waits for (core_gate.hpp).
+// Waiting. A member that must wait spins for up to 100 us while no rank is queued for a core,
+// then sleeps on its own condition variable, woken only once its condition holds (not at every
+// notification), and gives its core permit back meanwhile, preferably to a member it waits for
+// (core_gate.hpp).
 // Never hang. Every blocking wait ends after `timeout` (a std::runtime_error naming the
 // collective, the group and the members that never arrived) or as soon as abort() is called
 // (AbortedError): a failed rank aborts the run and every other rank unblocks within ~10 ms.
