@@ -19,27 +19,28 @@
 // The CPU backend now runs at most one thread per core (core_gate.hpp: core permits, each
 // pinned to its core, handed FIFO to the next thread, first to a rank the blocking thread waits
 // for; a rank's stream worker takes a core only when it would otherwise idle), wakes a blocked
-// thread only when its condition holds, does not spin, and a send or a collective is completed
-// by whichever side arrives last (one wake-up). The data-parallel and ZeRO cases, 4 ranks on 2
-// cores included, are now within ~10%, and pipeline pp=2 mostly. What remains: tensor-parallel
-// ranks synchronise ~50 times a step (gpt-tiny), and each synchronisation still costs core
-// switches (the waiting rank blocks and is woken: ~5000 context switches a second per rank),
-// which the simulator does not charge; with 4 ranks on 2 cores, tensor-parallel pairs also
-// take turns on a core instead of running together.
+// thread only when its condition holds, spins (up to 100 us) only while no rank is queued for
+// a core, and a send or a collective is completed by whichever side arrives last (one
+// wake-up). Data-parallel, ZeRO and tensor-parallel cases, 4 ranks on 2 cores included, are
+// now mostly within 10%; pipeline pp=2 is 5-18% too fast. What remains: with 4 ranks on 2
+// cores and frequent synchronisation (hybrids), ranks take turns on the cores and every
+// synchronisation of a rank whose partner is not running costs core switches (thousands a
+// second; a woken thread also preempts the running one to queue for a core), which the
+// simulator does not charge.
 // Iteration time: the period between iteration ends (cpu_run.hpp): with ranks taking turns on
 // the cores, one iteration's window (first start to last end) spans more than a period.
 //
 // Error (prediction vs measured median) on the 2-core development VM, gpt-tiny, on quiet runs
 // (others <= 0.2 cores), each test run calibrating afresh; range over the runs:
-//   strategy           before (3-5 runs)    after (4 runs)      measured median, ms (after)
-//   data dp=2          -2% .. +9%           -0.2% .. +3%        3.5 .. 3.7
-//   tensor tp=2        -43% .. -11%         -27% .. -15%        5.8 .. 7.1
-//   pipeline pp=2      -45% .. -4%          -16% .. -0.1%       4.6 .. 5.4
-//   zero-1 dp=2        -8% .. -1%           -4% .. +12%         3.4 .. 3.7
-//   data dp=4          -55% .. -27%         -0.8% .. +7%        4.0 .. 4.1
-//   zero-1 dp=4        -65% .. -29%         -11% .. +5%         3.6 .. 4.0
-//   hybrid dp=2 tp=2   -51% .. -21%         -26% .. -21%        6.0 .. 6.3
-//   hybrid tp=2 pp=2   -65% .. -34%         -40% .. -34%        7.4 .. 7.7
+//   strategy           before (3-5 runs)    after (7 runs)      measured median, ms (after)
+//   data dp=2          -2% .. +9%           -1.5% .. +4.6%      3.5 .. 4.0
+//   tensor tp=2        -43% .. -11%         -8.8% .. +2%        4.1 .. 5.2
+//   pipeline pp=2      -45% .. -4%          -18% .. -5.5%       5.0 .. 5.9
+//   zero-1 dp=2        -8% .. -1%           -3.8% .. +4.1%      3.3 .. 4.0
+//   data dp=4          -55% .. -27%         -9.7% .. +2.7%      4.1 .. 5.0
+//   zero-1 dp=4        -65% .. -29%         -14.5% .. -4.7%     3.8 .. 4.6
+//   hybrid dp=2 tp=2   -51% .. -21%         -47% .. -16%        5.5 .. 9.0
+//   hybrid tp=2 pp=2   -65% .. -34%         -59% .. -46%        8.4 .. 11.3
 // With another program busy (others ~1 core) the multi-rank cases are still predicted 15-50%
 // too fast.
 //
