@@ -5,7 +5,6 @@
 #include <variant>
 
 #include "exec/common/op_labels.hpp"
-#include "exec/cpu/spin_wait.hpp"
 #include "kernels/cpu/dispatch.hpp"
 
 namespace tandem::exec::cpu {
@@ -30,6 +29,8 @@ CpuRunContext::CpuRunContext(int world_size, DeviceSettings settings)
     : world_(world_size),
       settings_(std::move(settings)),
       comm_(settings_.timeout),
+      gate_(settings_.cores > 0 ? settings_.cores
+                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
       epoch_(std::chrono::steady_clock::now()) {}
 
 double CpuRunContext::now_s() const {
@@ -537,18 +538,22 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
       releasing_.erase(id);
     }
     state.release_on_completion.clear();
-    completions_.fetch_add(1, std::memory_order_release);
   }
   op_done_.notify_all();
 }
 
 void CpuDevice::worker_loop(Stream stream) {
   Worker& w = workers_[static_cast<int>(stream)];
+  const CoreGate::Hold hold(context_.gate(), rank_);
   while (true) {
     PendingComm pending;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      has_work_.wait(lock, [&] { return stopping_ || (!w.queue.empty() && !w.busy); });
+      const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
+      // Re-checked after taking a core again: meanwhile the host may have run the op itself.
+      while (!ready())
+        off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; },
+                      /*standby=*/true);
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
@@ -576,6 +581,7 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
     ok = false;
   }
   std::vector<std::int64_t> dropped;  // after a failure: nothing queued will ever run
+  bool more = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     w.busy = false;
@@ -583,9 +589,13 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
       for (const PendingComm& p : w.queue) dropped.push_back(p.handle);
       w.queue.clear();
     }
+    more = !w.queue.empty();
   }
   for (std::int64_t h : dropped) complete(h, true);
-  has_work_.notify_all();
+  if (more) {  // only then: every needless wake-up costs a core switch
+    has_work_.notify_all();
+    op_done_.notify_all();  // a host waiting for a later op of this stream may run it now
+  }
   return ok;
 }
 
@@ -599,7 +609,15 @@ void CpuDevice::wait_handle(std::int64_t handle) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (handle >= static_cast<std::int64_t>(ops_.size()))
     throw std::logic_error("wait on unknown handle " + std::to_string(handle));
-  const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
+  // The op is done, the run aborted, its queue may be run here, or time is up (under the lock).
+  const auto actionable = [&] {
+    const OpState& state = ops_[handle];
+    if (state.done || context_.aborted() || std::chrono::steady_clock::now() >= deadline) return true;
+    if (state.stream < 0) return false;
+    const Worker& w = workers_[state.stream];
+    return !w.busy && !w.queue.empty() && w.queue.front().handle <= handle;
+  };
+  bool spun = false;
   while (true) {
     const OpState& state = ops_[handle];
     if (state.done) {
@@ -622,14 +640,17 @@ void CpuDevice::wait_handle(std::int64_t handle) {
     if (std::chrono::steady_clock::now() >= deadline)
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
-    if (std::chrono::steady_clock::now() < spin_deadline) {  // spin first (spin_wait.hpp)
-      const std::uint64_t seen = completions_.load(std::memory_order_acquire);
-      lock.unlock();
-      spin_while_unchanged(completions_, seen, spin_deadline, [&] { return context_.aborted(); });
-      lock.lock();
+    const auto mine = [this](int r) { return r == rank_; };
+    if (!spun) {  // as a collective's waits do (shared_memory_collectives.cpp)
+      spun = true;
+      spin_while_cores_idle(lock, actionable, std::chrono::microseconds(100));
       continue;
     }
-    op_done_.wait_for(lock, kPoll);
+    // Off the core until there is something to do (see actionable).
+    off_core_wait(lock, [&] {
+      while (!actionable()) op_done_.wait_for(lock, kPoll);
+      return 0;
+    }, mine);
   }
 }
 

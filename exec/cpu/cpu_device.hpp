@@ -23,8 +23,10 @@
 // Hand-offs. A thread that waits for a queued op that its stream has not started yet runs the
 // stream's ops up to it itself, in order (one op of a stream runs at a time, on the worker or on
 // a waiter): the host needs the result anyway, and handing the op to the worker and back costs
-// two thread wake-ups, each up to a scheduler tick when the cores are busy. Waits spin briefly
-// before they block (spin_wait.hpp).
+// two thread wake-ups, each up to a scheduler tick when the cores are busy. Host and worker
+// threads run only while they hold one of the run's core permits, which they give back while
+// they wait (core_gate.hpp): never more running threads than cores. A wait spins for up to
+// 100 us first while no rank is queued for a core.
 //
 // Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp),
 // whose reduce-scatter and all-gather are in place; out-of-place parts (CommShards) are copied
@@ -69,6 +71,7 @@
 #include <vector>
 
 #include "analysis/trace.hpp"
+#include "exec/cpu/core_gate.hpp"
 #include "exec/cpu/data.hpp"
 #include "exec/cpu/global_state.hpp"
 #include "exec/cpu/shared_memory_collectives.hpp"
@@ -97,6 +100,7 @@ struct DeviceSettings {
   std::int64_t sequences_per_iteration = 1;
   bool record_trace = true;
   std::chrono::milliseconds timeout{60'000};
+  int cores = 0;  // core permits of the run's threads (core_gate.hpp); 0: this machine's cores
   // Failure injection (tests): rank `fail_rank` throws when it executes the op `fail_op`.
   int fail_rank = -1;
   std::string fail_op;
@@ -110,6 +114,7 @@ class CpuRunContext {
 
   const DeviceSettings& settings() const { return settings_; }
   SharedMemoryComm& comm() { return comm_; }
+  CoreGate& gate() { return gate_; }
   int world_size() const { return world_; }
   double now_s() const;  // seconds since the run's epoch
 
@@ -124,6 +129,7 @@ class CpuRunContext {
   int world_;
   DeviceSettings settings_;
   SharedMemoryComm comm_;
+  CoreGate gate_;
   std::chrono::steady_clock::time_point epoch_;
   mutable std::mutex mutex_;
   std::string failure_;
@@ -239,7 +245,6 @@ class CpuDevice final : public Runtime {
   mutable std::mutex mutex_;
   std::condition_variable op_done_;   // an op completed (or failed)
   std::condition_variable has_work_;  // a worker's queue grew or its op finished, or shutdown
-  std::atomic<std::uint64_t> completions_{0};  // bumped by complete(): what waiters spin on
   bool stopping_ = false;
 
   std::unordered_map<int, Buffer> buffers_;

@@ -46,7 +46,9 @@ class IterationBoard {
     IterationStats stats;
     stats.iteration = iteration;
     stats.warmup = iteration - first_ < warmup_;
-    stats.time_s = slot.end - slot.start;
+    // The period between iteration ends (iteration_time in cpu_run.hpp); slots close in order.
+    const std::size_t index = static_cast<std::size_t>(iteration - first_);
+    stats.time_s = slot.end - (index > 0 ? slots_[index - 1].end : slot.start);
     stats.tokens_per_s = stats.time_s > 0 ? static_cast<double>(tokens_) / stats.time_s : 0;
     stats.micro_batches = static_cast<std::int64_t>(slot.losses.size());
     if (slot.losses.empty()) {
@@ -101,10 +103,11 @@ class CheckpointBarrier {
       cv_.notify_all();
       return;
     }
-    while (generation_ == generation) {
-      if (context_.aborted()) throw AbortedError("aborted: another rank failed");
-      cv_.wait_for(lock, std::chrono::milliseconds(20));
-    }
+    off_core_wait(lock, [&] {
+      while (generation_ == generation && !context_.aborted()) cv_.wait_for(lock, std::chrono::milliseconds(20));
+      return 0;
+    });
+    if (generation_ == generation) throw AbortedError("aborted: another rank failed");
   }
 
  private:
@@ -231,6 +234,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
+      const CoreGate::Hold hold(context.gate(), r);  // run only while holding a core (core_gate.hpp)
       CpuDevice& device = *devices[r];
       try {
         auto program = strategy.program_for(r);

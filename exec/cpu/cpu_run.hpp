@@ -44,7 +44,13 @@ struct IterationStats {
   bool warmup = false;
   double loss = 0;              // NaN when the strategy computed no loss
   std::int64_t micro_batches = 0;  // distinct micro-batches whose loss was seen
-  Seconds time_s = 0;           // first rank's start to last rank's end
+  // From the previous iteration's end (the last rank's) to this one's (the first iteration: from
+  // the first rank's start): the period training advances by. Not this iteration's own window
+  // (first rank's start to last rank's end): ranks that take turns on shared cores
+  // (core_gate.hpp) start an iteration at staggered times, each half a turn after the other,
+  // so windows overlap and their lengths overstate the time per iteration. Where every rank
+  // starts together (the simulator's symmetric ranks), both are the same.
+  Seconds time_s = 0;
   double tokens_per_s = 0;
 };
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "exec/cpu/spin_wait.hpp"
+#include "exec/cpu/core_gate.hpp"
 
 namespace tandem::exec::cpu {
 
@@ -163,31 +163,46 @@ void SharedMemoryComm::abort() {
 }
 
 void SharedMemoryComm::notify_locked() {
-  generation_.fetch_add(1, std::memory_order_release);
-  cv_.notify_all();
+  for (Sleeper* s : sleepers_)
+    if (aborted() || s->ready()) s->cv.notify_one();
+}
+
+bool SharedMemoryComm::sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
+                                   Deadline deadline) {
+  Sleeper me;
+  me.ready = ready;
+  sleepers_.push_back(&me);
+  bool timed_out = false;
+  while (!ready() && !aborted())
+    if (me.cv.wait_until(lock, deadline) == std::cv_status::timeout) {
+      timed_out = true;
+      break;
+    }
+  sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &me));
+  return timed_out;
 }
 
 std::size_t SharedMemoryComm::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::size_t n = instances_.size();
-  for (const auto& [key, queue] : mailboxes_) n += queue.size();
+  for (const Mailboxes* boxes : {&sends_, &receives_})
+    for (const auto& [key, queue] : *boxes) n += queue.size();
   return n;
 }
 
+// Spinning first pays off where the other member runs on another core: it arrives within tens
+// of microseconds here (tensor-parallel all-reduces: 20 us median, 60 us at p90).
+constexpr std::chrono::microseconds kSpinBudget{100};
+
 template <class Pred, class Describe>
 void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
-                            Describe describe_timeout) {
-  const auto spin_deadline = std::chrono::steady_clock::now() + kSpinBudget;
+                            Describe describe_timeout, const std::function<bool(int)>& awaited) {
+  if (spin_while_cores_idle(lock, [&] { return ready() || aborted(); }, kSpinBudget) && ready()) return;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
-    if (std::chrono::steady_clock::now() < spin_deadline) {  // spin first (spin_wait.hpp)
-      const std::uint64_t seen = generation_.load(std::memory_order_acquire);
-      lock.unlock();
-      spin_while_unchanged(generation_, seen, spin_deadline, [&] { return aborted(); });
-      lock.lock();
-      continue;
-    }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+    // Off the core until the wait is over (core_gate.hpp).
+    const bool timed_out = off_core_wait(lock, [&] { return sleep_until(lock, ready, deadline); }, awaited);
+    if (timed_out && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());
     }
@@ -234,6 +249,10 @@ void SharedMemoryComm::collective(const std::string& key, const std::string& lab
           if (!inst->posted[i]) missing.push_back(inst->ranks[i]);
         return std::string("in ") + to_string(kind) + " '" + label + "' (group " +
                std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
+      }, [&](int r) {  // the members that have not arrived
+        for (int i = 0; i < members; ++i)
+          if (inst->ranks[i] == r) return !inst->posted[i];
+        return false;
       });
     } catch (...) {  // withdraw the buffer: nobody may touch it once this member has left
       if (!inst->done) {
@@ -384,76 +403,74 @@ void SharedMemoryComm::all_to_all(const std::string& key, const std::string& lab
   });
 }
 
-void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label,
-                            const FlatBuffer& buffer) {
+void SharedMemoryComm::send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer) {
+  p2p(true, src, dst, tag, label, buffer);
+}
+
+void SharedMemoryComm::recv(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer) {
+  p2p(false, src, dst, tag, label, buffer);
+}
+
+void SharedMemoryComm::p2p(bool sending, int src, int dst, int tag, const std::string& label,
+                           const FlatBuffer& buffer) {
   if (aborted()) throw AbortedError("aborted: another rank failed");
+  const auto key = std::make_tuple(src, dst, tag);
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
+  Mailboxes& theirs = sending ? receives_ : sends_;
+  Mailboxes& mine = sending ? sends_ : receives_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (auto it = theirs.find(key); it != theirs.end()) {  // the other side is waiting: copy, release it
+    std::shared_ptr<Message> msg = it->second.front();
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) theirs.erase(it);
+    msg->taken = true;
+    lock.unlock();
+    const FlatBuffer& from = sending ? buffer : msg->buffer;
+    const FlatBuffer& to = sending ? msg->buffer : buffer;
+    const I64 size = flat_size(to), sent = flat_size(from);
+    std::string error;
+    if (size != sent) {
+      error = "recv '" + (sending ? msg->label : label) + "' on rank " + std::to_string(dst) + " expects " +
+              std::to_string(size) + " elements, send '" + (sending ? label : msg->label) + "' from rank " +
+              std::to_string(src) + " has " + std::to_string(sent);
+    } else {
+      Runs({&to, &from}).over(0, size, [&](const std::vector<float*>& p, I64 len) {
+        std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
+      });
+    }
+    lock.lock();
+    msg->error = error;
+    msg->done = true;
+    notify_locked();
+    lock.unlock();
+    if (!error.empty()) throw std::runtime_error(error);
+    return;
+  }
   auto msg = std::make_shared<Message>();
   msg->buffer = buffer;
   msg->label = label;
-  const auto key = std::make_tuple(src, dst, tag);
-  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
-  std::unique_lock<std::mutex> lock(mutex_);
-  mailboxes_[key].push_back(msg);
-  notify_locked();
+  mine[key].push_back(msg);
+  const int peer = sending ? dst : src;
   try {
     wait(lock, deadline, [&] { return msg->done; }, [&] {
-      return "in send '" + label + "' to rank " + std::to_string(dst) + " (tag " +
-             std::to_string(tag) + "): rank " + std::to_string(dst) + " never received it";
-    });
+      return sending ? "in send '" + label + "' to rank " + std::to_string(dst) + " (tag " + std::to_string(tag) +
+                           "): rank " + std::to_string(dst) + " never received it"
+                     : "in recv '" + label + "' from rank " + std::to_string(src) + " (tag " +
+                           std::to_string(tag) + "): rank " + std::to_string(src) + " never sent";
+    }, [peer](int r) { return r == peer; });
   } catch (...) {
     if (msg->taken) {
-      // The receiver is copying from our buffer right now: let it finish (bounded) first.
-      cv_.wait(lock, [&] { return msg->done; });
+      // The other side is copying from or to our buffer right now: let it finish (a copy: bounded)
+      // first, even once the run is aborted (then sleep_until returns at once: this spins).
+      while (!msg->done) sleep_until(lock, [&] { return msg->done; }, Deadline::max());
     } else {
-      auto& queue = mailboxes_[key];
+      auto& queue = mine[key];
       queue.erase(std::remove(queue.begin(), queue.end(), msg), queue.end());
-      if (queue.empty()) mailboxes_.erase(key);
+      if (queue.empty()) mine.erase(key);
     }
     throw;
   }
   if (!msg->error.empty()) throw std::runtime_error(msg->error);
-}
-
-void SharedMemoryComm::recv(int src, int dst, int tag, const std::string& label,
-                            const FlatBuffer& buffer) {
-  if (aborted()) throw AbortedError("aborted: another rank failed");
-  const auto key = std::make_tuple(src, dst, tag);
-  const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
-  std::shared_ptr<Message> msg;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    wait(lock, deadline, [&] {
-      auto it = mailboxes_.find(key);
-      return it != mailboxes_.end() && !it->second.empty();
-    }, [&] {
-      return "in recv '" + label + "' from rank " + std::to_string(src) + " (tag " +
-             std::to_string(tag) + "): rank " + std::to_string(src) + " never sent";
-    });
-    auto it = mailboxes_.find(key);
-    msg = it->second.front();
-    it->second.erase(it->second.begin());
-    if (it->second.empty()) mailboxes_.erase(it);
-    msg->taken = true;
-  }
-  const I64 size = flat_size(buffer);
-  const I64 sent = flat_size(msg->buffer);
-  std::string error;
-  if (size != sent) {
-    error = "recv '" + label + "' on rank " + std::to_string(dst) + " expects " +
-            std::to_string(size) + " elements, send '" + msg->label + "' from rank " +
-            std::to_string(src) + " has " + std::to_string(sent);
-  } else {
-    Runs({&buffer, &msg->buffer}).over(0, size, [&](const std::vector<float*>& p, I64 len) {
-      std::memcpy(p[0], p[1], sizeof(float) * static_cast<std::size_t>(len));
-    });
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    msg->error = error;
-    msg->done = true;
-    notify_locked();
-  }
-  if (!error.empty()) throw std::runtime_error(error);
 }
 
 }  // namespace tandem::exec::cpu

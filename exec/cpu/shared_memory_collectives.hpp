@@ -41,12 +41,15 @@
 // the same bits (data-parallel replicas stay identical).
 //
 // Point-to-point. send/recv are matched by (src, dst, tag) in FIFO order (issue order of each
-// side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once its
-// receiver has copied the message (straight from the sender's buffer). Sizes must match.
+// side). A send is a rendezvous, as an NCCL send and the simulator's are: it completes once the
+// message is in the receiver's buffer, copied straight from the sender's. As in a collective,
+// the side that arrives second does the copy (into the posted receive buffer, or from the
+// posted send buffer) and releases the waiting side: one wake-up per message. Sizes must match.
 //
-// Waiting. A member that must wait spins briefly before it blocks (exec/cpu/spin_wait.hpp): the
-// wait at barrier 2, and a last arrival's, are microseconds, and a blocked thread can take a
-// scheduler tick to get a core back.
+// Waiting. A member that must wait spins for up to 100 us while no rank is queued for a core,
+// then sleeps on its own condition variable, woken only once its condition holds (not at every
+// notification), and gives its core permit back meanwhile, preferably to a member it waits for
+// (core_gate.hpp).
 // Never hang. Every blocking wait ends after `timeout` (a std::runtime_error naming the
 // collective, the group and the members that never arrived) or as soon as abort() is called
 // (AbortedError): a failed rank aborts the run and every other rank unblocks within ~10 ms.
@@ -127,21 +130,33 @@ class SharedMemoryComm {
   // for it. Every member throws the same error when the sizes do not match.
   void collective(const std::string& key, const std::string& label, OpKind kind, const Group& group,
                   int rank, const FlatBuffer& buffer, int root, const std::function<void(Instance&)>& work);
-  // Bumps generation_ and wakes every waiter (under the lock).
+  // A blocked waiter: woken only when its condition holds (or the run aborts), so that a
+  // notification does not wake every blocked thread of the run to re-check (each such wake-up
+  // takes a core from a running rank on a machine whose cores are all busy).
+  struct Sleeper {
+    std::condition_variable cv;
+    std::function<bool()> ready;
+  };
+  // Wakes the sleepers whose condition holds (under the lock).
   void notify_locked();
-  // Waits for `ready` (under lock): spins on generation_ first (spin_wait.hpp), then blocks on
-  // cv_, polling abort and the deadline.
+  // Blocks (under lock) until `ready`, abort or `deadline`; true when the deadline passed.
+  bool sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready, Deadline deadline);
+  // Waits for `ready` (under lock), off the core (core_gate.hpp).
+  // `awaited`: the ranks it waits for (their threads get this thread's core first, core_gate.hpp).
   template <class Pred, class Describe>
   void wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
-            Describe describe_timeout);
+            Describe describe_timeout, const std::function<bool(int)>& awaited);
 
   std::chrono::milliseconds timeout_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  std::atomic<std::uint64_t> generation_{0};  // bumped at every notification: what spinners watch
+  std::vector<Sleeper*> sleepers_;
   std::map<std::string, std::shared_ptr<Instance>> instances_;
-  std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>> mailboxes_;
+  // One side of a message: posts `buffer`, or completes the other side's posting.
+  void p2p(bool sending, int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+  // Postings waiting for their other side, by (src, dst, tag), in issue order.
+  using Mailboxes = std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>>;
+  Mailboxes sends_, receives_;
 };
 
 }  // namespace tandem::exec::cpu

@@ -1,0 +1,141 @@
+#include "exec/cpu/core_gate.hpp"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace tandem::exec::cpu {
+
+namespace {
+// The gate this thread holds a permit of, and the permit's core while it holds it.
+thread_local CoreGate* tl_gate = nullptr;
+thread_local bool tl_holding = false;
+thread_local int tl_core = -1;
+thread_local int tl_rank = -1;
+thread_local int tl_pinned = -1;  // the core this thread is pinned to (-1: none yet)
+
+long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
+
+// Pins thread `tid` (0: the caller) to `core` (nothing when core < 0). Failure is harmless: the
+// thread runs unpinned.
+void pin(long tid, int core) {
+  if (core < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  ::sched_setaffinity(static_cast<pid_t>(tid), sizeof set, &set);
+}
+
+// This process's CPUs (its affinity mask as the first gate found it: later, threads are pinned).
+const std::vector<int>& process_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> out;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) out.push_back(c);
+    return out;
+  }();
+  return cpus;
+}
+}  // namespace
+
+CoreGate::CoreGate(int permits) : permits_(std::max(1, permits)) {
+  const std::vector<int>& cpus = process_cpus();
+  const bool pinning = permits_ <= static_cast<int>(cpus.size());
+  for (int i = 0; i < permits_; ++i) free_.push_back(pinning ? cpus[static_cast<std::size_t>(i)] : -1);
+}
+
+int CoreGate::acquire(bool standby) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!free_.empty() && queue_.empty() && standby_.empty()) {
+    // The core it ran on last when that one is free: no migration, no affinity call.
+    auto it = std::find(free_.begin(), free_.end(), tl_pinned);
+    if (it == free_.end()) it = free_.end() - 1;
+    const int core = *it;
+    free_.erase(it);
+    lock.unlock();
+    if (core != tl_pinned) pin(0, core);
+    tl_pinned = core;
+    return core;
+  }
+  Waiter me;
+  me.tid = this_tid();
+  me.rank = tl_rank;
+  me.pinned = tl_pinned;
+  (standby ? standby_ : queue_).push_back(&me);
+  if (!standby) regular_queued_.fetch_add(1, std::memory_order_relaxed);
+  me.cv.wait(lock, [&] { return me.granted; });
+  tl_pinned = me.core;  // the releaser pinned it
+  return me.core;
+}
+
+void CoreGate::release(int core, const RankFilter& wanted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::deque<Waiter*>& from = !queue_.empty() ? queue_ : standby_;
+  if (from.empty()) {
+    free_.push_back(core);
+    return;
+  }
+  auto it = from.begin();
+  if (wanted) {
+    auto found = std::find_if(from.begin(), from.end(), [&](const Waiter* w) { return wanted(w->rank); });
+    if (found != from.end()) it = found;
+  }
+  Waiter* next = *it;
+  from.erase(it);
+  if (&from == &queue_) regular_queued_.fetch_sub(1, std::memory_order_relaxed);
+  // Before the wake-up: it wakes on the core this thread leaves.
+  if (core != next->pinned) pin(next->tid, core);
+  next->core = core;
+  next->granted = true;
+  next->cv.notify_one();  // under the lock: `next` lives on its thread's stack until granted
+}
+
+int CoreGate::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(queue_.size() + standby_.size());
+}
+
+CoreGate::Hold::Hold(CoreGate& gate, int rank) {
+  tl_rank = rank;
+  tl_core = gate.acquire();
+  tl_gate = &gate;
+  tl_holding = true;
+}
+
+CoreGate::Hold::~Hold() {
+  if (tl_holding) tl_gate->release(tl_core);
+  tl_gate = nullptr;
+  tl_holding = false;
+  tl_core = -1;
+  tl_rank = -1;
+}
+
+bool leave_core(const RankFilter& wanted) {
+  if (tl_gate == nullptr || !tl_holding) return false;
+  tl_holding = false;
+  tl_gate->release(tl_core, wanted);
+  return true;
+}
+
+bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->regular_queued(); }
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+void rejoin_core(bool standby) {
+  if (tl_gate == nullptr || tl_holding) return;
+  tl_core = tl_gate->acquire(standby);
+  tl_holding = true;
+}
+
+}  // namespace tandem::exec::cpu
