@@ -15,6 +15,12 @@ thread_local bool tl_holding = false;
 thread_local int tl_core = -1;
 thread_local int tl_rank = -1;
 thread_local int tl_pinned = -1;  // the core this thread is pinned to (-1: none yet)
+thread_local bool tl_worker = false;  // a rank's stream worker (not its host)
+
+// This thread, when a rank's host, works (holds a core and does not wait) or not.
+void note_host(bool running) {
+  if (tl_gate != nullptr && !tl_worker) tl_gate->set_host_running(tl_rank, running);
+}
 
 long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
 
@@ -50,27 +56,53 @@ CoreGate::CoreGate(int permits) : permits_(std::max(1, permits)) {
 }
 
 int CoreGate::acquire(bool standby) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!free_.empty() && queue_.empty() && standby_.empty()) {
-    // The core it ran on last when that one is free: no migration, no affinity call.
-    auto it = std::find(free_.begin(), free_.end(), tl_pinned);
-    if (it == free_.end()) it = free_.end() - 1;
-    const int core = *it;
-    free_.erase(it);
-    lock.unlock();
-    if (core != tl_pinned) pin(0, core);
-    tl_pinned = core;
-    return core;
-  }
   Waiter me;
   me.tid = this_tid();
   me.rank = tl_rank;
   me.pinned = tl_pinned;
-  (standby ? standby_ : queue_).push_back(&me);
+  enqueue(me, standby);
+  return await(me);
+}
+
+void CoreGate::enqueue(Waiter& waiter, bool standby) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  waiter.granted = false;
+  if (!free_.empty() && queue_.empty() && standby_.empty()) {
+    // The core it ran on last when that one is free: no migration, no affinity call.
+    auto it = std::find(free_.begin(), free_.end(), waiter.pinned);
+    if (it == free_.end()) it = free_.end() - 1;
+    const int core = *it;
+    free_.erase(it);
+    if (core != waiter.pinned) pin(waiter.tid, core);
+    waiter.core = core;
+    waiter.granted = true;
+    waiter.cv.notify_one();  // under the lock: `waiter` may live on its thread's stack
+    return;
+  }
+  waiter.queued_at = std::chrono::steady_clock::now();
+  (standby ? standby_ : queue_).push_back(&waiter);
+  queued_.fetch_add(1, std::memory_order_relaxed);
   if (!standby) regular_queued_.fetch_add(1, std::memory_order_relaxed);
-  me.cv.wait(lock, [&] { return me.granted; });
-  tl_pinned = me.core;  // the releaser pinned it
-  return me.core;
+}
+
+int CoreGate::await(Waiter& waiter) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  waiter.cv.wait(lock, [&] { return waiter.granted; });
+  tl_pinned = waiter.core;  // pinned by whoever granted it
+  return waiter.core;
+}
+
+bool CoreGate::withdraw(Waiter& waiter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::deque<Waiter*>* from : {&queue_, &standby_}) {
+    auto it = std::find(from->begin(), from->end(), &waiter);
+    if (it == from->end()) continue;
+    from->erase(it);
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    if (from == &queue_) regular_queued_.fetch_sub(1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
 }
 
 void CoreGate::release(int core, const RankFilter& wanted) {
@@ -87,12 +119,31 @@ void CoreGate::release(int core, const RankFilter& wanted) {
   }
   Waiter* next = *it;
   from.erase(it);
+  queued_.fetch_sub(1, std::memory_order_relaxed);
   if (&from == &queue_) regular_queued_.fetch_sub(1, std::memory_order_relaxed);
   // Before the wake-up: it wakes on the core this thread leaves.
   if (core != next->pinned) pin(next->tid, core);
   next->core = core;
   next->granted = true;
   next->cv.notify_one();  // under the lock: `next` lives on its thread's stack until granted
+}
+
+bool CoreGate::wanted() const {
+  if (queued_.load(std::memory_order_relaxed) == 0) return false;  // the spinning fast path
+  if (regular_queued_.load(std::memory_order_relaxed) > 0) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  return std::any_of(standby_.begin(), standby_.end(), [&](const Waiter* w) {
+    return w->rank < 0 || w->rank >= static_cast<int>(host_running_.size()) || !host_running_[w->rank] ||
+           now - w->queued_at > kHostPickupGrace;
+  });
+}
+
+void CoreGate::set_host_running(int rank, bool running) {
+  if (rank < 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (rank >= static_cast<int>(host_running_.size())) host_running_.resize(rank + 1, 0);
+  host_running_[rank] = running;
 }
 
 int CoreGate::queued() const {
@@ -105,11 +156,14 @@ CoreGate::Hold::Hold(CoreGate& gate, int rank) {
   tl_core = gate.acquire();
   tl_gate = &gate;
   tl_holding = true;
+  note_host(true);
 }
 
 CoreGate::Hold::~Hold() {
+  note_host(false);
   if (tl_holding) tl_gate->release(tl_core);
   tl_gate = nullptr;
+  tl_worker = false;
   tl_holding = false;
   tl_core = -1;
   tl_rank = -1;
@@ -118,11 +172,18 @@ CoreGate::Hold::~Hold() {
 bool leave_core(const RankFilter& wanted) {
   if (tl_gate == nullptr || !tl_holding) return false;
   tl_holding = false;
+  note_host(false);
   tl_gate->release(tl_core, wanted);
   return true;
 }
 
-bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->regular_queued(); }
+bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->wanted(); }
+
+void mark_stream_worker() { tl_worker = true; }
+
+void note_host_waiting(bool waiting) {
+  if (tl_holding) note_host(!waiting);
+}
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -132,10 +193,24 @@ void cpu_relax() {
 #endif
 }
 
+void prepare_sleep(CoreGate::Waiter& waiter) {
+  waiter.granted = false;
+  waiter.core = -1;
+  waiter.tid = this_tid();
+  waiter.rank = tl_rank;
+  waiter.pinned = tl_pinned;
+}
+
+void await_core(CoreGate::Waiter& waiter) {
+  tl_core = tl_gate->await(waiter);
+  tl_holding = true;
+}
+
 void rejoin_core(bool standby) {
   if (tl_gate == nullptr || tl_holding) return;
   tl_core = tl_gate->acquire(standby);
   tl_holding = true;
+  note_host(true);
 }
 
 }  // namespace tandem::exec::cpu

@@ -38,8 +38,14 @@
 // that a running thread needs. It takes the permit again only once its wait is over: a thread
 // that is woken to re-check its condition and goes back to sleep would otherwise queue for a
 // core, and take one, for nothing.
-// Waits spin briefly before they block only while no rank is queued for a core
-// (spin_while_cores_idle): otherwise spinning would keep a core from a queued rank.
+// Waits spin briefly before they block only while no thread that needs a core is queued for
+// one (spin_while_cores_idle, CoreGate::wanted): a rank, or a standby worker whose host is not
+// running (it waits, spinning or blocked) or has not taken the op itself within 20 us:
+// otherwise spinning would keep a core from it. Such a
+// worker's op is often what the spinner waits for (pipeline ranks each blocked on a message
+// while a worker holds the activation or gradient the other needs: the hosts' 100 us spins
+// delayed every pipeline hand-off by that much). For that, a worker is queued only while it
+// has an op nobody runs: its host withdraws it when it runs the op itself.
 #pragma once
 
 #include <atomic>
@@ -70,7 +76,16 @@ class CoreGate {
   // first queued thread, if any.
   void release(int core, const RankFilter& wanted = {});
   int queued() const;  // threads waiting for a permit
-  bool regular_queued() const { return regular_queued_.load(std::memory_order_relaxed) > 0; }
+  // A spinning wait would keep a core from a queued thread that needs one: a queued rank, or a
+  // queued standby worker whose host is not running (blocked or spinning itself), so that
+  // nobody else runs its op, or whose running host has not taken its op within
+  // kHostPickupGrace (a message it sent, which it does not wait for). A host about to wait for
+  // its op (a tensor-parallel all-reduce) runs it itself within microseconds: meanwhile its
+  // worker does not count.
+  bool wanted() const;
+  static constexpr std::chrono::microseconds kHostPickupGrace{20};
+  // Whether `rank`'s host thread holds a core and works (does not wait).
+  void set_host_running(int rank, bool running);
 
   // This thread (one of `rank`'s) holds a permit of `gate` from construction to destruction.
   class Hold {
@@ -81,7 +96,7 @@ class CoreGate {
     Hold& operator=(const Hold&) = delete;
   };
 
- private:
+  // A thread waiting for a permit.
   struct Waiter {
     std::condition_variable cv;
     bool granted = false;
@@ -89,25 +104,57 @@ class CoreGate {
     long tid = 0;  // the waiting thread, to pin it before it is woken
     int rank = -1;
     int pinned = -1;  // its current core
+    std::chrono::steady_clock::time_point queued_at;  // when it was queued
   };
+  // Queues `waiter` for a permit, granting a free one at once (no thread queued before it); the
+  // thread itself or another one on its behalf (see prepare_sleep).
+  void enqueue(Waiter& waiter, bool standby);
+  // Blocks until `waiter` is granted a permit; its core.
+  int await(Waiter& waiter);
+  // Takes `waiter` out of the queue again (its waker found it no work after all), so that a
+  // queued thread always has work for a core (spinning waits give way to it). False when it was
+  // granted a permit already.
+  bool withdraw(Waiter& waiter);
+
+ private:
   int permits_;
   mutable std::mutex mutex_;
   std::vector<int> free_;  // cores of the free permits (-1 each when not pinning)
   std::deque<Waiter*> queue_, standby_;
-  std::atomic<int> regular_queued_{0};  // queue_.size(), read by spinning threads
+  std::atomic<int> queued_{0};  // queue_.size() + standby_.size(), read by spinning threads
+  std::atomic<int> regular_queued_{0};  // queue_.size()
+  std::vector<char> host_running_;  // by rank, under mutex_
 };
 
 // The calling thread's gate: gives its permit back (true when it held one), preferably to a
 // thread of a rank that `wanted` accepts (the ranks this thread waits for).
 bool leave_core(const RankFilter& wanted = {});
-// A thread (not a standby one) is queued for a core of this thread's gate, or it holds none.
+// A thread is queued for a core that this thread's spinning would keep from it
+// (CoreGate::wanted), or this thread holds none.
 bool cores_wanted();
+// This thread is a rank's stream worker, not its host (see CoreGate::wanted).
+void mark_stream_worker();
+// This thread, when a rank's host, waits (spins) or works again (see CoreGate::wanted).
+void note_host_waiting(bool waiting);
 void cpu_relax();
 // Takes a permit again after leave_core() returned true.
 void rejoin_core(bool standby = false);
 
+// Sleeping off the core until another thread queues the sleeper for one. A thread woken by a
+// condition variable while every core is busy runs at once anyway, briefly, to queue for a core:
+// it preempts a running thread (a context switch each way), and until it has run, glibc makes the
+// next notify of that condition variable wait for it (a notifier blocked for a whole turn of the
+// core). A sleeper is therefore never notified to queue itself: its waker queues it
+// (CoreGate::enqueue with the sleeper's Waiter), and it wakes only once it holds a permit, on the
+// core its releaser leaves.
+// prepare_sleep() fills `waiter` for this thread; leave_core() then gives the permit back, and
+// await_core() blocks until a waker has queued `waiter` and it was granted (the thread joined a
+// gate with a Hold).
+void prepare_sleep(CoreGate::Waiter& waiter);
+void await_core(CoreGate::Waiter& waiter);
+
 // Spins (re-checking `ready` under `lock`, released between checks) for up to `budget` while
-// no thread is queued for a core of this thread's gate (a standby one aside): a core that
+// no thread that wants it is queued for a core (cores_wanted): a core that
 // would idle anyway keeps its thread, which then sees the condition within a microsecond
 // instead of being woken (tens of microseconds on a VM whose idle virtual CPU halted). True
 // when `ready` holds.
@@ -130,14 +177,19 @@ auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}, bool st
 
 template <class Lock, class Ready>
 bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget) {
+  if (ready()) return true;
+  if (cores_wanted()) return false;
   const auto until = std::chrono::steady_clock::now() + budget;
-  while (!ready()) {
-    if (cores_wanted() || std::chrono::steady_clock::now() >= until) return false;
+  note_host_waiting(true);
+  bool done = false;
+  while (!(done = ready())) {
+    if (cores_wanted() || std::chrono::steady_clock::now() >= until) break;
     lock.unlock();
     for (int i = 0; i < 64; ++i) cpu_relax();
     lock.lock();
   }
-  return true;
+  note_host_waiting(false);
+  return done;
 }
 
 }  // namespace tandem::exec::cpu

@@ -69,8 +69,8 @@ void CpuDevice::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    for (Worker& w : workers_) wake_worker_locked(w);
   }
-  has_work_.notify_all();
   for (Worker& w : workers_)
     if (w.thread.joinable()) w.thread.join();
 }
@@ -360,8 +360,8 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
       const Stream stream = issue.stream;
       w.thread = std::thread([this, stream] { worker_loop(stream); });
     }
+    wake_worker_locked(w);
   }
-  has_work_.notify_all();
   return Handle{handle};
 }
 
@@ -544,6 +544,7 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
 
 void CpuDevice::worker_loop(Stream stream) {
   Worker& w = workers_[static_cast<int>(stream)];
+  mark_stream_worker();  // before its Hold: it is not its rank's host
   const CoreGate::Hold hold(context_.gate(), rank_);
   while (true) {
     PendingComm pending;
@@ -551,9 +552,16 @@ void CpuDevice::worker_loop(Stream stream) {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto ready = [&] { return stopping_ || (!w.queue.empty() && !w.busy); };
       // Re-checked after taking a core again: meanwhile the host may have run the op itself.
-      while (!ready())
-        off_core_wait(lock, [&] { has_work_.wait(lock, ready); return 0; }, [this](int r) { return r == rank_; },
-                      /*standby=*/true);
+      while (!ready()) {
+        // Off the core until work is queued: the host then queues this worker for a core, and
+        // it wakes once it has one (core_gate.hpp: prepare_sleep).
+        prepare_sleep(w.sleeper);
+        w.asleep = true;
+        leave_core([this](int r) { return r == rank_; });
+        lock.unlock();
+        await_core(w.sleeper);
+        lock.lock();
+      }
       if (w.queue.empty()) return;  // stopping
       pending = std::move(w.queue.front());
       w.queue.pop_front();
@@ -561,6 +569,12 @@ void CpuDevice::worker_loop(Stream stream) {
     }
     if (!run_queued(w, pending)) return;
   }
+}
+
+void CpuDevice::wake_worker_locked(Worker& w) {
+  if (!w.asleep) return;
+  w.asleep = false;
+  context_.gate().enqueue(w.sleeper, /*standby=*/true);
 }
 
 bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
@@ -593,7 +607,10 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
   }
   for (std::int64_t h : dropped) complete(h, true);
   if (more) {  // only then: every needless wake-up costs a core switch
-    has_work_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_worker_locked(w);
+    }
     op_done_.notify_all();  // a host waiting for a later op of this stream may run it now
   }
   return ok;
@@ -631,6 +648,8 @@ void CpuDevice::wait_handle(std::int64_t handle) {
         PendingComm pending = std::move(w.queue.front());
         w.queue.pop_front();
         w.busy = true;
+        // Its worker, queued for a core for this op, has nothing left to do (core_gate.hpp).
+        if (w.queue.empty() && !w.asleep && context_.gate().withdraw(w.sleeper)) w.asleep = true;
         lock.unlock();
         run_queued(w, pending);
         lock.lock();

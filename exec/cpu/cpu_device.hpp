@@ -26,7 +26,7 @@
 // two thread wake-ups, each up to a scheduler tick when the cores are busy. Host and worker
 // threads run only while they hold one of the run's core permits, which they give back while
 // they wait (core_gate.hpp): never more running threads than cores. A wait spins for up to
-// 100 us first while no rank is queued for a core.
+// 100 us first while no thread (a standby worker included) is queued for a core.
 //
 // Collectives and messages go through the run's SharedMemoryComm (shared_memory_collectives.hpp),
 // whose reduce-scatter and all-gather are in place; out-of-place parts (CommShards) are copied
@@ -220,12 +220,18 @@ class CpuDevice final : public Runtime {
     std::thread thread;
     std::int64_t last_handle = -1;
     bool busy = false;  // one of its ops is running (on the worker or on a waiting thread)
+    // Off its core until queued for one (core_gate.hpp: prepare_sleep): wake_worker_locked.
+    bool asleep = false;
+    CoreGate::Waiter sleeper;
   };
 
   float* storage_locked(const Tensor& tensor, const std::string& label);
   void release_locked(int tensor_id);
   void wait_handle(std::int64_t handle);
   void worker_loop(Stream stream);
+  // Queues a sleeping worker for a core as a standby (it has work or must stop): it wakes once
+  // it has one. Under mutex_.
+  void wake_worker_locked(Worker& w);
   // Runs a queued op taken from `w` (busy set by the caller): its dependencies, then the op; on
   // failure fails the run and the rest of the queue. Clears busy. False when it failed.
   bool run_queued(Worker& w, PendingComm& pending);
@@ -244,7 +250,6 @@ class CpuDevice final : public Runtime {
 
   mutable std::mutex mutex_;
   std::condition_variable op_done_;   // an op completed (or failed)
-  std::condition_variable has_work_;  // a worker's queue grew or its op finished, or shutdown
   bool stopping_ = false;
 
   std::unordered_map<int, Buffer> buffers_;
