@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "exec/common/op_labels.hpp"
+#include "exec/common/tensor_storage.hpp"
 #include "kernels/cpu/dispatch.hpp"
 
 namespace tandem::exec::cpu {
@@ -177,17 +178,7 @@ void CpuDevice::release_after(const Tensor& tensor, Handle handle) {
 }
 
 float* CpuDevice::storage_locked(const Tensor& tensor, const std::string& label) {
-  auto it = buffers_.find(tensor.id);
-  if (it == buffers_.end()) {
-    auto name = names_.find(tensor.id);
-    throw std::logic_error("op " + label + ": tensor " + std::to_string(tensor.id) +
-                           (name != names_.end() ? " '" + name->second + "'" : std::string()) +
-                           " is not allocated (released too early?)");
-  }
-  if (it->second.numel < tensor.numel())
-    throw std::logic_error("op " + label + ": tensor " + std::to_string(tensor.id) +
-                           " is smaller than its handle says");
-  return it->second.data.get();
+  return checked_buffer(buffers_, names_, tensor, label).data.get();
 }
 
 float* CpuDevice::data(const Tensor& tensor) {

@@ -91,14 +91,7 @@ class OpError : public std::runtime_error {
   std::string label_;
 };
 
-struct DeviceSettings {
-  std::uint64_t seed = 1234;     // parameters, dropout
-  float init_std = 0.02f;        // N(0, std²) for weights
-  float hidden_dropout = 0.0f;   // kernels::cpu::RunOptions: set from the model config
-  float attention_dropout = 0.0f;
-  std::shared_ptr<const DataSource> data;  // null: data tensors stay zero
-  std::int64_t sequences_per_iteration = 1;
-  bool record_trace = true;
+struct DeviceSettings : TrainingSettings {
   std::chrono::milliseconds timeout{60'000};
   int cores = 0;  // core permits of the run's threads (core_gate.hpp); 0: this machine's cores
   // Failure injection (tests): rank `fail_rank` throws when it executes the op `fail_op`.

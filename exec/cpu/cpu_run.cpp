@@ -142,6 +142,18 @@ Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_
 
 }  // namespace
 
+TrainingSettings training_settings(const Strategy& strategy, const RunOptions& o) {
+  TrainingSettings settings;
+  settings.seed = o.seed;
+  settings.init_std = o.init_std;
+  settings.hidden_dropout = o.hidden_dropout;
+  settings.attention_dropout = o.attention_dropout;
+  settings.data = o.data;
+  settings.sequences_per_iteration = strategy.sequences_per_iteration();
+  settings.record_trace = o.record_trace;
+  return settings;
+}
+
 std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& o) {
   const int world = strategy.world_size();
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(world), 0);
@@ -206,13 +218,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
 
   DeviceSettings settings;
-  settings.seed = o.seed;
-  settings.init_std = o.init_std;
-  settings.hidden_dropout = o.hidden_dropout;
-  settings.attention_dropout = o.attention_dropout;
-  settings.data = o.data;
-  settings.sequences_per_iteration = strategy.sequences_per_iteration();
-  settings.record_trace = o.record_trace;
+  static_cast<TrainingSettings&>(settings) = training_settings(strategy, o);
   settings.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000.0));
   settings.fail_rank = o.fail_rank;
   settings.fail_op = o.fail_op;

@@ -124,6 +124,8 @@ void configure_for_model(RunOptions& options, const Model& model, std::int64_t s
 // Global micro-batch offset of each rank's micro-batch 0 (see the header comment): from
 // RunOptions::micro_batch_offset when set, else from the data-parallel layout of the strategy.
 std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& options);
+// The settings every backend's devices take from the run's options.
+TrainingSettings training_settings(const Strategy& strategy, const RunOptions& options);
 
 // Trains `strategy` for real. Throws RunError when a rank fails (after all ranks stopped),
 // std::invalid_argument for bad options.

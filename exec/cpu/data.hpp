@@ -114,4 +114,16 @@ void init_placed(const TensorPlacement& placement, std::string_view name, float*
 bool init_placed_tensor(MemCategory category, const TensorPlacement& placement, float* data, std::int64_t n,
                         std::uint64_t seed, float std_dev);
 
+// What every real backend's devices need to train the same model the same way (the CUDA
+// backend's settings extend it too).
+struct TrainingSettings {
+  std::uint64_t seed = 1234;     // parameters, dropout
+  float init_std = 0.02f;        // N(0, std²) for weights
+  float hidden_dropout = 0.0f;   // kernels::cpu::RunOptions: set from the model config
+  float attention_dropout = 0.0f;
+  std::shared_ptr<const DataSource> data;  // null: data tensors stay zero
+  std::int64_t sequences_per_iteration = 1;
+  bool record_trace = true;
+};
+
 }  // namespace tandem::exec::cpu

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "exec/common/op_labels.hpp"
+#include "exec/common/tensor_storage.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/elementwise.cuh"
 
@@ -199,16 +200,7 @@ void CudaDevice::reacquire(const Tensor& tensor, MemCategory category) {
 }
 
 float* CudaDevice::storage(const Tensor& tensor, const std::string& label) {
-  auto it = buffers_.find(tensor.id);
-  if (it == buffers_.end()) {
-    auto name = names_.find(tensor.id);
-    throw std::logic_error("op " + label + ": tensor " + std::to_string(tensor.id) +
-                           (name != names_.end() ? " '" + name->second + "'" : std::string()) +
-                           " is not allocated (released too early?)");
-  }
-  if (it->second.numel < tensor.numel())
-    throw std::logic_error("op " + label + ": tensor " + std::to_string(tensor.id) + " is smaller than its handle says");
-  return it->second.data;
+  return checked_buffer(buffers_, names_, tensor, label).data;
 }
 
 float* CudaDevice::device_data(const Tensor& tensor) {

@@ -48,14 +48,7 @@
 
 namespace tandem::exec::cuda {
 
-struct CudaSettings {
-  std::uint64_t seed = 1234;
-  float init_std = 0.02f;
-  float hidden_dropout = 0.0f;
-  float attention_dropout = 0.0f;
-  std::shared_ptr<const cpu::DataSource> data;
-  std::int64_t sequences_per_iteration = 1;
-  bool record_trace = true;
+struct CudaSettings : cpu::TrainingSettings {
   kernels::cuda::MathMode math = kernels::cuda::MathMode::bf16;
 };
 

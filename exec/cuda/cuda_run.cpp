@@ -76,13 +76,7 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
   extras.device_name = prop.name;
 
   CudaSettings settings;
-  settings.seed = o.seed;
-  settings.init_std = o.init_std;
-  settings.hidden_dropout = o.hidden_dropout;
-  settings.attention_dropout = o.attention_dropout;
-  settings.data = o.data;
-  settings.sequences_per_iteration = strategy.sequences_per_iteration();
-  settings.record_trace = o.record_trace;
+  static_cast<cpu::TrainingSettings&>(settings) = cpu::training_settings(strategy, o);
   settings.math = extras.math;
   const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
   const std::vector<std::int64_t> offsets = cpu::micro_batch_offsets(strategy, o);
