@@ -17,8 +17,8 @@ ReplicaFolding parse_replica_folding(const std::string& text) {
 
 int FoldPlan::simulated_ranks() const {
   int n = 0;
-  for (std::size_t r = 0; r < mirror_of.size(); ++r) n += simulated(static_cast<int>(r)) ? 1 : 0;
-  return active ? n : static_cast<int>(mirror_of.size());
+  for (std::size_t r = 0; r < mirror_of.size(); ++r) n += mirror_of[r] == static_cast<int>(r) ? 1 : 0;
+  return n;
 }
 
 namespace {
@@ -51,19 +51,14 @@ class Renaming {
   std::map<int, int> forward_, backward_;
 };
 
-struct Tiling {
-  std::vector<int> mirror_of;
-  int simulated_blocks = 0;
-};
-
-// Whether block `b` may mirror block `f`: replica by replica the same work, and rank by rank the
-// same kind of device, wired the same way, at the same place in its node and leaf (a consistent
-// renaming of nodes and leaves).
-bool mirrors(const Cluster& cluster, const std::vector<std::vector<int>>& rank_at,
-             const std::vector<std::int64_t>& work, int block, int b, int f) {
+// Whether block `b` may mirror the first block: replica by replica the same work, and rank by rank
+// the same kind of device, wired the same way, at the same place in its node and leaf (a
+// consistent renaming of nodes and leaves).
+bool mirrors_first(const Cluster& cluster, const std::vector<std::vector<int>>& rank_at,
+                   const std::vector<std::int64_t>& work, int block, int b) {
   Renaming nodes, leaves;
   for (int j = 0; j < block; ++j) {
-    const int ghost_replica = b * block + j, mirror_replica = f * block + j;
+    const int ghost_replica = b * block + j, mirror_replica = j;
     if (work[ghost_replica] != work[mirror_replica]) return false;
     for (std::size_t p = 0; p < rank_at[ghost_replica].size(); ++p) {
       const int ghost = rank_at[ghost_replica][p];
@@ -79,13 +74,14 @@ bool mirrors(const Cluster& cluster, const std::vector<std::vector<int>>& rank_a
 }
 
 // Cuts the replicas into blocks of `block` consecutive ones that own disjoint nodes, every block
-// a twin of the first (`mirrors`), which alone is simulated. Nullopt otherwise: when blocks
+// a twin of the first (`mirrors_first`), which alone is simulated; returns each rank's mirror
+// (`world` entries). Nullopt otherwise: when blocks
 // share a node (node-local contention would be lost), or when some block is no twin of the
 // first. Replicas of different work (batch shares by device speed) are not folded even in kinds:
 // a ghost at the border between two kinds has other neighbours in its collectives than the rank
 // it would mirror, so it does not do the same thing at the same moments (measured: 3% off).
-std::optional<Tiling> tile(const Cluster& cluster, const std::vector<std::vector<int>>& rank_at,
-                           const std::vector<std::int64_t>& work, int block) {
+std::optional<std::vector<int>> tile(const Cluster& cluster, const std::vector<std::vector<int>>& rank_at,
+                                     const std::vector<std::int64_t>& work, int block, int world) {
   const int replicas = static_cast<int>(rank_at.size());
   std::map<int, int> block_of_node;
   for (int d = 0; d < replicas; ++d)
@@ -93,17 +89,14 @@ std::optional<Tiling> tile(const Cluster& cluster, const std::vector<std::vector
       auto [it, fresh] = block_of_node.emplace(cluster.global_node_of(rank), d / block);
       if (!fresh && it->second != d / block) return std::nullopt;
     }
-  Tiling tiling;
-  for (const auto& ranks : rank_at)
-    for (int r : ranks) tiling.mirror_of.resize(std::max<std::size_t>(tiling.mirror_of.size(), r + 1), -1);
+  std::vector<int> mirror_of(world, -1);
   for (int b = 0; b < replicas / block; ++b) {
-    if (b > 0 && !mirrors(cluster, rank_at, work, block, b, 0)) return std::nullopt;
+    if (b > 0 && !mirrors_first(cluster, rank_at, work, block, b)) return std::nullopt;
     for (int j = 0; j < block; ++j)
       for (std::size_t p = 0; p < rank_at[b * block + j].size(); ++p)
-        tiling.mirror_of[rank_at[b * block + j][p]] = rank_at[j][p];
+        mirror_of[rank_at[b * block + j][p]] = rank_at[j][p];
   }
-  tiling.simulated_blocks = 1;
-  return tiling;
+  return mirror_of;
 }
 
 }  // namespace
@@ -143,22 +136,14 @@ FoldPlan plan_replica_folding(const Strategy& strategy, const Cluster& cluster, 
   std::vector<std::vector<int>> rank_at(plan.replicas, std::vector<int>(positions, -1));
   for (int r = 0; r < world; ++r) rank_at[structure->replica_of[r]][structure->position_of[r]] = r;
 
-  // The block size that leaves the fewest replicas to simulate (the smallest on a tie).
-  std::optional<Tiling> best;
-  int best_block = 0;
+  // The smallest block that tiles the replicas: only the first block is simulated.
   for (int block = 1; block * 2 <= plan.replicas; ++block) {
     if (plan.replicas % block != 0) continue;
-    auto tiling = tile(cluster, rank_at, structure->work_of, block);
-    if (!tiling || tiling->simulated_blocks * block >= plan.replicas) continue;
-    if (!best || tiling->simulated_blocks * block < best->simulated_blocks * best_block) {
-      best = std::move(tiling);
-      best_block = block;
-    }
-  }
-  if (best) {
+    auto mirror_of = tile(cluster, rank_at, structure->work_of, block, world);
+    if (!mirror_of) continue;
     plan.active = true;
-    plan.simulated_replicas = best->simulated_blocks * best_block;
-    for (int r = 0; r < world; ++r) plan.mirror_of[r] = best->mirror_of[r];
+    plan.simulated_replicas = block;
+    plan.mirror_of = std::move(*mirror_of);
     plan.note = "replica folding: " + std::to_string(plan.simulated_replicas) + " of " +
                 std::to_string(plan.replicas) + " replicas simulated, the others mirrored";
     return plan;
