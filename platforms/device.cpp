@@ -167,6 +167,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   }
   if (auto price = root.get("price_per_hour_usd")) p.price_per_hour_usd = price->non_negative();
   p.launch_overhead_s = root["launch_overhead_us"].non_negative() * 1e-6;
+  if (root.has("core_handoff_us")) p.core_handoff_s = root["core_handoff_us"].non_negative() * 1e-6;
 
   for (int i = 0; i < kOpKindCount; ++i) {
     const OpEfficiency e = default_efficiency(p.kind, static_cast<OpKind>(i));

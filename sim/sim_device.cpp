@@ -35,7 +35,11 @@ SimDevice::SimDevice(int rank, SimulationContext& context)
       mutex_(s4u::Mutex::create()),
       op_done_(s4u::ConditionVariable::create()) {
   for (auto& s : streams_) s.has_work = s4u::ConditionVariable::create();
-  if (const char* cores = host_->get_property(kComputeHostProperty)) compute_host_ = s4u::Host::by_name(cores);
+  if (const char* cores = host_->get_property(kComputeHostProperty)) {
+    compute_host_ = s4u::Host::by_name(cores);
+    const auto turns = context.core_turns.find(cores);
+    if (turns != context.core_turns.end()) turns_ = turns->second.get();
+  }
 }
 
 SimDevice::~SimDevice() = default;
@@ -88,11 +92,34 @@ void SimDevice::flush_compute() {
   const Seconds seconds = pending_compute_s_;
   pending_compute_s_ = 0;
   ++compute_executions_;
+  take_core();
   if (compute_host_ != nullptr) {  // cores shared with the node's other ranks
     s4u::this_actor::exec_init(seconds * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
     return;
   }
   s4u::this_actor::execute(seconds * kSimHostSpeedFlopsPerS);
+}
+
+void SimDevice::take_core() {
+  if (turns_ == nullptr || !turns_->acquire(rank_)) return;
+  // The core came from another rank: a context switch and a wake-up on it first.
+  const Seconds handoff = device_.core_handoff_s;
+  if (handoff > 0) s4u::this_actor::exec_init(handoff * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
+}
+
+template <class Wait>
+void SimDevice::wait_off_core(const std::vector<int>& members, Wait wait) {
+  if (turns_ == nullptr) return wait();
+  turns_->start_waiting(rank_, [&members](int r) { return std::find(members.begin(), members.end(), r) != members.end(); });
+  wait();
+  // Its turn is over when another rank took the core meanwhile: it queues for one at once (it
+  // is runnable again), as the backend's woken thread does.
+  if (!turns_->stop_waiting(rank_)) take_core();
+}
+
+void SimDevice::leave_cores() {
+  flush_compute();
+  if (turns_ != nullptr) turns_->leave(rank_);
 }
 
 // ---------------------------------------------------------------- communication
@@ -105,6 +132,8 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   pending.stream = issue.stream;
   pending.handle = static_cast<std::int64_t>(ops_.size());
   ops_.push_back(OpState{});
+  if (is_collective(op.kind)) ops_.back().members = op.group.ranks;
+  else ops_.back().members = {op.peer};
 
   // Channels: a collective is keyed by its group and stream (members issue a group's
   // collectives on a stream in the same order); a point-to-point message by its tag and pair.
@@ -135,7 +164,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     for (const Handle& h : pending.after) block_on(h.id);
     OpState& state = ops_[handle];
     const Seconds t0 = s4u::Engine::get_clock();
-    run_comm(pending, state);
+    wait_off_core(state.members, [&] { run_comm(pending, state); });
     // Blocked while data moved: exposed; the rest (peers not there yet) is idle, counted as the
     // remainder of the window at the end.
     if (measuring()) totals_.exposed_comm_s += overlap(t0, state.end_s, state.effective_start_s, state.end_s);
@@ -282,9 +311,11 @@ void SimDevice::block_on(std::int64_t handle) {
   flush_compute();
   if (handle < 0) return;
   const Seconds t0 = s4u::Engine::get_clock();
-  {
-    std::unique_lock<s4u::Mutex> lock(*mutex_);
-    while (!ops_[handle].done) op_done_->wait(lock);
+  if (!ops_[handle].done) {
+    wait_off_core(ops_[handle].members, [&] {
+      std::unique_lock<s4u::Mutex> lock(*mutex_);
+      while (!ops_[handle].done) op_done_->wait(lock);
+    });
   }
   const Seconds t1 = s4u::Engine::get_clock();
   if (measuring()) {
@@ -319,7 +350,7 @@ void SimDevice::begin_iteration(int iteration) {
 
 void SimDevice::end_iteration() {
   synchronize();
-  if (measuring()) windows_.push_back({iteration_start_s_, s4u::Engine::get_clock()});
+  windows_.push_back({iteration_start_s_, s4u::Engine::get_clock()});
 }
 
 void SimDevice::add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream,

@@ -22,6 +22,7 @@
 #include "analysis/trace.hpp"
 #include "platforms/cluster.hpp"
 #include "sim/collectives/collective.hpp"
+#include "sim/core_turns.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/runtime.hpp"
@@ -61,6 +62,9 @@ struct SimulationContext {
     CollectiveFidelity fidelity;
   };
   std::map<std::tuple<int, int, Bytes>, Choice> choices;
+
+  // Per shared-cores machine (NodeGroup::shared_cores): its ranks' turns on its cores.
+  std::map<std::string, std::unique_ptr<CoreTurns>> core_turns;
 };
 
 class SimDevice final : public Runtime, public PointToPoint {
@@ -91,8 +95,11 @@ class SimDevice final : public Runtime, public PointToPoint {
   // Results, read after the simulation.
   const MemoryLedger& memory() const { return memory_; }
   const RankResult& totals() const { return totals_; }
+  // Every iteration's (start, end), warm-up included.
   const std::vector<std::pair<Seconds, Seconds>>& iteration_windows() const { return windows_; }
   std::vector<TraceRecord>& trace_records() { return trace_; }
+  // The rank's program is over: its shared core (if any) goes to the next rank.
+  void leave_cores();
   std::size_t compute_executions() const { return compute_executions_; }
   std::size_t compute_ops() const { return compute_ops_; }
   std::size_t comm_ops() const { return comm_ops_; }
@@ -104,6 +111,7 @@ class SimDevice final : public Runtime, public PointToPoint {
     Seconds effective_start_s = 0;  // when the last peer arrived
     Seconds end_s = 0;
     std::vector<int> release_on_completion;  // tensor ids freed when the op completes
+    std::vector<int> members;  // the ranks the op waits for (its group, or its peer)
   };
   struct PendingComm {
     CommOp op;
@@ -122,6 +130,11 @@ class SimDevice final : public Runtime, public PointToPoint {
   };
 
   void flush_compute();  // executes the fused compute block
+  // Shared cores (core_turns.hpp): takes a core, paying the hand-off when it came from another rank.
+  void take_core();
+  // Runs `wait` as a wait for `members`: the core may pass to another rank meanwhile.
+  template <class Wait>
+  void wait_off_core(const std::vector<int>& members, Wait wait);
   void block_on(std::int64_t handle);  // main actor: wait and classify the blocked time
   void stream_loop(Stream stream);     // body of a communication stream's actor
   void run_comm(const PendingComm& pending, OpState& state);
@@ -138,6 +151,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   const DeviceProfile& device_;
   simgrid::s4u::Host* host_;
   simgrid::s4u::Host* compute_host_ = nullptr;  // shared cores (platform_builder.hpp), else null
+  CoreTurns* turns_ = nullptr;                   // the shared cores' turns, else null
 
   MemoryLedger memory_;
   int next_tensor_id_ = 0;

@@ -75,7 +75,16 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
   context.topology = topology_view(cluster);
 
-  // 0. Other programs on shared cores take `background_load` cores' worth, whatever the number
+  // 0. Ranks that share a machine's cores take turns on them (core_turns.hpp).
+  {
+    std::map<std::string, int> cores;
+    for (s4u::Host* host : context.hosts)
+      if (const char* name = host->get_property(kComputeHostProperty))
+        cores[name] = s4u::Host::by_name(name)->get_core_count();
+    for (const auto& [name, count] : cores) context.core_turns[name] = std::make_unique<CoreTurns>(count, world);
+  }
+
+  // 0b. Other programs on shared cores take `background_load` cores' worth, whatever the number
   //    of ranks (Linux shares the CPU between sessions first): kBackgroundThreads daemons, each
   //    capped at load / kBackgroundThreads, so that max-min sharing gives them exactly the load
   //    while the ranks share the rest (as long as ranks <= kBackgroundThreads x rest / load).
@@ -118,6 +127,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
           program->train_step(*out.device, it);
           out.device->end_iteration();
         }
+        out.device->leave_cores();
         out.finished = true;
       } catch (const simgrid::ForcefulKillException&) {
         throw;  // another rank failed and stopped the simulation
@@ -153,19 +163,29 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   result.simulated_ranks = fold.simulated_ranks();
   result.folding = fold.note;
   const auto device_of = [&](int r) -> SimDevice& { return *outcomes[fold.mirror_of[r]].device; };
-  Seconds window_start = 0, window_end = 0;
-  for (int it = 0; it < options.iterations; ++it) {
-    Seconds start = device_of(0).iteration_windows()[it].first;
-    Seconds end = device_of(0).iteration_windows()[it].second;
-    for (int r = 0; r < world; ++r) {
-      if (!fold.simulated(r)) continue;
-      start = std::min(start, device_of(r).iteration_windows()[it].first);
-      end = std::max(end, device_of(r).iteration_windows()[it].second);
-    }
-    result.iteration_times_s.push_back(end - start);
-    if (it == 0) window_start = start;
-    window_end = end;
-  }
+  // An iteration's time is the period training advances by: from the previous iteration's end
+  // (the last rank's) to this one's, as the real backends measure it (exec/cpu/cpu_run.hpp). Ranks
+  // that take turns on shared cores start an iteration at staggered times, so an iteration's own
+  // window (first start to last end) overlaps the next one's; where ranks start together both
+  // are the same.
+  const auto iteration_end = [&](int i) {
+    Seconds end = 0;
+    for (int r = 0; r < world; ++r)
+      if (fold.simulated(r)) end = std::max(end, device_of(r).iteration_windows()[i].second);
+    return end;
+  };
+  const auto iteration_start = [&](int i) {
+    if (i > 0) return iteration_end(i - 1);
+    Seconds start = device_of(0).iteration_windows()[0].first;
+    for (int r = 0; r < world; ++r)
+      if (fold.simulated(r)) start = std::min(start, device_of(r).iteration_windows()[0].first);
+    return start;
+  };
+  const int first_measured = options.warmup_iterations;
+  const Seconds window_start = iteration_start(first_measured);
+  const Seconds window_end = iteration_end(total_iterations - 1);
+  for (int i = first_measured; i < total_iterations; ++i)
+    result.iteration_times_s.push_back(iteration_end(i) - iteration_start(i));
   for (Seconds t : result.iteration_times_s) result.iteration_time_s += t;
   result.iteration_time_s /= options.iterations;
 

@@ -146,6 +146,17 @@ void CoreGate::set_host_running(int rank, bool running) {
   host_running_[rank] = running;
 }
 
+bool CoreGate::all_running(const RankFilter& awaited) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool any = false;
+  for (int r = 0; r < static_cast<int>(host_running_.size()); ++r) {
+    if (!awaited(r)) continue;
+    if (!host_running_[r]) return false;
+    any = true;
+  }
+  return any;
+}
+
 int CoreGate::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int>(queue_.size() + standby_.size());
@@ -178,6 +189,10 @@ bool leave_core(const RankFilter& wanted) {
 }
 
 bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->wanted(); }
+
+bool partners_running(const RankFilter& awaited) {
+  return tl_gate != nullptr && tl_holding && tl_gate->all_running(awaited);
+}
 
 void mark_stream_worker() { tl_worker = true; }
 

@@ -86,6 +86,9 @@ class CoreGate {
   static constexpr std::chrono::microseconds kHostPickupGrace{20};
   // Whether `rank`'s host thread holds a core and works (does not wait).
   void set_host_running(int rank, bool running);
+  // Every rank that `awaited` accepts (at least one) has its host running: a partner that will
+  // reach the synchronisation soon, on the other core.
+  bool all_running(const RankFilter& awaited) const;
 
   // This thread (one of `rank`'s) holds a permit of `gate` from construction to destruction.
   class Hold {
@@ -132,6 +135,8 @@ bool leave_core(const RankFilter& wanted = {});
 // A thread is queued for a core that this thread's spinning would keep from it
 // (CoreGate::wanted), or this thread holds none.
 bool cores_wanted();
+// The ranks `awaited` accepts all run right now (CoreGate::all_running); false without a gate.
+bool partners_running(const RankFilter& awaited);
 // This thread is a rank's stream worker, not its host (see CoreGate::wanted).
 void mark_stream_worker();
 // This thread, when a rank's host, waits (spins) or works again (see CoreGate::wanted).
@@ -158,8 +163,15 @@ void await_core(CoreGate::Waiter& waiter);
 // would idle anyway keeps its thread, which then sees the condition within a microsecond
 // instead of being woken (tens of microseconds on a VM whose idle virtual CPU halted). True
 // when `ready` holds.
+//
+// Gang spin: with `awaited` (the ranks whose arrival the wait needs), the wait also spins while
+// all of them run on other cores, even with threads queued for a core. A tensor-parallel
+// partner that runs arrives within tens of microseconds; sleeping instead hands this core to a
+// rank of another group, and the pair then meets only after a turn of the cores each time (4 ranks
+// on 2 cores: a context switch per synchronisation, and the pairs never run together).
 template <class Lock, class Ready>
-bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget);
+bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget,
+                           const RankFilter& awaited = {});
 
 // Runs `wait()` (a blocking wait on a condition variable with `lock`) off the core: the permit
 // goes back first and is taken again after, with `lock` released meanwhile.
@@ -176,14 +188,15 @@ auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}, bool st
 }
 
 template <class Lock, class Ready>
-bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget) {
+bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds budget, const RankFilter& awaited) {
   if (ready()) return true;
-  if (cores_wanted()) return false;
+  const auto may_spin = [&] { return !cores_wanted() || (awaited && partners_running(awaited)); };
+  if (!may_spin()) return false;
   const auto until = std::chrono::steady_clock::now() + budget;
   note_host_waiting(true);
   bool done = false;
   while (!(done = ready())) {
-    if (cores_wanted() || std::chrono::steady_clock::now() >= until) break;
+    if (!may_spin() || std::chrono::steady_clock::now() >= until) break;
     lock.unlock();
     for (int i = 0; i < 64; ++i) cpu_relax();
     lock.lock();

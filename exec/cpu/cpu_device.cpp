@@ -243,6 +243,7 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
   if (issue.stream != Stream::compute)
     throw OpError(op.label, "the CPU backend runs compute ops on the compute stream only");
   for (const Handle& h : issue.after) wait_handle(h.id);
+  wake_deferred_workers();  // the host moves on: queued communication runs beside it
   ++compute_ops_;
   const DeviceSettings& s = context_.settings();
   try {
@@ -351,7 +352,7 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
       const Stream stream = issue.stream;
       w.thread = std::thread([this, stream] { worker_loop(stream); });
     }
-    wake_worker_locked(w);
+    w.wake_pending = w.asleep;  // woken once the host moves on (Worker::wake_pending)
   }
   return Handle{handle};
 }
@@ -562,7 +563,22 @@ void CpuDevice::worker_loop(Stream stream) {
   }
 }
 
+void CpuDevice::wake_deferred_workers(int except_stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wake_deferred_workers_locked(except_stream);
+}
+
+void CpuDevice::wake_deferred_workers_locked(int except_stream) {
+  for (int s = 0; s < kStreamCount; ++s) {
+    Worker& w = workers_[s];
+    if (s == except_stream || !w.wake_pending) continue;
+    w.wake_pending = false;
+    if (!w.queue.empty()) wake_worker_locked(w);
+  }
+}
+
 void CpuDevice::wake_worker_locked(Worker& w) {
+  w.wake_pending = false;
   if (!w.asleep) return;
   w.asleep = false;
   context_.gate().enqueue(w.sleeper, /*standby=*/true);
@@ -633,6 +649,9 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       return;
     }
     if (context_.aborted()) throw AbortedError("aborted: another rank failed");
+    // Whatever else is queued runs beside this wait (Worker::wake_pending): the op waited for
+    // may need a peer that first needs one of them (a pipeline's send before its receive).
+    wake_deferred_workers_locked(state.stream);
     if (state.stream >= 0) {  // still queued, its stream idle: run the queue up to it here
       Worker& w = workers_[state.stream];
       if (!w.busy && !w.queue.empty() && w.queue.front().handle <= handle) {
@@ -651,6 +670,7 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       throw OpError(state.label, "timed out after " + seconds_text(2 * timeout + std::chrono::seconds(1)) +
                                      " waiting for it to complete");
     const auto mine = [this](int r) { return r == rank_; };
+    wake_deferred_workers_locked();  // this thread blocks: nothing queued may wait for it
     if (!spun) {  // as a collective's waits do (shared_memory_collectives.cpp)
       spun = true;
       spin_while_cores_idle(lock, actionable, std::chrono::microseconds(100));

@@ -216,6 +216,11 @@ class CpuDevice final : public Runtime {
     // Off its core until queued for one (core_gate.hpp: prepare_sleep): wake_worker_locked.
     bool asleep = false;
     CoreGate::Waiter sleeper;
+    // Work was queued while it slept and it is not woken yet: the host wakes it only once it
+    // moves on (a compute op, a wait for something else), since a host that waits for this
+    // very op next runs it itself (a tensor-parallel all-reduce): waking the worker for it
+    // would pass the op to another thread and back, two hand-offs that wait for a core each.
+    bool wake_pending = false;
   };
 
   float* storage_locked(const Tensor& tensor, const std::string& label);
@@ -225,6 +230,10 @@ class CpuDevice final : public Runtime {
   // Queues a sleeping worker for a core as a standby (it has work or must stop): it wakes once
   // it has one. Under mutex_.
   void wake_worker_locked(Worker& w);
+  // Wakes the workers whose wake-up was deferred (Worker::wake_pending), but `except`'s. The
+  // _locked form under mutex_.
+  void wake_deferred_workers(int except_stream = -1);
+  void wake_deferred_workers_locked(int except_stream = -1);
   // Runs a queued op taken from `w` (busy set by the caller): its dependencies, then the op; on
   // failure fails the run and the rest of the queue. Clears busy. False when it failed.
   bool run_queued(Worker& w, PendingComm& pending);

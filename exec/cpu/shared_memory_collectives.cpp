@@ -197,7 +197,7 @@ constexpr std::chrono::microseconds kSpinBudget{100};
 template <class Pred, class Describe>
 void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
                             Describe describe_timeout, const std::function<bool(int)>& awaited) {
-  if (spin_while_cores_idle(lock, [&] { return ready() || aborted(); }, kSpinBudget) && ready()) return;
+  if (spin_while_cores_idle(lock, [&] { return ready() || aborted(); }, kSpinBudget, awaited) && ready()) return;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
     // Off the core until the wait is over (core_gate.hpp).

@@ -227,8 +227,9 @@ Seconds predict(const Scenario& s) {
     sim_test::quiet_simgrid();
     auto strategy = make_strategy(s);
     sim::SimulationOptions options;
-    options.warmup_iterations = 1;
-    options.iterations = 2;
+    // Ranks taking turns on the cores may alternate long and short iterations: the mean of several.
+    options.warmup_iterations = 2;
+    options.iterations = 6;
     return nlohmann::json(sim::simulate(*strategy, s.cluster, options).iteration_time_s).dump();
   });
   if (!child.ok) throw std::runtime_error(child.describe());
