@@ -142,7 +142,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
   root.only_keys({"name", "description", "kind", "peak_fp32_tflops", "peak_bf16_tflops",
                   "peak_fp16_tflops", "memory_bandwidth_gb_per_s", "memory_capacity_gb",
-                  "idle_power_w", "busy_power_w", "price_per_hour_usd", "launch_overhead_us",
+                  "idle_power_w", "busy_power_w", "price_per_hour_usd", "launch_overhead_us", "core_handoff_us", "core_wake_us",
                   "efficiency", "efficiency_curves", "calibrated"});
   DeviceProfile p;
   p.file = path;
@@ -168,6 +168,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (auto price = root.get("price_per_hour_usd")) p.price_per_hour_usd = price->non_negative();
   p.launch_overhead_s = root["launch_overhead_us"].non_negative() * 1e-6;
   if (root.has("core_handoff_us")) p.core_handoff_s = root["core_handoff_us"].non_negative() * 1e-6;
+  if (root.has("core_wake_us")) p.core_wake_s = root["core_wake_us"].non_negative() * 1e-6;
 
   for (int i = 0; i < kOpKindCount; ++i) {
     const OpEfficiency e = default_efficiency(p.kind, static_cast<OpKind>(i));

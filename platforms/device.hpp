@@ -34,10 +34,12 @@ struct DeviceProfile {
   double price_per_hour_usd = 0;  // for cost objectives; 0 = unknown
 
   Seconds launch_overhead_s = 0;  // per kernel
-  // CPU devices that are threads sharing cores (NodeGroup::shared_cores): the cost of handing a
-  // core from one rank's thread to another's (context switch, wake-up, caches refilled), paid
-  // by the receiving rank whenever ranks outnumber cores and take turns (sim/core_turns.hpp).
+  // CPU devices that are threads sharing cores (NodeGroup::shared_cores), when ranks outnumber
+  // cores and take turns (sim/core_turns.hpp): a core handed from a thread that blocks to one
+  // that waited for it costs a context switch (core time); a thread woken onto an idle core
+  // waits for the core to resume (a delay). Measured by `tandem calibrate` (thread ping-pong).
   Seconds core_handoff_s = 0;
+  Seconds core_wake_s = 0;
 
   // Fraction of peak FLOP/s and of memory bandwidth an op of each compute kind reaches
   // (indexed by OpKind, compute kinds only). Defaults are set by the loader per kind.

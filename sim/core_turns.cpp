@@ -7,76 +7,55 @@ namespace tandem::sim {
 
 namespace s4u = simgrid::s4u;
 
-CoreTurns::CoreTurns(int cores, int ranks)
-    : free_(std::max(1, cores)), state_(static_cast<std::size_t>(ranks), State::idle), awaited_(state_.size()) {}
+CoreTurns::CoreTurns(int cores, int ranks, int world)
+    : cores_(std::max(1, cores)),
+      ranks_(ranks),
+      free_(cores_),
+      state_(static_cast<std::size_t>(world), State::idle),
+      grant_(state_.size(), Grant::kept) {}
 
-bool CoreTurns::gang_spinning(int rank) const {
-  if (state_[rank] != State::waiting || !awaited_[rank]) return false;
-  bool any = false;
-  for (int r = 0; r < static_cast<int>(state_.size()); ++r) {
-    if (r == rank || !awaited_[rank](r)) continue;
-    if (!running(r)) return false;
-    any = true;
-  }
-  return any;
-}
-
-void CoreTurns::grant(int rank) {
-  state_[rank] = State::running;
-  queue_.erase(std::find(queue_.begin(), queue_.end(), rank));
-}
-
-// Queued ranks get free cores first; then the cores of waiting ranks that may yield. A yielding
-// rank's core goes to a queued rank it waits for, when there is one (the gang rule).
-void CoreTurns::reschedule() {
-  bool changed = false;
-  while (!queue_.empty()) {
-    if (free_ > 0) {
-      --free_;
-      grant(queue_.front());
-      changed = true;
-      continue;
-    }
-    int yielder = -1;
-    for (int r = 0; r < static_cast<int>(state_.size()) && yielder < 0; ++r)
-      if (state_[r] == State::waiting && !gang_spinning(r)) yielder = r;
-    if (yielder < 0) break;
-    state_[yielder] = State::idle;
-    int next = queue_.front();
-    if (awaited_[yielder]) {
-      const auto it = std::find_if(queue_.begin(), queue_.end(), [&](int q) { return awaited_[yielder](q); });
-      if (it != queue_.end()) next = *it;
-    }
-    grant(next);
-    changed = true;
-  }
-  if (changed) granted_->notify_all();
-}
-
-bool CoreTurns::acquire(int rank) {
+CoreTurns::Grant CoreTurns::acquire(int rank) {
   std::unique_lock<s4u::Mutex> lock(*mutex_);
-  if (state_[rank] == State::running) return false;
+  if (state_[rank] == State::running) return Grant::kept;
   if (state_[rank] == State::waiting) throw std::logic_error("core turns: acquire while waiting");
+  if (free_ > 0 && queue_.empty()) {  // an idle core
+    --free_;
+    state_[rank] = State::running;
+    return Grant::woken;
+  }
   state_[rank] = State::queued;
   queue_.push_back(rank);
-  reschedule();
-  // Free at once: this rank's own core came back to it (nobody else ran on it in between).
-  const bool immediate = state_[rank] == State::running;
   while (state_[rank] != State::running) granted_->wait(lock);
-  return !immediate;
+  return grant_[rank];
 }
 
-void CoreTurns::start_waiting(int rank, Awaited awaited) {
+void CoreTurns::start_waiting(int rank, const Awaited& awaited) {
   std::unique_lock<s4u::Mutex> lock(*mutex_);
   if (state_[rank] != State::running) return;
-  state_[rank] = State::waiting;
-  awaited_[rank] = std::move(awaited);
-  reschedule();  // somebody queued may take this core now; others' gang spins may end
+  if (!oversubscribed()) {  // keeps its core: nobody else wants one
+    state_[rank] = State::waiting;
+    return;
+  }
+  state_[rank] = State::idle;
+  pass_core(awaited);
+}
+
+void CoreTurns::pass_core(const Awaited& preferred) {
+  if (queue_.empty()) {
+    ++free_;
+    return;
+  }
+  auto next = std::find_if(queue_.begin(), queue_.end(), [&](int q) { return preferred && preferred(q); });
+  if (next == queue_.end()) next = queue_.begin();
+  const int to = *next;
+  queue_.erase(next);
+  state_[to] = State::running;
+  grant_[to] = Grant::handed;
+  granted_->notify_all();
 }
 
 bool CoreTurns::stop_waiting(int rank) {
   std::unique_lock<s4u::Mutex> lock(*mutex_);
-  awaited_[rank] = nullptr;
   if (state_[rank] != State::waiting) return false;
   state_[rank] = State::running;
   return true;
@@ -84,10 +63,9 @@ bool CoreTurns::stop_waiting(int rank) {
 
 void CoreTurns::leave(int rank) {
   std::unique_lock<s4u::Mutex> lock(*mutex_);
-  if (state_[rank] == State::running || state_[rank] == State::waiting) ++free_;
+  const bool held = state_[rank] == State::running || state_[rank] == State::waiting;
   state_[rank] = State::idle;
-  awaited_[rank] = nullptr;
-  reschedule();
+  if (held) pass_core(nullptr);
 }
 
 }  // namespace tandem::sim

@@ -6,15 +6,15 @@
 //
 // The rules mirror the backend's:
 //   * a rank computes only while it holds a core; it takes one first come, first served;
-//   * a rank that waits (for a collective, a message, a stream) keeps its core while nobody is
-//     queued for one (it spins: the core would idle anyway), and gives it up as soon as somebody
-//     queues, unless every rank it waits for is running on another core (a gang spin: a
-//     tensor-parallel partner that runs arrives within microseconds);
-//   * a core given up goes first to a queued rank that the giver waits for, else to the first
-//     queued rank;
-//   * every time a core passes from one rank to another, the receiving rank pays the machine's
-//     hand-off (a context switch and a wake-up on its core: DeviceProfile::core_handoff_s).
-// With at most as many ranks as cores nobody ever queues, and this changes nothing.
+//   * with at most as many ranks as cores nobody ever queues: a waiting rank keeps its core
+//     (the backend spins, then sleeps on a core nobody else wants), and this changes nothing;
+//   * with more ranks than cores a rank that waits (for a collective, a message, a stream) gives
+//     its core up at once (the backend never spins then), first to a queued rank it waits for,
+//     else to the first queued rank, else the core idles;
+//   * a rank whose wait is over queues for a core again; it pays the machine's costs of getting
+//     one (DeviceProfile): a core handed over by a rank that blocks costs a context switch on
+//     that core (core_handoff_s, core time); a core that idled must first be woken (core_wake_s,
+//     a delay: a halted virtual CPU takes an interrupt to resume).
 #pragma once
 
 #include <simgrid/s4u.hpp>
@@ -30,14 +30,18 @@ namespace tandem::sim {
 class CoreTurns {
  public:
   using Awaited = std::function<bool(int rank)>;
-  CoreTurns(int cores, int ranks);
+  // How a rank got its core.
+  enum class Grant { kept, woken, handed };
 
-  // Blocks the calling rank until it holds a core (at once when it still holds one); true when
-  // the core came from another rank (the caller pays the hand-off).
-  bool acquire(int rank);
-  // The rank waits for the ranks `awaited` accepts: it keeps its core until somebody needs it
-  // (see the header).
-  void start_waiting(int rank, Awaited awaited);
+  // `cores` shared by `ranks` ranks of the machine (global ranks 0..world-1 index the state).
+  CoreTurns(int cores, int ranks, int world);
+
+  bool oversubscribed() const { return ranks_ > cores_; }
+  // Blocks the calling rank until it holds a core.
+  Grant acquire(int rank);
+  // The rank waits for the ranks `awaited` accepts: with more ranks than cores its core goes to
+  // another rank (see the header).
+  void start_waiting(int rank, const Awaited& awaited);
   // The wait is over: true when the rank still holds its core.
   bool stop_waiting(int rank);
   // The rank is done for good.
@@ -45,14 +49,13 @@ class CoreTurns {
 
  private:
   enum class State { idle, queued, running, waiting };
-  bool running(int rank) const { return state_[rank] == State::running; }
-  bool gang_spinning(int rank) const;  // waiting, every awaited rank running
-  void grant(int rank);
-  void reschedule();  // hands free or yieldable cores to queued ranks
+  // A core given up: to the first queued rank `preferred` accepts, else the first, else idle.
+  void pass_core(const Awaited& preferred);
 
+  int cores_, ranks_;
   int free_;
   std::vector<State> state_;
-  std::vector<Awaited> awaited_;
+  std::vector<Grant> grant_;  // how a queued rank was granted its core
   std::deque<int> queue_;
   simgrid::s4u::ConditionVariablePtr granted_ = simgrid::s4u::ConditionVariable::create();
   simgrid::s4u::MutexPtr mutex_ = simgrid::s4u::Mutex::create();

@@ -101,10 +101,18 @@ void SimDevice::flush_compute() {
 }
 
 void SimDevice::take_core() {
-  if (turns_ == nullptr || !turns_->acquire(rank_)) return;
-  // The core came from another rank: a context switch and a wake-up on it first.
-  const Seconds handoff = device_.core_handoff_s;
-  if (handoff > 0) s4u::this_actor::exec_init(handoff * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
+  if (turns_ == nullptr) return;
+  switch (turns_->acquire(rank_)) {
+    case CoreTurns::Grant::kept:
+      return;
+    case CoreTurns::Grant::woken:  // an idle core resumes first: a delay, no work
+      if (device_.core_wake_s > 0) s4u::this_actor::sleep_for(device_.core_wake_s);
+      return;
+    case CoreTurns::Grant::handed:  // a context switch on the core it came from: core time
+      if (device_.core_handoff_s > 0)
+        s4u::this_actor::exec_init(device_.core_handoff_s * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
+      return;
+  }
 }
 
 template <class Wait>

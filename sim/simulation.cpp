@@ -77,11 +77,11 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
 
   // 0. Ranks that share a machine's cores take turns on them (core_turns.hpp).
   {
-    std::map<std::string, int> cores;
+    std::map<std::string, int> ranks;  // per shared-cores machine
     for (s4u::Host* host : context.hosts)
-      if (const char* name = host->get_property(kComputeHostProperty))
-        cores[name] = s4u::Host::by_name(name)->get_core_count();
-    for (const auto& [name, count] : cores) context.core_turns[name] = std::make_unique<CoreTurns>(count, world);
+      if (const char* name = host->get_property(kComputeHostProperty)) ++ranks[name];
+    for (const auto& [name, count] : ranks)
+      context.core_turns[name] = std::make_unique<CoreTurns>(s4u::Host::by_name(name)->get_core_count(), count, world);
   }
 
   // 0b. Other programs on shared cores take `background_load` cores' worth, whatever the number

@@ -75,6 +75,8 @@ CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& ba
   }
   const Seconds launch_s = gaps.empty() ? fit_launch_overhead(steps) : median(gaps);
   if (!steps.empty()) result.profile.launch_overhead_s = launch_s;
+  result.profile.core_handoff_s = m.core_switches.handoff_s;
+  result.profile.core_wake_s = m.core_switches.wake_s;
   for (const auto& [name, ops] : by_class) {
     // OpTiming holds the kernel's own time: the launch overhead lies outside it.
     if (auto fit = fit_kind(ops.front().kind, ops, base, precision, /*launch_s=*/0)) {
@@ -135,6 +137,7 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
     }
     say(w.name + ": step " + std::to_string(m.compute.back().step_s * 1e3) + " ms");
   }
+  m.core_switches = bench.measure_core_switches();
   const int max_group = o.max_group_size > 0 ? o.max_group_size : bench.max_devices();
   const std::vector<Bytes> sizes = comm_sizes_bytes(o.quick);
   for (OpKind kind : calibrated_comm_kinds()) {
@@ -150,8 +153,10 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
 std::string describe(const CalibrationResult& r) {
   std::string text;
   char line[200];
-  std::snprintf(line, sizeof line, "launch overhead  %.2f us per op; transfer hand-off %.2f us\n",
-                r.profile.launch_overhead_s * 1e6, r.handoff_s * 1e6);
+  std::snprintf(line, sizeof line,
+                "launch overhead  %.2f us per op; transfer hand-off %.2f us; core hand-off %.2f us, core wake-up %.2f us\n",
+                r.profile.launch_overhead_s * 1e6, r.handoff_s * 1e6, r.profile.core_handoff_s * 1e6,
+                r.profile.core_wake_s * 1e6);
   text += line;
   for (const KindFit& k : r.compute) {
     std::snprintf(line, sizeof line, "%-22s bound %-6s  max efficiency %.3f  half work %.3g  rms error %.1f%% (%d ops)\n",

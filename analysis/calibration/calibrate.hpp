@@ -49,6 +49,7 @@ struct CommFit {
 struct Measurements {
   std::vector<StepMeasurement> compute;  // single-device training steps
   std::vector<StepMeasurement> comm;     // communication steps
+  CoreSwitchCosts core_switches;         // taken as measured into the profile
 };
 
 struct CalibrationResult {

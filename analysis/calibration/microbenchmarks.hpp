@@ -55,6 +55,13 @@ struct StepMeasurement {
   Seconds launch_gap_s = 0;
 };
 
+// What it costs to pass a core between two threads of one process (CPU backends whose ranks are
+// threads and outnumber the cores): DeviceProfile::core_handoff_s and core_wake_s.
+struct CoreSwitchCosts {
+  Seconds handoff_s = 0;  // to a thread waiting on the same core: a context switch
+  Seconds wake_s = 0;     // to a thread on an idle core: the core resumes (an interrupt, on a VM an exit)
+};
+
 class Microbenchmarks {
  public:
   virtual ~Microbenchmarks() = default;
@@ -67,6 +74,8 @@ class Microbenchmarks {
   virtual int concurrent_devices() const = 0;
   // Runs `warmup` + `iterations` steps of the workload; medians over the last `iterations`.
   virtual StepMeasurement measure(const Workload& workload, int warmup, int iterations) = 0;
+  // Backends whose devices share cores measure the cost of passing one; others have none.
+  virtual CoreSwitchCosts measure_core_switches() { return {}; }
 };
 
 }  // namespace tandem::calibration

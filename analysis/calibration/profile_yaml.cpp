@@ -48,6 +48,7 @@ std::string device_profile_yaml(const DeviceProfile& p, const std::string& descr
   y += "price_per_hour_usd: " + num(p.price_per_hour_usd) + "\n";
   y += "launch_overhead_us: " + num(p.launch_overhead_s * 1e6) + "\n";
   if (p.core_handoff_s > 0) y += "core_handoff_us: " + num(p.core_handoff_s * 1e6) + "\n";
+  if (p.core_wake_s > 0) y += "core_wake_us: " + num(p.core_wake_s * 1e6) + "\n";
   y += "efficiency:\n";
   for (OpKind kind : kComputeKinds) {
     const int k = static_cast<int>(kind);

@@ -146,23 +146,13 @@ void CoreGate::set_host_running(int rank, bool running) {
   host_running_[rank] = running;
 }
 
-bool CoreGate::all_running(const RankFilter& awaited) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  bool any = false;
-  for (int r = 0; r < static_cast<int>(host_running_.size()); ++r) {
-    if (!awaited(r)) continue;
-    if (!host_running_[r]) return false;
-    any = true;
-  }
-  return any;
-}
-
 int CoreGate::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int>(queue_.size() + standby_.size());
 }
 
 CoreGate::Hold::Hold(CoreGate& gate, int rank) {
+  if (!tl_worker) gate.hosts_.fetch_add(1, std::memory_order_relaxed);
   tl_rank = rank;
   tl_core = gate.acquire();
   tl_gate = &gate;
@@ -171,6 +161,7 @@ CoreGate::Hold::Hold(CoreGate& gate, int rank) {
 }
 
 CoreGate::Hold::~Hold() {
+  if (!tl_worker) tl_gate->hosts_.fetch_sub(1, std::memory_order_relaxed);
   note_host(false);
   if (tl_holding) tl_gate->release(tl_core);
   tl_gate = nullptr;
@@ -188,11 +179,7 @@ bool leave_core(const RankFilter& wanted) {
   return true;
 }
 
-bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->wanted(); }
-
-bool partners_running(const RankFilter& awaited) {
-  return tl_gate != nullptr && tl_holding && tl_gate->all_running(awaited);
-}
+bool cores_wanted() { return tl_gate == nullptr || !tl_holding || tl_gate->oversubscribed() || tl_gate->wanted(); }
 
 void mark_stream_worker() { tl_worker = true; }
 

@@ -343,6 +343,8 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
     run_comm(pending);
     return Handle{handle};
   }
+  // A send nobody waits for needs no thread (SharedMemoryComm::post_send).
+  if (pending.op.kind == OpKind::send && try_post_send(pending)) return Handle{handle};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Worker& w = workers_[static_cast<int>(issue.stream)];
@@ -449,6 +451,56 @@ FlatBuffer CpuDevice::flat_buffer(const CommOp& op) {
   return buffer;
 }
 
+void CpuDevice::record_comm(const CommOp& op, Stream stream, int iteration, double start, double end) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  comm_busy_s_ += end - start;
+  if (!context_.settings().record_trace) return;
+  TraceRecord r;
+  r.rank = rank_;
+  r.iteration = iteration;
+  r.op_id = op.label;
+  r.kind = op.kind;
+  r.phase = op.phase;
+  r.stream = stream;
+  r.start_s = start;
+  r.end_s = end;
+  r.bytes = op.bytes;
+  if (is_collective(op.kind)) {
+    r.group_id = op.group.id;
+    r.group_size = op.group.size();
+  } else {
+    r.peer = op.peer;
+  }
+  trace_.push_back(std::move(r));
+}
+
+bool CpuDevice::try_post_send(const PendingComm& pending) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Worker& w = workers_[static_cast<int>(pending.stream)];
+    if (!w.queue.empty() || w.busy) return false;  // it would overtake the stream's earlier ops
+    for (const Handle& h : pending.after)
+      if (h.valid() && !ops_[h.id].done) return false;
+    w.last_handle = pending.handle;
+  }
+  const CommOp& op = pending.op;
+  try {
+    check_injection(op.label, pending.iteration);
+  } catch (const std::exception& e) {
+    complete(pending.handle, true);
+    throw OpError(op.label, e.what());
+  }
+  const double start = context_.now_s();
+  // Completed by whichever thread copies the message (this one, or the receiver's).
+  context_.comm().post_send(rank_, op.peer, op.tag, op.label, flat_buffer(op),
+                            [this, pending = pending, start](const std::string& error) {
+    record_comm(pending.op, pending.stream, pending.iteration, start, context_.now_s());
+    complete(pending.handle, !error.empty());
+    if (!error.empty()) context_.fail(rank_, pending.op.label, error);
+  });
+  return true;
+}
+
 void CpuDevice::run_comm(PendingComm& pending) {
   const CommOp& op = pending.op;
   try {
@@ -484,30 +536,7 @@ void CpuDevice::run_comm(PendingComm& pending) {
       default:
         throw std::logic_error(std::string("not a communication op: ") + to_string(op.kind));
     }
-    const double end = context_.now_s();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      comm_busy_s_ += end - start;
-      if (context_.settings().record_trace) {
-        TraceRecord r;
-        r.rank = rank_;
-        r.iteration = pending.iteration;
-        r.op_id = op.label;
-        r.kind = op.kind;
-        r.phase = op.phase;
-        r.stream = pending.stream;
-        r.start_s = start;
-        r.end_s = end;
-        r.bytes = op.bytes;
-        if (is_collective(op.kind)) {
-          r.group_id = op.group.id;
-          r.group_size = op.group.size();
-        } else {
-          r.peer = op.peer;
-        }
-        trace_.push_back(std::move(r));
-      }
-    }
+    record_comm(op, pending.stream, pending.iteration, start, context_.now_s());
     complete(pending.handle, false);
   } catch (const AbortedError&) {
     complete(pending.handle, true);

@@ -226,6 +226,11 @@ class CpuDevice final : public Runtime {
   float* storage_locked(const Tensor& tensor, const std::string& label);
   void release_locked(int tensor_id);
   void wait_handle(std::int64_t handle);
+  // The comm op's time and trace record.
+  void record_comm(const CommOp& op, Stream stream, int iteration, double start, double end);
+  // Posts a send on an idle stream (no earlier op queued or running, its dependencies done):
+  // false when it must queue for the stream's worker instead.
+  bool try_post_send(const PendingComm& pending);
   void worker_loop(Stream stream);
   // Queues a sleeping worker for a core as a standby (it has work or must stop): it wakes once
   // it has one. Under mutex_.

@@ -152,6 +152,7 @@ struct SharedMemoryComm::Message {
   std::string label;
   bool taken = false, done = false;
   std::string error;  // set by the receiver when the message is refused
+  SharedMemoryComm::SendDone on_done;  // a posted send (post_send): nobody waits on `done`
 };
 
 SharedMemoryComm::SharedMemoryComm(std::chrono::milliseconds timeout) : timeout_(timeout) {}
@@ -197,7 +198,7 @@ constexpr std::chrono::microseconds kSpinBudget{100};
 template <class Pred, class Describe>
 void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadline, Pred ready,
                             Describe describe_timeout, const std::function<bool(int)>& awaited) {
-  if (spin_while_cores_idle(lock, [&] { return ready() || aborted(); }, kSpinBudget, awaited) && ready()) return;
+  if (spin_while_cores_idle(lock, [&] { return ready() || aborted(); }, kSpinBudget) && ready()) return;
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
     // Off the core until the wait is over (core_gate.hpp).
@@ -411,8 +412,13 @@ void SharedMemoryComm::recv(int src, int dst, int tag, const std::string& label,
   p2p(false, src, dst, tag, label, buffer);
 }
 
+void SharedMemoryComm::post_send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer,
+                                 SendDone done) {
+  p2p(true, src, dst, tag, label, buffer, std::move(done));
+}
+
 void SharedMemoryComm::p2p(bool sending, int src, int dst, int tag, const std::string& label,
-                           const FlatBuffer& buffer) {
+                           const FlatBuffer& buffer, SendDone posted) {
   if (aborted()) throw AbortedError("aborted: another rank failed");
   const auto key = std::make_tuple(src, dst, tag);
   const Deadline deadline = std::chrono::steady_clock::now() + timeout_;
@@ -443,13 +449,17 @@ void SharedMemoryComm::p2p(bool sending, int src, int dst, int tag, const std::s
     msg->done = true;
     notify_locked();
     lock.unlock();
-    if (!error.empty()) throw std::runtime_error(error);
+    if (msg->on_done) msg->on_done(error);  // a posted send completes on the receiver's thread
+    if (posted) posted(error);              // this posted send found its receive
+    if (!error.empty() && !posted) throw std::runtime_error(error);
     return;
   }
   auto msg = std::make_shared<Message>();
   msg->buffer = buffer;
   msg->label = label;
+  msg->on_done = std::move(posted);
   mine[key].push_back(msg);
+  if (msg->on_done) return;  // posted: the receiver copies it and calls on_done
   const int peer = sending ? dst : src;
   try {
     wait(lock, deadline, [&] { return msg->done; }, [&] {

@@ -116,6 +116,14 @@ class SharedMemoryComm {
   // Point-to-point between global ranks.
   void send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
   void recv(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+  // A send that nobody waits for: the message is copied at once when its receive is posted,
+  // else left in the mailbox for the receiver to copy when it arrives. `done` is called once the
+  // message is in the receiver's buffer (on this thread, or on the receiver's), with "" or the
+  // receiver's error. `buffer` must stay valid until then. Why: a pipeline stage's send needs no
+  // thread of its own; handing it to a stream worker cost a core hand-off per message, and on
+  // shared cores every extra wake-up waits for a core.
+  using SendDone = std::function<void(const std::string& error)>;
+  void post_send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer, SendDone done);
 
   // Instances currently in the rendezvous table (0 after a clean run).
   std::size_t pending() const;
@@ -153,7 +161,8 @@ class SharedMemoryComm {
   std::vector<Sleeper*> sleepers_;
   std::map<std::string, std::shared_ptr<Instance>> instances_;
   // One side of a message: posts `buffer`, or completes the other side's posting.
-  void p2p(bool sending, int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+  void p2p(bool sending, int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer,
+           SendDone posted = {});
   // Postings waiting for their other side, by (src, dst, tag), in issue order.
   using Mailboxes = std::map<std::tuple<int, int, int>, std::vector<std::shared_ptr<Message>>>;
   Mailboxes sends_, receives_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "analysis/calibration/fit.hpp"
+#include "exec/cpu/calibration/thread_handoff.hpp"
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/models/mlp.hpp"
 
@@ -31,6 +32,13 @@ CpuMicrobenchmarks::CpuMicrobenchmarks(int max_devices)
 
 int CpuMicrobenchmarks::concurrent_devices() const {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+calibration::CoreSwitchCosts CpuMicrobenchmarks::measure_core_switches() {
+  calibration::CoreSwitchCosts costs;
+  costs.handoff_s = measure_thread_handoff_s(/*same_core=*/true);
+  costs.wake_s = measure_thread_handoff_s(/*same_core=*/false);
+  return costs;
 }
 
 calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Workload& workload,

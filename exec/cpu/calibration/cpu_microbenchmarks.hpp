@@ -20,6 +20,7 @@ class CpuMicrobenchmarks final : public calibration::Microbenchmarks {
   int concurrent_devices() const override;  // the CPU cores
   calibration::StepMeasurement measure(const calibration::Workload& workload, int warmup,
                                        int iterations) override;
+  calibration::CoreSwitchCosts measure_core_switches() override;  // thread_handoff.hpp
 
  private:
   int max_devices_;
