@@ -92,6 +92,13 @@ int CoreGate::await(Waiter& waiter) {
   return waiter.core;
 }
 
+bool CoreGate::await_until(Waiter& waiter, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!waiter.cv.wait_until(lock, deadline, [&] { return waiter.granted; })) return false;
+  tl_pinned = waiter.core;
+  return true;
+}
+
 bool CoreGate::withdraw(Waiter& waiter) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (std::deque<Waiter*>* from : {&queue_, &standby_}) {
@@ -201,12 +208,26 @@ void prepare_sleep(CoreGate::Waiter& waiter) {
   waiter.tid = this_tid();
   waiter.rank = tl_rank;
   waiter.pinned = tl_pinned;
+  waiter.gate = tl_gate;
 }
 
 void await_core(CoreGate::Waiter& waiter) {
   tl_core = tl_gate->await(waiter);
   tl_holding = true;
+  note_host(true);
 }
+
+bool await_core_until(CoreGate::Waiter& waiter, std::chrono::steady_clock::time_point deadline) {
+  if (!tl_gate->await_until(waiter, deadline)) return false;
+  tl_core = waiter.core;
+  tl_holding = true;
+  note_host(true);
+  return true;
+}
+
+void queue_sleeper(CoreGate::Waiter& waiter) { waiter.gate->enqueue(waiter, /*standby=*/false); }
+
+bool holds_core() { return tl_gate != nullptr && tl_holding; }
 
 void rejoin_core(bool standby) {
   if (tl_gate == nullptr || tl_holding) return;

@@ -107,12 +107,15 @@ class CoreGate {
     int rank = -1;
     int pinned = -1;  // its current core
     std::chrono::steady_clock::time_point queued_at;  // when it was queued
+    CoreGate* gate = nullptr;  // the gate it sleeps off (prepare_sleep)
   };
   // Queues `waiter` for a permit, granting a free one at once (no thread queued before it); the
   // thread itself or another one on its behalf (see prepare_sleep).
   void enqueue(Waiter& waiter, bool standby);
   // Blocks until `waiter` is granted a permit; its core.
   int await(Waiter& waiter);
+  // The same, until `deadline`: false when it was not granted by then.
+  bool await_until(Waiter& waiter, std::chrono::steady_clock::time_point deadline);
   // Takes `waiter` out of the queue again (its waker found it no work after all), so that a
   // queued thread always has work for a core (spinning waits give way to it). False when it was
   // granted a permit already.
@@ -155,6 +158,13 @@ void rejoin_core(bool standby = false);
 // gate with a Hold).
 void prepare_sleep(CoreGate::Waiter& waiter);
 void await_core(CoreGate::Waiter& waiter);
+// await_core() until `deadline`: false when no core was granted by then (the sleeper still has
+// none: withdraw it if it was queued, then rejoin_core()).
+bool await_core_until(CoreGate::Waiter& waiter, std::chrono::steady_clock::time_point deadline);
+// Another thread queues a sleeper (prepared by prepare_sleep) for a core on its gate.
+void queue_sleeper(CoreGate::Waiter& waiter);
+// This thread holds a core permit (its waits can sleep off the core).
+bool holds_core();
 
 // Spins (re-checking `ready` under `lock`, released between checks) for up to `budget` while
 // no thread that wants it is queued for a core (cores_wanted): a core that

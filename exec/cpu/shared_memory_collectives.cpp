@@ -164,8 +164,45 @@ void SharedMemoryComm::abort() {
 }
 
 void SharedMemoryComm::notify_locked() {
-  for (Sleeper* s : sleepers_)
-    if (aborted() || s->ready()) s->cv.notify_one();
+  for (Sleeper* s : sleepers_) {
+    if (!aborted() && !s->ready()) continue;
+    if (!s->off_core) {
+      s->cv.notify_one();
+    } else if (!s->queued) {  // woken by the gate, on a core (no wake-up to queue itself)
+      s->queued = true;
+      queue_sleeper(s->waiter);
+    }
+  }
+}
+
+bool SharedMemoryComm::sleep_off_core(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
+                                      Deadline deadline, const std::function<bool(int)>& awaited) {
+  Sleeper me;
+  me.ready = ready;
+  me.off_core = true;
+  prepare_sleep(me.waiter);
+  sleepers_.push_back(&me);  // from here a notifier may queue it, even before it left its core
+  lock.unlock();
+  leave_core(awaited);
+  bool granted = await_core_until(me.waiter, deadline);
+  lock.lock();
+  if (!granted) {
+    // Time is up. Queued meanwhile: withdrawn, or granted after all (then it holds a core).
+    const bool withdrawn = me.queued && me.waiter.gate->withdraw(me.waiter);
+    if (me.queued && !withdrawn) {
+      lock.unlock();
+      await_core(me.waiter);
+      lock.lock();
+      granted = true;
+    }
+  }
+  sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &me));
+  if (!granted) {
+    lock.unlock();
+    rejoin_core();
+    lock.lock();
+  }
+  return !granted;
 }
 
 bool SharedMemoryComm::sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,
@@ -202,7 +239,8 @@ void SharedMemoryComm::wait(std::unique_lock<std::mutex>& lock, Deadline deadlin
   while (!ready()) {
     if (aborted()) throw AbortedError("aborted: another rank failed");
     // Off the core until the wait is over (core_gate.hpp).
-    const bool timed_out = off_core_wait(lock, [&] { return sleep_until(lock, ready, deadline); }, awaited);
+    const bool timed_out = holds_core() ? sleep_off_core(lock, ready, deadline, awaited)
+                                        : sleep_until(lock, ready, deadline);
     if (timed_out && !ready()) {
       if (aborted()) throw AbortedError("aborted: another rank failed");
       throw std::runtime_error("timed out after " + seconds_text(timeout_) + " " + describe_timeout());

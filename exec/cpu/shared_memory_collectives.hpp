@@ -69,6 +69,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cpu/core_gate.hpp"
 #include "strategies/op.hpp"
 
 namespace tandem::exec::cpu {
@@ -144,11 +145,19 @@ class SharedMemoryComm {
   struct Sleeper {
     std::condition_variable cv;
     std::function<bool()> ready;
+    // A thread that gave its core up (sleep_off_core): the thread that makes it ready queues it
+    // for a core instead of waking it (core_gate.hpp: prepare_sleep), once.
+    bool off_core = false, queued = false;
+    CoreGate::Waiter waiter;
   };
   // Wakes the sleepers whose condition holds (under the lock).
   void notify_locked();
   // Blocks (under lock) until `ready`, abort or `deadline`; true when the deadline passed.
   bool sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready, Deadline deadline);
+  // sleep_until for a thread that holds a core: it gives the core up (preferably to a thread of
+  // a rank `awaited` accepts) and wakes holding one again.
+  bool sleep_off_core(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready, Deadline deadline,
+                      const std::function<bool(int)>& awaited);
   // Waits for `ready` (under lock), off the core (core_gate.hpp).
   // `awaited`: the ranks it waits for (their threads get this thread's core first, core_gate.hpp).
   template <class Pred, class Describe>
