@@ -24,8 +24,14 @@ std::string kernel_class(const ComputeOp& op) {
         using Args = std::decay_t<decltype(args)>;
         if constexpr (std::is_same_v<Args, ElementwiseArgs>) {
           return kind + "." + to_string(args.fn) + (args.backward ? ".bwd" : "");
+        } else if constexpr (std::is_same_v<Args, LossArgs>) {
+          if (args.backward) return kind + ".bwd";
+          return kind + (args.step == LossStep::shard_max       ? ".shard_max"
+                         : args.step == LossStep::shard_sum_exp ? ".shard_sum_exp"
+                         : args.step == LossStep::shard_finish  ? ".shard_finish"
+                                                                : ".fwd");
         } else if constexpr (std::is_same_v<Args, AttentionArgs> || std::is_same_v<Args, NormArgs> ||
-                             std::is_same_v<Args, EmbeddingArgs> || std::is_same_v<Args, LossArgs>) {
+                             std::is_same_v<Args, EmbeddingArgs>) {
           return kind + (args.backward ? ".bwd" : ".fwd");
         } else {
           return kind;

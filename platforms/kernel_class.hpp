@@ -6,6 +6,9 @@
 //   gemm, optimizer, memcpy                 one class each
 //   attention.fwd / attention.bwd, norm.fwd / norm.bwd, embedding.fwd / embedding.bwd,
 //   loss.fwd / loss.bwd                     forward and backward kernels
+//   loss.shard_max / loss.shard_sum_exp /   the vocab-parallel forward's three steps (LossStep):
+//   loss.shard_finish                       a row maximum costs far less per byte than the
+//                                           exponentials of a whole cross-entropy
 //   elementwise.<fn>[.bwd]                  per function: gelu, swiglu, add, dropout, bias_add,
 //                                           scale, cast
 //

@@ -3,7 +3,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <algorithm>
+
 #include "strategies/data_parallel.hpp"
+#include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/mlp.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
@@ -36,7 +39,25 @@ Workload replicated(std::string name, std::shared_ptr<const Model> model, Traini
   return w;
 }
 
-Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_batch, DType precision, int replicas) {
+// A tensor-parallel pair per two replicas (one when there is a single replica): the sharded
+// kernels a tensor-parallel run issues, the vocab-parallel loss steps among them.
+Workload tensor_parallel(std::string name, std::shared_ptr<const Model> model, TrainingConfig training, int replicas) {
+  ParallelConfig parallel;
+  parallel.tensor_model_parallel_size = 2;
+  parallel.data_parallel_size = std::max(1, replicas / 2);
+  training.global_batch_size = training.micro_batch_size * parallel.data_parallel_size;
+  Workload w;
+  w.name = std::move(name) + "-tp2";
+  w.seq_length = training.seq_length;
+  const auto world = static_cast<std::size_t>(2 * parallel.data_parallel_size);
+  w.strategy = std::make_shared<HybridParallel>(model, training, parallel, HybridConfig{},
+                                                std::vector<RankDevice>(world, RankDevice{}));
+  w.model = std::move(model);
+  return w;
+}
+
+Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_batch, DType precision, int replicas,
+                      bool tensor_parallel_pair = false) {
   TransformerConfig c = transformer_preset("gpt-tiny");  // byte vocabulary, dropout as trained
   c.name = "calib-gpt-h" + std::to_string(hidden);
   c.num_layers = 1;
@@ -45,8 +66,11 @@ Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_
   c.num_attention_heads = hidden / 16;
   c.seq_length = seq;
   c.max_position_embeddings = seq;
-  return replicated(c.name + "-s" + std::to_string(seq) + "-b" + std::to_string(micro_batch),
-                    std::make_shared<TransformerModel>(c), one_micro_batch(micro_batch, seq, precision, replicas), replicas);
+  const std::string name = c.name + "-s" + std::to_string(seq) + "-b" + std::to_string(micro_batch);
+  auto model = std::make_shared<TransformerModel>(c);
+  const TrainingConfig training = one_micro_batch(micro_batch, seq, precision, replicas);
+  return tensor_parallel_pair ? tensor_parallel(name, std::move(model), training, replicas)
+                              : replicated(name, std::move(model), training, replicas);
 }
 
 Workload mlp_workload(std::int64_t width, std::int64_t batch, DType precision, int replicas) {
@@ -148,6 +172,8 @@ std::vector<Workload> compute_workloads(bool quick, DType precision, int replica
     w.push_back(gpt_workload(h, 32, 2, precision, replicas));
     if (!quick) w.push_back(gpt_workload(h, 16, 1, precision, replicas));
     w.push_back(gpt_workload(h, 64, 4, precision, replicas));
+    w.push_back(gpt_workload(h, 32, 2, precision, replicas, /*tensor_parallel_pair=*/true));
+    if (!quick) w.push_back(gpt_workload(h, 64, 4, precision, replicas, /*tensor_parallel_pair=*/true));
   }
   // MLP: wide GEMMs (up to 64 x 512 x 512) and large element-wise and optimizer kernels.
   const std::vector<std::int64_t> widths = quick ? std::vector<std::int64_t>{128, 512}
