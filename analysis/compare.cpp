@@ -46,8 +46,7 @@ TraceSummary summarize(const Trace& trace, const Trace& mean_iteration) {
   s.scenario = trace.scenario;
   s.records = static_cast<int>(trace.records.size());
   s.iterations = iteration_spans(trace);
-  for (const auto& span : s.iterations) s.iteration_time_s += span.duration_s();
-  if (!s.iterations.empty()) s.iteration_time_s /= static_cast<double>(s.iterations.size());
+  s.iteration_time_s = mean_iteration_period_s(s.iterations);
   for (const auto& r : mean_iteration.records) s.rank_finish_s[r.rank] = std::max(s.rank_finish_s[r.rank], r.end_s);
   s.critical_path = critical_path(mean_iteration.records);
   return s;

@@ -19,6 +19,12 @@ std::vector<IterationSpan> iteration_spans(const Trace& trace) {
   return out;
 }
 
+Seconds mean_iteration_period_s(const std::vector<IterationSpan>& spans) {
+  // The first iteration's period starts at its first op; each later one at the previous end.
+  if (spans.empty()) return 0;
+  return (spans.back().end_s - spans.front().start_s) / static_cast<double>(spans.size());
+}
+
 Trace relative_to_iteration_start(const Trace& trace) {
   std::map<int, Seconds> start_s;
   for (const auto& span : iteration_spans(trace)) start_s[span.iteration] = span.start_s;

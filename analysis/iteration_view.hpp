@@ -23,6 +23,12 @@ struct IterationSpan {
 // One span per iteration present in the trace, in iteration order.
 std::vector<IterationSpan> iteration_spans(const Trace& trace);
 
+// The time per iteration: the mean period between consecutive iterations' ends, the first one
+// from its first op (as the backends and the simulator report it); for iterations run back to
+// back, the mean span. Ranks that take turns on shared cores start an iteration at staggered
+// times, so spans overlap and their mean overstates the time per iteration.
+Seconds mean_iteration_period_s(const std::vector<IterationSpan>& spans);
+
 // The same records with start and end measured from their iteration's start.
 Trace relative_to_iteration_start(const Trace& trace);
 

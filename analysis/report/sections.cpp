@@ -82,9 +82,7 @@ std::string summary_section(const ReportInputs& in) {
   } else {
     for (const auto& [side, trace] : {std::pair{"predicted", &in.predicted_trace}, std::pair{"measured", &in.measured_trace}}) {
       if (!*trace) continue;
-      const auto spans = iteration_spans(**trace);
-      Seconds mean_s = 0;
-      for (const auto& s : spans) mean_s += s.duration_s() / static_cast<double>(spans.size());
+      const Seconds mean_s = mean_iteration_period_s(iteration_spans(**trace));
       cards += card(std::string(side) + " iteration", human_seconds(mean_s));
       rows.push_back({std::string(side) + " trace", {mean_s}, ""});
     }

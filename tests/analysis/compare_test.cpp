@@ -58,6 +58,15 @@ TEST(Compare, TotalsArePerIterationWhenIterationsAreMatchedOneByOne) {
   EXPECT_DOUBLE_EQ(c.measured.iteration_time_s, 3);
 }
 
+TEST(Compare, IterationTimeIsThePeriodBetweenIterationEndsWhenRanksOverlapIterations) {
+  // Two ranks taking turns: rank 1 starts each iteration while rank 0 finishes the previous one.
+  // Spans are 0-4, 2-7, 5-10 (mean 4.67); iterations end every 3 s after the first.
+  const Trace measured = trace_of("cpu", {gemm(0, 0, "a", 0, 3), gemm(1, 0, "a", 1, 4), gemm(0, 1, "a", 2, 7),
+                                          gemm(1, 1, "a", 4, 6), gemm(0, 2, "a", 5, 9), gemm(1, 2, "a", 7, 10)});
+  const Comparison c = compare_traces(measured, measured);
+  EXPECT_DOUBLE_EQ(c.measured.iteration_time_s, 10.0 / 3);  // (last end - first start) / 3
+}
+
 TEST(Compare, OneIterationAgainstSeveralIsComparedWithTheMeanIteration) {
   const Trace predicted = trace_of("sim", {gemm(0, 0, "a", 0, 1), gemm(0, 0, "b", 1, 2)});
   // Three measured iterations: a lasts 2, 4, 6 s; b 1 s each.

@@ -80,16 +80,26 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
     }
     entry->second.by_iteration[r.iteration].push_back(r.end_s - r.start_s);
   }
-  // Gaps between consecutive compute kernels of rank 0, within each measured iteration.
+  // Gaps between consecutive compute kernels of rank 0, within each measured iteration, but for
+  // those around a communication op (a tensor-parallel all-reduce between two kernels is not
+  // the dispatch cost of either).
   std::map<int, std::vector<std::pair<double, double>>> kernels_by_iteration;
+  std::map<int, std::vector<double>> comm_starts_by_iteration;
   for (const TraceRecord& r : run.trace.records) {
-    if (r.iteration >= first_measured && r.rank == 0 && r.stream == Stream::compute && !is_communication(r.kind))
-      kernels_by_iteration[r.iteration].push_back({r.start_s, r.end_s});
+    if (r.iteration < first_measured || r.rank != 0) continue;
+    if (is_communication(r.kind)) comm_starts_by_iteration[r.iteration].push_back(r.start_s);
+    else if (r.stream == Stream::compute) kernels_by_iteration[r.iteration].push_back({r.start_s, r.end_s});
   }
   std::vector<double> gaps;
   for (auto& [iteration, spans] : kernels_by_iteration) {
     std::sort(spans.begin(), spans.end());
-    for (std::size_t i = 1; i < spans.size(); ++i) gaps.push_back(std::max(0.0, spans[i].first - spans[i - 1].second));
+    const std::vector<double>& comm_starts = comm_starts_by_iteration[iteration];
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      const double from = spans[i - 1].second, to = spans[i].first;
+      const bool around_comm = std::any_of(comm_starts.begin(), comm_starts.end(),
+                                           [&](double t) { return t >= from && t <= to; });
+      if (!around_comm) gaps.push_back(std::max(0.0, to - from));
+    }
   }
   // The mean of the gaps shorter than kLongestOwnGap_s: dispatch, bookkeeping and the buffer
   // allocations the CPU device makes between kernels (tens of microseconds at most), all per-op
