@@ -44,7 +44,14 @@ SimDevice::SimDevice(int rank, SimulationContext& context)
 
 SimDevice::~SimDevice() = default;
 
-bool SimDevice::measuring() const { return iteration_ >= context_.options.warmup_iterations; }
+bool SimDevice::measuring() const {
+  // Not the unmeasured iteration after the measured ones (simulation.cpp: ranks taking turns).
+  return iteration_ >= context_.options.warmup_iterations && !cooling_down();
+}
+
+bool SimDevice::cooling_down() const {
+  return iteration_ >= context_.options.warmup_iterations + context_.options.iterations;
+}
 
 // ---------------------------------------------------------------- memory
 
@@ -76,10 +83,21 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
     for (const Handle& h : issue.after) block_on(h.id);
   }
   const Seconds duration = compute_cost(op, device_).seconds;
-  const Seconds start = s4u::Engine::get_clock() + pending_compute_s_;
-  pending_compute_s_ += duration;
   ++compute_ops_;
   if (measuring()) totals_.compute_s += duration;
+  if (compute_host_ != nullptr) {
+    // Shared cores: the op runs when this rank holds a core, as fast as the cores' other load
+    // lets it; the trace records when it really ran.
+    pending_compute_s_ += duration;
+    const Seconds issued = s4u::Engine::get_clock();
+    flush_compute();
+    if (context_.options.record_trace)
+      add_trace(op.label, op.kind, op.phase, Stream::compute, std::max(issued, last_compute_start_s_),
+                s4u::Engine::get_clock(), op.flops, op.bytes, -1, nullptr);
+    return Handle{};
+  }
+  const Seconds start = s4u::Engine::get_clock() + pending_compute_s_;
+  pending_compute_s_ += duration;
   if (context_.options.record_trace)
     add_trace(op.label, op.kind, op.phase, Stream::compute, start, start + duration, op.flops,
               op.bytes, -1, nullptr);
@@ -93,6 +111,7 @@ void SimDevice::flush_compute() {
   pending_compute_s_ = 0;
   ++compute_executions_;
   take_core();
+  last_compute_start_s_ = s4u::Engine::get_clock();
   if (compute_host_ != nullptr) {  // cores shared with the node's other ranks
     s4u::this_actor::exec_init(seconds * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
     return;
@@ -364,6 +383,7 @@ void SimDevice::end_iteration() {
 void SimDevice::add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream,
                           Seconds start, Seconds end, Flops flops, Bytes bytes, int peer,
                           const Group* group) {
+  if (cooling_down()) return;
   TraceRecord r;
   r.rank = rank_;
   r.iteration = iteration_;

@@ -141,6 +141,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   void add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream, Seconds start,
                  Seconds end, Flops flops, Bytes bytes, int peer, const Group* group);
   bool measuring() const;
+  bool cooling_down() const;  // past the measured iterations
   bool is_ghost(int rank) const { return context_.fold != nullptr && !context_.fold->simulated(rank); }
   // A ghost's side of a transfer: an actor on the ghost's host that waits until the rank the ghost
   // mirrors has reached the collective on `channel`, then sends (or receives) `bytes`.
@@ -157,6 +158,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   int next_tensor_id_ = 0;
 
   Seconds pending_compute_s_ = 0;  // fused block not yet executed
+  Seconds last_compute_start_s_ = 0;  // when the last executed block started (after taking a core)
   std::deque<OpState> ops_;  // by handle id; a deque keeps references stable as ops are added
   std::array<StreamQueue, kStreamCount> streams_;
   simgrid::s4u::MutexPtr mutex_;

@@ -15,6 +15,8 @@ DeviceProfile calibrated_profile() {
   p.efficiency_curves["gemm"] = {BoundSide::flops, 1.1623456789, 81234.5};
   p.efficiency_curves["elementwise.gelu.bwd"] = {BoundSide::memory, 0.154, 0};
   p.calibrated = {"box \"7\"", "AMD EPYC", "", "cpu", "2026-11-30T23:00:00Z", "0436384abcd"};
+  p.core_handoff_s = 3.25e-6;
+  p.core_wake_s = 15.5e-6;
   return p;
 }
 
@@ -26,6 +28,8 @@ TEST(ProfileYaml, ACalibratedProfileLoadsBackAsWritten) {
   const DeviceProfile back = load_device_profile(path);
   EXPECT_EQ(back.name, p.name);
   EXPECT_NEAR(back.launch_overhead_s, p.launch_overhead_s, 1e-15);
+  EXPECT_NEAR(back.core_handoff_s, p.core_handoff_s, 1e-15);
+  EXPECT_NEAR(back.core_wake_s, p.core_wake_s, 1e-15);
   EXPECT_NEAR(back.peak_fp32_flops_per_s / p.peak_fp32_flops_per_s, 1.0, 1e-9);
   EXPECT_NEAR(back.memory_bandwidth_bytes_per_s / p.memory_bandwidth_bytes_per_s, 1.0, 1e-9);
   ASSERT_EQ(back.efficiency_curves.size(), 2u);

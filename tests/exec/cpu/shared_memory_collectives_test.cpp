@@ -253,6 +253,39 @@ TEST(SharedMemoryCollectives, SendRecvMatchBySourceDestinationTagInFifoOrder) {
   EXPECT_EQ(comm.pending(), 0u);
 }
 
+TEST(SharedMemoryCollectives, APostedSendCompletesWhenItsReceiverCopiesIt) {
+  std::vector<float> a = values(0, 64, 1), ra(64);
+  SharedMemoryComm comm;
+  std::atomic<int> done{0};
+  std::string error = "not called";
+  // No receive yet: the send is left in the mailbox and the sender goes on.
+  comm.post_send(0, 1, 3, "s.a", whole(a), [&](const std::string& e) { error = e, ++done; });
+  EXPECT_EQ(done.load(), 0);
+  EXPECT_EQ(comm.pending(), 1u);
+  comm.recv(0, 1, 3, "r.a", whole(ra));  // copies it, and completes the send
+  EXPECT_EQ(done.load(), 1);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(ra, a);
+  // The receive first: the posted send is copied at once, on the sender's thread.
+  std::vector<float> b = values(0, 64, 2), rb(64);
+  std::thread receiver([&] { comm.recv(0, 1, 4, "r.b", whole(rb)); });
+  while (comm.pending() == 0) std::this_thread::yield();
+  comm.post_send(0, 1, 4, "s.b", whole(b), [&](const std::string& e) { error = e, ++done; });
+  EXPECT_EQ(done.load(), 2);
+  receiver.join();
+  EXPECT_EQ(rb, b);
+  EXPECT_EQ(comm.pending(), 0u);
+}
+
+TEST(SharedMemoryCollectives, APostedSendOfTheWrongSizeReportsTheReceiversError) {
+  std::vector<float> a(10), ra(12);
+  SharedMemoryComm comm;
+  std::string error;
+  comm.post_send(0, 1, 0, "s.a", whole(a), [&](const std::string& e) { error = e; });
+  EXPECT_THROW(comm.recv(0, 1, 0, "r.a", whole(ra)), std::runtime_error);
+  EXPECT_NE(error.find("expects 12 elements"), std::string::npos) << error;
+}
+
 TEST(SharedMemoryCollectives, MismatchedSizesFailEveryMember) {
   std::vector<float> a(10), b(12);
   SharedMemoryComm comm(std::chrono::seconds(5));

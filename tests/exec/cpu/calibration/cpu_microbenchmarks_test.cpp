@@ -28,6 +28,17 @@ void print(const StepMeasurement& step) {
   std::cout << "step " << step.step_s * 1e6 << " us, kernels " << kernels * 1e6 << " us\n";
 }
 
+TEST(CpuMicrobenchmarks, PassingACoreBetweenThreadsCostsMicrosecondsNotScheduledTicks) {
+  CpuMicrobenchmarks bench(2);
+  const calibration::CoreSwitchCosts costs = bench.measure_core_switches();
+  // A context switch on one core, a wake-up of an idle one: microseconds (3 and 15-27 us on the
+  // 2-core development VM); a millisecond would be a scheduler tick, i.e. not a hand-off at all.
+  EXPECT_GT(costs.handoff_s, 0.0);
+  EXPECT_LT(costs.handoff_s, 1e-3);
+  EXPECT_GT(costs.wake_s, 0.0);
+  EXPECT_LT(costs.wake_s, 1e-3);
+}
+
 TEST(CpuMicrobenchmarks, TimesEveryComputeKindOfATrainingStepOnce) {
   CpuMicrobenchmarks bench(2);
   const auto workloads = calibration::compute_workloads(/*quick=*/true);
