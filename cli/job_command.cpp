@@ -216,6 +216,7 @@ int part_local(const JobOptions& o, StepRunner& steps, const fs::path& dir, std:
   CompareCommandOptions compare;
   compare.predicted_path = simulate.trace_path;
   compare.measured_path = run.trace_path;
+  compare.measured_warmup = run.warmup.value_or(0);  // the run's trace holds its warm-up iterations too
   compare.json_path = (dir / "compare.json").string();
   if (int s = steps.run("comparing prediction and measurement op by op", "local-compare",
                         [&] { return run_compare(compare); }))
