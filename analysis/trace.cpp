@@ -115,4 +115,19 @@ Trace read_trace_json(const std::string& path) {
   return trace;
 }
 
+TraceRecord op_trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase,
+                            Stream stream, Seconds start_s, Seconds end_s, Bytes bytes) {
+  TraceRecord r;
+  r.rank = rank;
+  r.iteration = iteration;
+  r.op_id = label;
+  r.kind = kind;
+  r.phase = phase;
+  r.stream = stream;
+  r.start_s = start_s;
+  r.end_s = end_s;
+  r.bytes = bytes;
+  return r;
+}
+
 }  // namespace tandem

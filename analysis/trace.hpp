@@ -31,6 +31,10 @@ struct TraceRecord {
   int group_size = 0;
 };
 
+// An op's record with the fields every op has (flops, peer and group are the caller's to add).
+TraceRecord op_trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase,
+                            Stream stream, Seconds start_s, Seconds end_s, Bytes bytes);
+
 struct Trace {
   std::string source;   // "sim", "cpu", "cuda"
   std::string scenario; // scenario name

@@ -384,17 +384,8 @@ void SimDevice::add_trace(const std::string& label, OpKind kind, Phase phase, St
                           Seconds start, Seconds end, Flops flops, Bytes bytes, int peer,
                           const Group* group) {
   if (cooling_down()) return;
-  TraceRecord r;
-  r.rank = rank_;
-  r.iteration = iteration_;
-  r.op_id = label;
-  r.kind = kind;
-  r.phase = phase;
-  r.stream = stream;
-  r.start_s = start;
-  r.end_s = end;
+  TraceRecord r = op_trace_record(rank_, iteration_, label, kind, phase, stream, start, end, bytes);
   r.flops = flops;
-  r.bytes = bytes;
   r.peer = peer;
   if (group != nullptr) {
     r.group_id = group->id;

@@ -15,6 +15,7 @@ namespace {
 using I64 = std::int64_t;
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
+
 std::string seconds_text(std::chrono::milliseconds ms) {
   std::string text = std::to_string(static_cast<double>(ms.count()) / 1000.0);
   while (!text.empty() && text.back() == '0') text.pop_back();
@@ -277,17 +278,8 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
       losses_.push_back({iteration_, micro_batch_offset_ + (has_mb ? k : 0), value});
     }
     if (s.record_trace) {
-      TraceRecord r;
-      r.rank = rank_;
-      r.iteration = iteration_;
-      r.op_id = op.label;
-      r.kind = op.kind;
-      r.phase = op.phase;
-      r.stream = Stream::compute;
-      r.start_s = start;
-      r.end_s = end;
+      TraceRecord r = op_trace_record(rank_, iteration_, op.label, op.kind, op.phase, Stream::compute, start, end, op.bytes);
       r.flops = op.flops;
-      r.bytes = op.bytes;
       add_trace(std::move(r));
     }
   } catch (const AbortedError&) {
@@ -455,16 +447,7 @@ void CpuDevice::record_comm(const CommOp& op, Stream stream, int iteration, doub
   std::lock_guard<std::mutex> lock(mutex_);
   comm_busy_s_ += end - start;
   if (!context_.settings().record_trace) return;
-  TraceRecord r;
-  r.rank = rank_;
-  r.iteration = iteration;
-  r.op_id = op.label;
-  r.kind = op.kind;
-  r.phase = op.phase;
-  r.stream = stream;
-  r.start_s = start;
-  r.end_s = end;
-  r.bytes = op.bytes;
+  TraceRecord r = op_trace_record(rank_, iteration, op.label, op.kind, op.phase, stream, start, end, op.bytes);
   if (is_collective(op.kind)) {
     r.group_id = op.group.id;
     r.group_size = op.group.size();

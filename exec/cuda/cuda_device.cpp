@@ -14,19 +14,6 @@ namespace {
 using I64 = std::int64_t;
 constexpr std::size_t kLossSlots = 1 << 16;
 
-// An op's trace record before its times are known (they are read from its events later).
-TraceRecord trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase, Stream stream,
-                         Bytes bytes) {
-  TraceRecord r;
-  r.rank = rank;
-  r.iteration = iteration;
-  r.op_id = label;
-  r.kind = kind;
-  r.phase = phase;
-  r.stream = stream;
-  r.bytes = bytes;
-  return r;
-}
 
 std::size_t storage_bytes(I64 numel) { return sizeof(float) * static_cast<std::size_t>(std::max<I64>(numel, 1)); }
 
@@ -294,7 +281,7 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
                                  cudaMemcpyDeviceToHost, cs));
       pending_losses_.push_back({micro_batch_offset_ + (has_mb ? k : 0), slot});
     }
-    r.trace = trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, op.bytes);
+    r.trace = op_trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, 0, 0, op.bytes);  // times: from its events
     r.trace.flops = op.flops;
     r.traced = true;
     return Handle{id};
@@ -339,7 +326,7 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
     if (s != Stream::compute)
       for (int t : touched) last_comm_op_[t] = id;
-    r.trace = trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, op.bytes);
+    r.trace = op_trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, 0, 0, op.bytes);  // times: from its events
     r.traced = true;
     if (is_collective(op.kind)) {
       r.trace.group_id = op.group.id;

@@ -9,15 +9,7 @@ namespace tandem::analysis_test {
 
 inline TraceRecord op(int rank, int iteration, const std::string& id, OpKind kind, Stream stream, Seconds start_s,
                       Seconds end_s) {
-  TraceRecord r;
-  r.rank = rank;
-  r.iteration = iteration;
-  r.op_id = id;
-  r.kind = kind;
-  r.stream = stream;
-  r.start_s = start_s;
-  r.end_s = end_s;
-  return r;
+  return op_trace_record(rank, iteration, id, kind, Phase::other, stream, start_s, end_s, 0);
 }
 
 inline TraceRecord gemm(int rank, int iteration, const std::string& id, Seconds start_s, Seconds end_s) {
