@@ -8,7 +8,7 @@ namespace tandem::cli {
 
 CLI::App* add_compare_command(CLI::App& app, CompareCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("compare", "align a predicted and a measured trace op by op and report the errors");
-  cmd->add_option("predicted", o.predicted_path, "predicted trace (tandem simulate --tandem-trace)")->required();
+  cmd->add_option("predicted", o.predicted_path, "predicted trace (tandem simulate --trace)")->required();
   cmd->add_option("measured", o.measured_path, "measured trace (tandem run --trace)")->required();
   cmd->add_option("--json", o.json_path, "write the comparison as JSON to FILE ('-' for stdout)");
   cmd->add_option("--align", o.alignment, "iteration alignment: auto, by-iteration, mean-iteration")

@@ -9,7 +9,7 @@ namespace tandem::cli {
 
 CLI::App* add_report_command(CLI::App& app, ReportCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("report", "write a self-contained HTML report (plots) of traces, predictions and searches");
-  cmd->add_option("--predicted-trace", o.files.predicted_trace, "predicted trace (tandem simulate --tandem-trace)");
+  cmd->add_option("--predicted-trace", o.files.predicted_trace, "predicted trace (tandem simulate --trace)");
   cmd->add_option("--measured-trace", o.files.measured_trace, "measured trace (tandem run --trace)");
   cmd->add_option("--prediction", o.files.prediction, "prediction JSON (tandem simulate --json)");
   cmd->add_option("--measured-summary", o.files.measured_summary, "measured run summary JSON (tandem run --json)");

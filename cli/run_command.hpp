@@ -1,6 +1,6 @@
 // `tandem run SCENARIO --backend cpu`: trains the scenario's strategy for real and measures it.
 // Prints loss and throughput per iteration; writes the measured trace (Tandem's trace schema,
-// the same op ids as `tandem simulate --tandem-trace`) and a JSON summary on request. The cpu
+// the same op ids as `tandem simulate --trace`) and a JSON summary on request. The cpu
 // backend runs on the `localhost` cluster only (CPU cores as devices); any other cluster, or
 // another backend, is refused with exit status 2, as is a corrupted, truncated or mismatched
 // checkpoint given to --resume.

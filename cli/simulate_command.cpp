@@ -16,8 +16,10 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   CLI::App* cmd = app.add_subcommand("simulate", "predict iteration time, memory and energy of a scenario");
   cmd->add_option("scenario", o.scenario, "scenario file, or the name of a bundled scenario")->required();
   cmd->add_option("--json", o.json_path, "write the prediction as JSON to FILE ('-' for stdout)");
-  cmd->add_option("--trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
-  cmd->add_option("--tandem-trace", o.trace_path, "write the predicted trace (Tandem schema) to FILE");
+  // As `tandem run` names them: --trace the Tandem-schema trace that compare and report read,
+  // --chrome-trace the Perfetto timeline (--tandem-trace: the former name of --trace).
+  cmd->add_option("--trace,--tandem-trace", o.trace_path, "write the predicted trace (Tandem schema) to FILE");
+  cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
   cmd->add_option("--iterations", o.iterations, "measured iterations")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(CLI::NonNegativeNumber);
   cmd->add_option("--algorithm", o.algorithm, "collective algorithm: auto, ring, tree, hierarchical, direct");

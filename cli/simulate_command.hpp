@@ -11,8 +11,8 @@ namespace tandem::cli {
 struct SimulateOptions {
   std::string scenario;
   std::string json_path;          // --json: the prediction as JSON ("-" for stdout)
-  std::string chrome_trace_path;  // --trace: Chrome-trace/Perfetto timeline
-  std::string trace_path;         // --tandem-trace: the trace in Tandem's schema
+  std::string chrome_trace_path;  // --chrome-trace: Chrome-trace/Perfetto timeline
+  std::string trace_path;         // --trace (or --tandem-trace): the trace in Tandem's schema
   std::optional<int> iterations;
   std::optional<int> warmup;
   std::string algorithm;          // overrides the scenario's collective algorithm

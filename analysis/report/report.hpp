@@ -23,7 +23,7 @@
 namespace tandem::report {
 
 struct ReportFiles {
-  std::string predicted_trace;   // tandem simulate --tandem-trace
+  std::string predicted_trace;   // tandem simulate --trace
   std::string measured_trace;    // tandem run --trace
   std::string prediction;        // tandem simulate --json
   std::string measured_summary;  // tandem run --json

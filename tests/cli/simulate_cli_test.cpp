@@ -41,7 +41,7 @@ TEST(SimulateCli, JsonAndPerfettoTraceAreWritten) {
   fs::create_directories(dir);  // on its own: under ctest no other test made it first
   const std::string json_path = (dir / "prediction.json").string();
   const std::string trace_path = (dir / "timeline.json").string();
-  const CliRun run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json " + json_path + " --trace " + trace_path);
+  const CliRun run = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json " + json_path + " --chrome-trace " + trace_path);
   ASSERT_EQ(run.status, 0) << run.err;
   const auto prediction = nlohmann::json::parse(std::ifstream(json_path));
   EXPECT_GT(prediction["iteration_time_s"].get<double>(), 0);

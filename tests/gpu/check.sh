@@ -59,7 +59,7 @@ else
 fi
 step run-124m 90 "$bin/tandem" run gpt2-124m-h200 --backend cuda --iterations 5 --warmup 2 \
   --json "$out/run-124m.json" --trace "$out/run-124m-trace.json" --chrome-trace "$out/run-124m-timeline.json"
-step simulate-124m 60 "$bin/tandem" simulate gpt2-124m-h200 --json "$out/simulate-124m.json" --tandem-trace "$out/simulate-124m-trace.json"
+step simulate-124m 60 "$bin/tandem" simulate gpt2-124m-h200 --json "$out/simulate-124m.json" --trace "$out/simulate-124m-trace.json"
 step run-tiny-fp32 30 "$bin/tandem" run gpt-tiny-h200-fp32 --backend cuda --iterations 5 --json "$out/run-tiny-fp32-cuda.json"
 python3 "$here/summarize.py" "$out" > "$out/summary.txt" 2>&1 || echo "summarize.py failed" | tee -a "$log"
 cat "$out/summary.txt"
