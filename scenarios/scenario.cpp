@@ -96,7 +96,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
     }
   }
   node.only_keys({"type", "preset", "name", "num_layers", "hidden_size", "num_attention_heads",
-                  "num_query_groups", "ffn_hidden_size", "vocab_size", "seq_length", "norm",
+                  "num_query_groups", "kv_channels", "ffn_hidden_size", "vocab_size", "seq_length", "norm",
                   "activation", "position", "tied_embeddings", "bias", "use_flash_attn"});
   SectionReader r(node, scenario);
   if (auto preset = r.get("preset")) {
@@ -115,6 +115,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.positive_int("num_attention_heads", cfg.num_attention_heads);
   if (!node.has("num_query_groups") && node.has("num_attention_heads")) cfg.num_query_groups = cfg.num_attention_heads;
   r.positive_int("num_query_groups", cfg.num_query_groups);
+  r.positive_int("kv_channels", cfg.kv_channels);  // the head dim, when not hidden / heads
   if (!node.has("ffn_hidden_size") && node.has("hidden_size") && !node.has("preset")) cfg.ffn_hidden_size = 4 * cfg.hidden_size;
   r.positive_int("ffn_hidden_size", cfg.ffn_hidden_size);
   r.positive_int("vocab_size", cfg.vocab_size);
@@ -125,9 +126,12 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.flag("tied_embeddings", cfg.tied_embeddings);
   r.flag("bias", cfg.bias);
   r.flag("use_flash_attn", cfg.use_flash_attn);
-  if (cfg.hidden_size % cfg.num_attention_heads != 0)
-    node["num_attention_heads"].fail("hidden_size " + std::to_string(cfg.hidden_size) +
-                                     " is not divisible by num_attention_heads");
+  // Heads of hidden / heads channels each, unless kv_channels says otherwise (GPT-3 13B: 5140
+  // wide, 40 heads of 128, as its preset has it).
+  if (cfg.kv_channels == 0 && cfg.hidden_size % cfg.num_attention_heads != 0)
+    (node.has("num_attention_heads") ? node["num_attention_heads"] : node["hidden_size"])
+        .fail("hidden_size " + std::to_string(cfg.hidden_size) + " is not divisible by num_attention_heads " +
+              std::to_string(cfg.num_attention_heads) + " (set kv_channels, the head dim, if that is meant)");
   if (cfg.num_attention_heads % cfg.query_groups() != 0)  // a preset may leave it 0 (= heads)
     node["num_query_groups"].fail("num_attention_heads is not divisible by num_query_groups");
   return cfg;

@@ -28,8 +28,8 @@ bool is_preset(const std::string& name) {
 // The fields a scenario can spell, to tell an untouched preset from an overridden one (the
 // sequence length is the training section's, written there).
 auto spelled(const TransformerConfig& t) {
-  return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.ffn_size(), t.vocab_size,
-                    t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn);
+  return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.kv_channels, t.ffn_size(),
+                    t.vocab_size, t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn);
 }
 
 void emit_model(YAML::Emitter& y, const ModelSpec& m) {
@@ -47,7 +47,7 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
     y << YAML::Key << "output_size" << YAML::Value << m.mlp.output_size;
   } else {
     // A preset is written by name plus the fields that differ from it: it keeps what a scenario
-    // cannot spell (dropout, head dim), and its own values are not re-validated as overrides.
+    // cannot spell (dropout), and its own values are not re-validated as overrides.
     const TransformerConfig& t = m.transformer;
     const bool preset = is_preset(t.name);
     const TransformerConfig p = preset ? transformer_preset(t.name) : TransformerConfig{};
@@ -61,6 +61,7 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
     field("hidden_size", t.hidden_size, p.hidden_size);
     field("num_attention_heads", t.num_attention_heads, p.num_attention_heads);
     field("num_query_groups", t.query_groups(), p.query_groups());
+    if (t.kv_channels > 0) field("kv_channels", t.kv_channels, p.kv_channels);
     field("ffn_hidden_size", t.ffn_size(), p.ffn_size());
     field("vocab_size", t.vocab_size, p.vocab_size);
     field("seq_length", t.seq_length, p.seq_length);

@@ -79,6 +79,27 @@ TEST(Scenario, GoodScenarioReadsMegatronKnobs) {
   EXPECT_EQ(s.line_of("strategy.data_parallel_size"), 10);
 }
 
+TEST(Scenario, APresetInMapFormKeepsItsOwnShapeAndTakesOverrides) {
+  // GPT-3 13B is 5140 wide with 40 heads of 128 (kv_channels): not hidden / heads.
+  const Scenario s = load_scenario(write_temp(
+      "map.yaml", replaced(kGood, "model: gpt2-124m\n", "model:\n  preset: gpt3-13b\n  num_layers: 4\n")));
+  EXPECT_EQ(s.model.transformer.hidden_size, 5140);
+  EXPECT_EQ(s.model.transformer.num_layers, 4);
+  EXPECT_EQ(s.model.transformer.head_dim(), 128);
+}
+
+TEST(Scenario, HeadsThatDoNotDivideTheHiddenSizeNeedKvChannels) {
+  const std::string custom = "model:\n  hidden_size: 100\n  num_attention_heads: 3\n  num_layers: 2\n"
+                             "  vocab_size: 256\n";
+  const InputError e = load_error(replaced(kGood, "model: gpt2-124m\n", custom));
+  EXPECT_EQ(e.field(), "model.num_attention_heads");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_NE(std::string(e.what()).find("kv_channels"), std::string::npos) << e.what();
+  const Scenario s = load_scenario(
+      write_temp("kv.yaml", replaced(kGood, "model: gpt2-124m\n", custom + "  kv_channels: 32\n")));
+  EXPECT_EQ(s.model.transformer.head_dim(), 32);
+}
+
 TEST(Scenario, UnknownModelNamesTheModelLine) {
   const InputError e = load_error(replaced(kGood, "gpt2-124m", "gpt-9000"));
   EXPECT_EQ(e.line(), 2);
