@@ -95,8 +95,7 @@ Tensor CpuDevice::alloc(std::string_view name, std::vector<std::int64_t> shape, 
   std::unique_lock<std::mutex> lock(mutex_);
   Tensor t{next_tensor_id_++, std::move(shape), dtype};
   const I64 n = t.numel();
-  Buffer buffer{std::unique_ptr<float[]>(new float[static_cast<std::size_t>(std::max<I64>(n, 1))]()),
-                n, category};
+  Buffer buffer{take_storage_locked(n), n, category};
   memory_.allocate(t.id, t.bytes(), category);
   names_[t.id] = std::string(name);
   float* data = buffer.data.get();
@@ -121,8 +120,20 @@ void CpuDevice::release_locked(int tensor_id) {
   memory_.release(tensor_id);  // unknown ids: std::logic_error
   auto it = buffers_.find(tensor_id);
   // Activations are never reacquired: forget their names (a run allocates thousands per step).
-  if (it != buffers_.end() && it->second.category == MemCategory::activations) names_.erase(tensor_id);
-  buffers_.erase(tensor_id);
+  if (it == buffers_.end()) return;
+  if (it->second.category == MemCategory::activations) names_.erase(tensor_id);
+  free_storage_[std::max<I64>(it->second.numel, 1)].push_back(std::move(it->second.data));
+  buffers_.erase(it);
+}
+
+std::unique_ptr<float[]> CpuDevice::take_storage_locked(I64 numel) {
+  const auto size = static_cast<std::size_t>(std::max<I64>(numel, 1));
+  auto it = free_storage_.find(static_cast<I64>(size));
+  if (it == free_storage_.end() || it->second.empty()) return std::unique_ptr<float[]>(new float[size]());
+  std::unique_ptr<float[]> data = std::move(it->second.back());
+  it->second.pop_back();
+  std::fill(data.get(), data.get() + size, 0.0f);  // as fresh storage is
+  return data;
 }
 
 void CpuDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
@@ -161,9 +172,7 @@ void CpuDevice::reacquire(const Tensor& tensor, MemCategory category) {
     throw std::logic_error("reacquire of tensor " + std::to_string(tensor.id) +
                            ", which is still allocated");
   const I64 n = tensor.numel();
-  buffers_.emplace(tensor.id,
-                   Buffer{std::unique_ptr<float[]>(new float[static_cast<std::size_t>(std::max<I64>(n, 1))]()),
-                          n, category});
+  buffers_.emplace(tensor.id, Buffer{take_storage_locked(n), n, category});
   memory_.allocate(tensor.id, tensor.bytes(), category);
 }
 
