@@ -91,16 +91,17 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
     pending_compute_s_ += duration;
     const Seconds issued = s4u::Engine::get_clock();
     flush_compute();
+    const Seconds end = s4u::Engine::get_clock();
     if (context_.options.record_trace)
-      add_trace(op.label, op.kind, op.phase, Stream::compute, std::max(issued, last_compute_start_s_),
-                s4u::Engine::get_clock(), op.flops, op.bytes, -1, nullptr);
+      add_trace(op.label, op.kind, op.phase, Stream::compute, kernel_start(std::max(issued, last_compute_start_s_), end),
+                end, op.flops, op.bytes, -1, nullptr);
     return Handle{};
   }
   const Seconds start = s4u::Engine::get_clock() + pending_compute_s_;
   pending_compute_s_ += duration;
   if (context_.options.record_trace)
-    add_trace(op.label, op.kind, op.phase, Stream::compute, start, start + duration, op.flops,
-              op.bytes, -1, nullptr);
+    add_trace(op.label, op.kind, op.phase, Stream::compute, kernel_start(start, start + duration), start + duration,
+              op.flops, op.bytes, -1, nullptr);
   if (context_.options.compute_fidelity == ComputeFidelity::per_op) flush_compute();
   return Handle{};  // the compute stream is the host's own timeline: complete once issued
 }
@@ -117,6 +118,12 @@ void SimDevice::flush_compute() {
     return;
   }
   s4u::this_actor::execute(seconds * kSimHostSpeedFlopsPerS);
+}
+
+// The kernel starts once the backend has dispatched it (launch overhead): the trace shows the
+// dispatch as a gap before the op, as a measured trace does, so that op durations compare.
+Seconds SimDevice::kernel_start(Seconds op_start, Seconds op_end) const {
+  return std::min(op_end, op_start + device_.launch_overhead_s);
 }
 
 void SimDevice::take_core() {

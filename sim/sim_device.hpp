@@ -130,6 +130,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   };
 
   void flush_compute();  // executes the fused compute block
+  Seconds kernel_start(Seconds op_start, Seconds op_end) const;  // after the launch overhead
   // Shared cores (core_turns.hpp): takes a core, paying the hand-off when it came from another rank.
   void take_core();
   // Runs `wait` as a wait for `members`: the core may pass to another rank meanwhile.
