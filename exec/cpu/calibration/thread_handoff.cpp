@@ -1,69 +1,71 @@
 #include "exec/cpu/calibration/thread_handoff.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "exec/cpu/core_gate.hpp"
 
 namespace tandem::exec::cpu {
 
 namespace {
 
-constexpr int kTurns = 1000;  // per round: ~30 ms across cores, ~3 ms on one
+constexpr int kPasses = 2000;  // per round: ~40 ms across cores, ~8 ms on one
 constexpr int kRounds = 5;
 
-// The first two CPUs this process may run on (one when it has a single CPU).
-std::vector<int> two_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
-void pin_self(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ::sched_setaffinity(0, sizeof set, &set);
-}
-
-// Two threads pass the turn back and forth kTurns times; seconds per pass.
-Seconds one_round(int cpu_a, int cpu_b) {
-  std::mutex mutex;
-  std::condition_variable turn_changed[2];
-  int turn = 0;
-  const auto player = [&](int me, int cpu) {
-    pin_self(cpu);
-    for (int i = 0; i < kTurns; ++i) {
-      std::unique_lock<std::mutex> lock(mutex);
-      turn_changed[me].wait(lock, [&] { return turn == me; });
-      turn = 1 - me;
-      turn_changed[1 - me].notify_one();
+// Two ranks' threads pass the turn through the backend's own gate (core_gate.hpp), as a
+// collective's last member and a member asleep in it do: the one that runs queues the sleeping
+// other for a core (prepare_sleep / queue_sleeper), then gives its own core up and sleeps until
+// the other does the same. With one permit the sleeper gets the core its waker leaves (a context
+// switch on one core); with two, the core that has idled since the sleeper left it (a wake-up).
+// Seconds per pass.
+Seconds one_round(int permits) {
+  CoreGate gate(permits);
+  CoreGate::Waiter waiters[2];
+  std::atomic<bool> asleep[2] = {false, false};
+  std::atomic<int> passes{0}, holders{0};
+  const auto player = [&](int me) {
+    const CoreGate::Hold hold(gate, me);
+    const bool first = holders.fetch_add(1) == 0;  // whichever thread got a core first
+    // Marked asleep before leaving a single core (the other cannot run before), after leaving one
+    // of two (else the other could queue it while it still holds its core: no wake-up at all).
+    const auto sleep = [&] {
+      prepare_sleep(waiters[me]);
+      if (permits == 1) asleep[me].store(true);
+      leave_core();
+      if (permits != 1) asleep[me].store(true);
+      await_core(waiters[me]);
+    };
+    // One permit: the other thread waits in its Hold for this core, so the first sleeps first. Two
+    // permits: the second got the other core; it sleeps first, leaving that core idle.
+    if (first && permits == 1) {
+      while (gate.queued() == 0) std::this_thread::yield();
+      sleep();
+    }
+    if (!first && permits == 2) sleep();
+    while (passes.load() < kPasses) {
+      const int other = 1 - me;
+      while (!asleep[other].load()) std::this_thread::yield();
+      asleep[other].store(false);
+      queue_sleeper(waiters[other]);
+      if (passes.fetch_add(1) + 1 >= kPasses) break;
+      sleep();
     }
   };
   const auto start = std::chrono::steady_clock::now();
-  std::thread a(player, 0, cpu_a), b(player, 1, cpu_b);
+  std::thread a(player, 0), b(player, 1);
   a.join();
   b.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (2.0 * kTurns);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kPasses;
 }
 
 }  // namespace
 
 Seconds measure_thread_handoff_s(bool same_core) {
-  const std::vector<int> cpus = two_cpus();
-  const int a = cpus.empty() ? -1 : cpus[0];
-  const int b = same_core || cpus.size() < 2 ? a : cpus[1];
   std::vector<Seconds> rounds;
-  for (int r = 0; r < kRounds; ++r) rounds.push_back(one_round(a, b));
+  for (int r = 0; r < kRounds; ++r) rounds.push_back(one_round(same_core ? 1 : 2));
   std::sort(rounds.begin(), rounds.end());
   return rounds[rounds.size() / 2];
 }
