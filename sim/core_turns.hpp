@@ -10,7 +10,9 @@
 //     (the backend spins, then sleeps on a core nobody else wants), and this changes nothing;
 //   * with more ranks than cores a rank that waits (for a collective, a message, a stream) gives
 //     its core up at once (the backend never spins then), first to a queued rank it waits for,
-//     else to the first queued rank, else the core idles;
+//     else to the first queued rank, else the core idles; but not when every other member has
+//     arrived (the wait is the data moving, which the backend's last member does on its core:
+//     SimDevice::wait_off_core);
 //   * a rank whose wait is over queues for a core again; it pays the machine's costs of getting
 //     one (DeviceProfile): a core handed over by a rank that blocks costs a context switch on
 //     that core (core_handoff_s, core time); a core that idled must first be woken (core_wake_s,

@@ -142,9 +142,12 @@ void SimDevice::take_core() {
 }
 
 template <class Wait>
-void SimDevice::wait_off_core(const std::vector<int>& members, Wait wait) {
+void SimDevice::wait_off_core(const OpState& op, Wait wait) {
   if (turns_ == nullptr) return wait();
-  turns_->start_waiting(rank_, [&members](int r) { return std::find(members.begin(), members.end(), r) != members.end(); });
+  const auto rv = context_.rendezvous.find(op.rendezvous_key);
+  const int others_arrived = rv == context_.rendezvous.end() ? 0 : rv->second.arrived - (op.arrived ? 1 : 0);
+  if (others_arrived >= op.expected - 1) return wait();
+  turns_->start_waiting(rank_, [&op](int r) { return std::find(op.members.begin(), op.members.end(), r) != op.members.end(); });
   wait();
   // Its turn is over when another rank took the core meanwhile: it queues for one at once (it
   // is runnable again), as the backend's woken thread does.
@@ -190,6 +193,8 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     pending.members = is_ghost(op.peer) ? 1 : 2;
     pending.rendezvous_key = pair + "#" + std::to_string(channel_instances_[pair]++);
   }
+  ops_.back().rendezvous_key = pending.rendezvous_key;
+  ops_.back().expected = pending.members;
   pending.op = std::move(op);
   const std::int64_t handle = pending.handle;
 
@@ -198,7 +203,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     for (const Handle& h : pending.after) block_on(h.id);
     OpState& state = ops_[handle];
     const Seconds t0 = s4u::Engine::get_clock();
-    wait_off_core(state.members, [&] { run_comm(pending, state); });
+    wait_off_core(state, [&] { run_comm(pending, state); });
     // Blocked while data moved: exposed; the rest (peers not there yet) is idle, counted as the
     // remainder of the window at the end.
     if (measuring()) totals_.exposed_comm_s += overlap(t0, state.end_s, state.effective_start_s, state.end_s);
@@ -241,6 +246,7 @@ void SimDevice::stream_loop(Stream stream) {
 void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   const CommOp& op = pending.op;
   state.start_s = s4u::Engine::get_clock();
+  state.arrived = true;
   auto& rv = context_.rendezvous[pending.rendezvous_key];
   rv.last_arrival_s = std::max(rv.last_arrival_s, state.start_s);
   rv.arrived++;
@@ -346,7 +352,7 @@ void SimDevice::block_on(std::int64_t handle) {
   if (handle < 0) return;
   const Seconds t0 = s4u::Engine::get_clock();
   if (!ops_[handle].done) {
-    wait_off_core(ops_[handle].members, [&] {
+    wait_off_core(ops_[handle], [&] {
       std::unique_lock<s4u::Mutex> lock(*mutex_);
       while (!ops_[handle].done) op_done_->wait(lock);
     });

@@ -112,6 +112,9 @@ class SimDevice final : public Runtime, public PointToPoint {
     Seconds end_s = 0;
     std::vector<int> release_on_completion;  // tensor ids freed when the op completes
     std::vector<int> members;  // the ranks the op waits for (its group, or its peer)
+    std::string rendezvous_key;  // its entry in SimulationContext::rendezvous
+    int expected = 0;            // members that arrive there (ghosts excepted)
+    bool arrived = false;        // this member has (run_comm started)
   };
   struct PendingComm {
     CommOp op;
@@ -133,9 +136,11 @@ class SimDevice final : public Runtime, public PointToPoint {
   Seconds kernel_start(Seconds op_start, Seconds op_end) const;  // after the launch overhead
   // Shared cores (core_turns.hpp): takes a core, paying the hand-off when it came from another rank.
   void take_core();
-  // Runs `wait` as a wait for `members`: the core may pass to another rank meanwhile.
+  // Runs `wait` as a wait for the op's other members: the core may pass to another rank
+  // meanwhile, unless they have all arrived (then the wait is the data moving, which the real
+  // backend's last member does on its own core, without sleeping).
   template <class Wait>
-  void wait_off_core(const std::vector<int>& members, Wait wait);
+  void wait_off_core(const OpState& op, Wait wait);
   void block_on(std::int64_t handle);  // main actor: wait and classify the blocked time
   void stream_loop(Stream stream);     // body of a communication stream's actor
   void run_comm(const PendingComm& pending, OpState& state);
