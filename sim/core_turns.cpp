@@ -1,23 +1,19 @@
 #include "sim/core_turns.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace tandem::sim {
 
 namespace s4u = simgrid::s4u;
 
-CoreTurns::CoreTurns(int cores, int ranks, int world)
-    : cores_(std::max(1, cores)),
-      ranks_(ranks),
-      free_(cores_),
+CoreTurns::CoreTurns(int cores, int world)
+    : free_(std::max(1, cores)),
       state_(static_cast<std::size_t>(world), State::idle),
-      grant_(state_.size(), Grant::kept) {}
+      grant_(state_.size(), Grant::handed) {}
 
 CoreTurns::Grant CoreTurns::acquire(int rank) {
   std::unique_lock<s4u::Mutex> lock(*mutex_);
   if (state_[rank] == State::running) return Grant::kept;
-  if (state_[rank] == State::waiting) throw std::logic_error("core turns: acquire while waiting");
   if (free_ > 0 && queue_.empty()) {  // an idle core
     --free_;
     state_[rank] = State::running;
@@ -29,13 +25,9 @@ CoreTurns::Grant CoreTurns::acquire(int rank) {
   return grant_[rank];
 }
 
-void CoreTurns::start_waiting(int rank, const Awaited& awaited) {
+void CoreTurns::give_up(int rank, const Awaited& awaited) {
   std::unique_lock<s4u::Mutex> lock(*mutex_);
   if (state_[rank] != State::running) return;
-  if (!oversubscribed()) {  // keeps its core: nobody else wants one
-    state_[rank] = State::waiting;
-    return;
-  }
   state_[rank] = State::idle;
   pass_core(awaited);
 }
@@ -54,18 +46,6 @@ void CoreTurns::pass_core(const Awaited& preferred) {
   granted_->notify_all();
 }
 
-bool CoreTurns::stop_waiting(int rank) {
-  std::unique_lock<s4u::Mutex> lock(*mutex_);
-  if (state_[rank] != State::waiting) return false;
-  state_[rank] = State::running;
-  return true;
-}
-
-void CoreTurns::leave(int rank) {
-  std::unique_lock<s4u::Mutex> lock(*mutex_);
-  const bool held = state_[rank] == State::running || state_[rank] == State::waiting;
-  state_[rank] = State::idle;
-  if (held) pass_core(nullptr);
-}
+void CoreTurns::leave(int rank) { give_up(rank, nullptr); }
 
 }  // namespace tandem::sim

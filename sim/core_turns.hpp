@@ -4,15 +4,14 @@
 // cores (4 ranks on 2 cores) are predicted as they really run, not as an ideal processor share
 // where every rank progresses at cores/ranks speed and partners always meet at once.
 //
-// The rules mirror the backend's:
+// A machine gets turns only when its ranks outnumber its cores (with at most as many ranks as
+// cores nobody ever queues, and a waiting rank keeps its core: the backend spins, then sleeps on
+// a core nobody else wants). The rules mirror the backend's:
 //   * a rank computes only while it holds a core; it takes one first come, first served;
-//   * with at most as many ranks as cores nobody ever queues: a waiting rank keeps its core
-//     (the backend spins, then sleeps on a core nobody else wants), and this changes nothing;
-//   * with more ranks than cores a rank that waits (for a collective, a message, a stream) gives
-//     its core up at once (the backend never spins then), first to a queued rank it waits for,
-//     else to the first queued rank, else the core idles; but not when every other member has
-//     arrived (the wait is the data moving, which the backend's last member does on its core:
-//     SimDevice::wait_off_core);
+//   * a rank that waits (for a collective, a message, a stream) gives its core up at once (the
+//     backend never spins then), first to a queued rank it waits for, else to the first queued
+//     rank, else the core idles; but not when every other member has arrived (the wait is the
+//     data moving, which the backend's last member does on its core: SimDevice::wait_off_core);
 //   * a rank whose wait is over queues for a core again; it pays the machine's costs of getting
 //     one (DeviceProfile): a core handed over by a rank that blocks costs a context switch on
 //     that core (core_handoff_s, core time); a core that idled must first be woken (core_wake_s,
@@ -25,8 +24,6 @@
 #include <functional>
 #include <vector>
 
-#include "common/units.hpp"
-
 namespace tandem::sim {
 
 class CoreTurns {
@@ -35,26 +32,21 @@ class CoreTurns {
   // How a rank got its core.
   enum class Grant { kept, woken, handed };
 
-  // `cores` shared by `ranks` ranks of the machine (global ranks 0..world-1 index the state).
-  CoreTurns(int cores, int ranks, int world);
+  // `cores` shared by ranks (global ranks 0..world-1 index the state) that outnumber them.
+  CoreTurns(int cores, int world);
 
-  bool oversubscribed() const { return ranks_ > cores_; }
   // Blocks the calling rank until it holds a core.
   Grant acquire(int rank);
-  // The rank waits for the ranks `awaited` accepts: with more ranks than cores its core goes to
-  // another rank (see the header).
-  void start_waiting(int rank, const Awaited& awaited);
-  // The wait is over: true when the rank still holds its core.
-  bool stop_waiting(int rank);
+  // The rank waits: its core goes to a queued rank, first one that `awaited` accepts.
+  void give_up(int rank, const Awaited& awaited);
   // The rank is done for good.
   void leave(int rank);
 
  private:
-  enum class State { idle, queued, running, waiting };
+  enum class State { idle, queued, running };
   // A core given up: to the first queued rank `preferred` accepts, else the first, else idle.
   void pass_core(const Awaited& preferred);
 
-  int cores_, ranks_;
   int free_;
   std::vector<State> state_;
   std::vector<Grant> grant_;  // how a queued rank was granted its core

@@ -147,11 +147,9 @@ void SimDevice::wait_off_core(const OpState& op, Wait wait) {
   const auto rv = context_.rendezvous.find(op.rendezvous_key);
   const int others_arrived = rv == context_.rendezvous.end() ? 0 : rv->second.arrived - (op.arrived ? 1 : 0);
   if (others_arrived >= op.expected - 1) return wait();
-  turns_->start_waiting(rank_, [&op](int r) { return std::find(op.members.begin(), op.members.end(), r) != op.members.end(); });
+  turns_->give_up(rank_, [&op](int r) { return std::find(op.members.begin(), op.members.end(), r) != op.members.end(); });
   wait();
-  // Its turn is over when another rank took the core meanwhile: it queues for one at once (it
-  // is runnable again), as the backend's woken thread does.
-  if (!turns_->stop_waiting(rank_)) take_core();
+  take_core();  // runnable again: it queues for a core at once, as the backend's woken thread does
 }
 
 void SimDevice::leave_cores() {

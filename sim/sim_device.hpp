@@ -63,7 +63,7 @@ struct SimulationContext {
   };
   std::map<std::tuple<int, int, Bytes>, Choice> choices;
 
-  // Per shared-cores machine (NodeGroup::shared_cores): its ranks' turns on its cores.
+  // Per shared-cores machine (NodeGroup::shared_cores) whose ranks outnumber its cores: their turns.
   std::map<std::string, std::unique_ptr<CoreTurns>> core_turns;
 };
 
@@ -158,7 +158,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   const DeviceProfile& device_;
   simgrid::s4u::Host* host_;
   simgrid::s4u::Host* compute_host_ = nullptr;  // shared cores (platform_builder.hpp), else null
-  CoreTurns* turns_ = nullptr;                   // the shared cores' turns, else null
+  CoreTurns* turns_ = nullptr;                   // the shared cores' turns (more ranks than cores), else null
 
   MemoryLedger memory_;
   int next_tensor_id_ = 0;

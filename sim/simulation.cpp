@@ -75,13 +75,15 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
   context.topology = topology_view(cluster);
 
-  // 0. Ranks that share a machine's cores take turns on them (core_turns.hpp).
+  // 0. Ranks that outnumber a machine's cores take turns on them (core_turns.hpp).
   {
     std::map<std::string, int> ranks;  // per shared-cores machine
     for (s4u::Host* host : context.hosts)
       if (const char* name = host->get_property(kComputeHostProperty)) ++ranks[name];
-    for (const auto& [name, count] : ranks)
-      context.core_turns[name] = std::make_unique<CoreTurns>(s4u::Host::by_name(name)->get_core_count(), count, world);
+    for (const auto& [name, count] : ranks) {
+      const int cores = s4u::Host::by_name(name)->get_core_count();
+      if (count > cores) context.core_turns[name] = std::make_unique<CoreTurns>(cores, world);
+    }
   }
 
   // 0b. Other programs on shared cores take `background_load` cores' worth, whatever the number
@@ -116,8 +118,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   // Ranks taking turns on cores reach a steady state only while every rank has a next iteration
   // to compete for the cores with: the last iteration runs alone as the others finish (shorter).
   // One more iteration is simulated, and not measured, whenever ranks outnumber cores.
-  const bool turns = std::any_of(context.core_turns.begin(), context.core_turns.end(),
-                                 [](const auto& t) { return t.second->oversubscribed(); });
+  const bool turns = !context.core_turns.empty();
   const int measured_end = options.warmup_iterations + options.iterations;
   const int total_iterations = measured_end + (turns ? 1 : 0);
   for (int r = 0; r < world; ++r) {
