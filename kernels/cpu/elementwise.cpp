@@ -9,7 +9,6 @@ namespace {
 
 constexpr float kGeluScale = 0.7978845608028654f;  // √(2/π)
 constexpr float kGeluCubic = 0.044715f;
-constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
@@ -92,15 +91,6 @@ void add_backward(float* da, float* db, const float* dy, std::int64_t n, std::in
 
 // ---------------------------------------------------------------- dropout
 
-std::uint64_t splitmix64(std::uint64_t z) {
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ull;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return z;
-}
-
 std::uint64_t fnv1a64(std::string_view text) {
   std::uint64_t h = 0xCBF29CE484222325ull;
   for (unsigned char ch : text) {
@@ -123,11 +113,6 @@ std::uint64_t dropout_key(std::uint64_t seed, std::string_view stem, std::int64_
   k = splitmix64(k);
   k ^= splitmix64(static_cast<std::uint64_t>(iteration) + 2 * kGolden);
   return splitmix64(k);
-}
-
-float dropout_uniform(std::uint64_t key, std::uint64_t index) {
-  const std::uint64_t z = splitmix64(key + (index + 1) * kGolden);
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
 }
 
 void dropout_forward(float* y, std::uint8_t* mask, const float* x, std::int64_t n, float p,

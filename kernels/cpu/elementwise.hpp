@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "kernels/dropout_rng.hpp"
+
 namespace tandem::kernels::cpu {
 
 // ---- GELU, tanh approximation (GPT-2 / Megatron "gelu_tanh") ----
@@ -55,18 +57,15 @@ void add_forward(float* y, const float* a, const float* b, std::int64_t n, std::
 void add_backward(float* da, float* db, const float* dy, std::int64_t n, std::int64_t nb);
 
 // ---- dropout ----
-std::uint64_t splitmix64(std::uint64_t z);
+using kernels::dropout_keep;  // kernels/dropout_rng.hpp: splitmix64, dropout_uniform, dropout_keep
+using kernels::dropout_uniform;
+using kernels::splitmix64;
 // FNV-1a over the bytes of `text`.
 std::uint64_t fnv1a64(std::string_view text);
 // The op label without its last '.'-component (the whole label when there is no dot).
 std::string_view dropout_stem(std::string_view label);
 // The per-op key (see the header comment).
 std::uint64_t dropout_key(std::uint64_t seed, std::string_view stem, std::int64_t iteration);
-// u(key, i) in [0, 1), a multiple of 2⁻²⁴.
-float dropout_uniform(std::uint64_t key, std::uint64_t index);
-inline bool dropout_keep(std::uint64_t key, std::uint64_t index, float p) {
-  return dropout_uniform(key, index) >= p;
-}
 // y = x·keep/(1-p); mask (nullable) receives keep as 0/1 bytes. `first_index` offsets the
 // element index fed to the RNG (for callers that process a tensor in pieces). p in [0, 1).
 void dropout_forward(float* y, std::uint8_t* mask, const float* x, std::int64_t n, float p,
