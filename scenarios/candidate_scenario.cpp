@@ -2,42 +2,39 @@
 
 namespace tandem {
 
+namespace {
+
+// Every knob a candidate and a scenario share, as (scenario field, candidate field) pairs: the
+// one list both directions go through, so that a knob added to the search is carried both ways.
+template <class S, class C, class F>
+void each_knob(S& s, C& c, F&& f) {
+  f(s.parallel.tensor_model_parallel_size, c.tp);
+  f(s.parallel.pipeline_model_parallel_size, c.pp);
+  f(s.parallel.data_parallel_size, c.dp);
+  f(s.training.micro_batch_size, c.micro_batch_size);
+  f(s.parallel.sequence_parallel, c.sequence_parallel);
+  f(s.parallel.zero_stage, c.zero_stage);
+  f(s.parallel.recompute_granularity, c.recompute);
+  f(s.parallel.batch_split, c.batch_split);
+  f(s.hybrid.schedule, c.schedule);
+  f(s.hybrid.virtual_stages, c.virtual_stages);
+  f(s.hybrid.order, c.order);
+  f(s.hybrid.partition, c.partition);
+  f(s.hybrid.layers_per_stage, c.layers_per_stage);
+}
+
+}  // namespace
+
 Scenario scenario_for(const Scenario& base, const search::Candidate& c) {
   Scenario s = base;
   s.strategy_type = "hybrid";
-  s.training.micro_batch_size = c.micro_batch_size;
-  ParallelConfig& p = s.parallel;
-  p.tensor_model_parallel_size = c.tp;
-  p.pipeline_model_parallel_size = c.pp;
-  p.data_parallel_size = c.dp;
-  p.sequence_parallel = c.sequence_parallel;
-  p.zero_stage = c.zero_stage;
-  p.recompute_granularity = c.recompute;
-  p.batch_split = c.batch_split;
-  HybridConfig& h = s.hybrid;
-  h.schedule = c.schedule;
-  h.virtual_stages = c.virtual_stages;
-  h.order = c.order;
-  h.partition = c.partition;
-  h.layers_per_stage = c.layers_per_stage;
+  each_knob(s, c, [](auto& in_scenario, const auto& in_candidate) { in_scenario = in_candidate; });
   return s;
 }
 
 search::Candidate candidate_of(const Scenario& s) {
   search::Candidate c;
-  c.tp = s.parallel.tensor_model_parallel_size;
-  c.pp = s.parallel.pipeline_model_parallel_size;
-  c.dp = s.parallel.data_parallel_size;
-  c.micro_batch_size = s.training.micro_batch_size;
-  c.sequence_parallel = s.parallel.sequence_parallel;
-  c.zero_stage = s.parallel.zero_stage;
-  c.recompute = s.parallel.recompute_granularity;
-  c.batch_split = s.parallel.batch_split;
-  c.schedule = s.hybrid.schedule;
-  c.virtual_stages = s.hybrid.virtual_stages;
-  c.order = s.hybrid.order;
-  c.partition = s.hybrid.partition;
-  c.layers_per_stage = s.hybrid.layers_per_stage;
+  each_knob(s, c, [](const auto& in_scenario, auto& in_candidate) { in_candidate = in_scenario; });
   return c;
 }
 
