@@ -1,17 +1,14 @@
 #include "analysis/calibration/profile_yaml.hpp"
 
-#include <cstdio>
+
+#include "analysis/format.hpp"
 
 namespace tandem::calibration {
 
 namespace {
 
 // Ten significant digits: loads back to within 1e-10 relative, still readable.
-std::string num(double value) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.10g", value);
-  return text;
-}
+std::string num(double value) { return printf_string("%.10g", value); }
 
 // A YAML double-quoted scalar (provenance strings come from the machine: quote them all).
 std::string quoted(const std::string& text) {

@@ -2,18 +2,14 @@
 
 #include <array>
 #include <cmath>
-#include <cstdio>
 
+#include "analysis/format.hpp"
 #include "analysis/report/html.hpp"
 
 namespace tandem::report {
 
 namespace {
-std::string num(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", v);
-  return buffer;
-}
+std::string num(double v) { return printf_string("%.2f", v); }
 std::string title_element(const std::string& tooltip) {
   return tooltip.empty() ? std::string() : "<title>" + escape_html(tooltip) + "</title>";
 }
