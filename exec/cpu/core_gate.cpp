@@ -22,6 +22,13 @@ void note_host(bool running) {
   if (tl_gate != nullptr && !tl_worker) tl_gate->set_host_running(tl_rank, running);
 }
 
+// This thread was granted `core` (a permit of tl_gate).
+void now_holding(int core) {
+  tl_core = core;
+  tl_holding = true;
+  note_host(true);
+}
+
 long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
 
 // Pins thread `tid` (0: the caller) to `core` (nothing when core < 0). Failure is harmless: the
@@ -161,10 +168,9 @@ int CoreGate::queued() const {
 CoreGate::Hold::Hold(CoreGate& gate, int rank) {
   if (!tl_worker) gate.hosts_.fetch_add(1, std::memory_order_relaxed);
   tl_rank = rank;
-  tl_core = gate.acquire();
+  const int core = gate.acquire();
   tl_gate = &gate;
-  tl_holding = true;
-  note_host(true);
+  now_holding(core);
 }
 
 CoreGate::Hold::~Hold() {
@@ -211,17 +217,11 @@ void prepare_sleep(CoreGate::Waiter& waiter) {
   waiter.gate = tl_gate;
 }
 
-void await_core(CoreGate::Waiter& waiter) {
-  tl_core = tl_gate->await(waiter);
-  tl_holding = true;
-  note_host(true);
-}
+void await_core(CoreGate::Waiter& waiter) { now_holding(tl_gate->await(waiter)); }
 
 bool await_core_until(CoreGate::Waiter& waiter, std::chrono::steady_clock::time_point deadline) {
   if (!tl_gate->await_until(waiter, deadline)) return false;
-  tl_core = waiter.core;
-  tl_holding = true;
-  note_host(true);
+  now_holding(waiter.core);
   return true;
 }
 
@@ -231,9 +231,7 @@ bool holds_core() { return tl_gate != nullptr && tl_holding; }
 
 void rejoin_core(bool standby) {
   if (tl_gate == nullptr || tl_holding) return;
-  tl_core = tl_gate->acquire(standby);
-  tl_holding = true;
-  note_host(true);
+  now_holding(tl_gate->acquire(standby));
 }
 
 }  // namespace tandem::exec::cpu
