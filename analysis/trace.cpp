@@ -130,4 +130,23 @@ TraceRecord op_trace_record(int rank, int iteration, const std::string& label, O
   return r;
 }
 
+TraceRecord op_trace_record(int rank, int iteration, const ComputeOp& op, Stream stream, Seconds start_s,
+                            Seconds end_s) {
+  TraceRecord r = op_trace_record(rank, iteration, op.label, op.kind, op.phase, stream, start_s, end_s, op.bytes);
+  r.flops = op.flops;
+  return r;
+}
+
+TraceRecord op_trace_record(int rank, int iteration, const CommOp& op, Stream stream, Seconds start_s,
+                            Seconds end_s) {
+  TraceRecord r = op_trace_record(rank, iteration, op.label, op.kind, op.phase, stream, start_s, end_s, op.bytes);
+  if (is_collective(op.kind)) {
+    r.group_id = op.group.id;
+    r.group_size = op.group.size();
+  } else {
+    r.peer = op.peer;
+  }
+  return r;
+}
+
 }  // namespace tandem

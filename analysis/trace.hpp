@@ -34,6 +34,12 @@ struct TraceRecord {
 // An op's record with the fields every op has (flops, peer and group are the caller's to add).
 TraceRecord op_trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase,
                             Stream stream, Seconds start_s, Seconds end_s, Bytes bytes);
+// The record of a compute op (with its FLOPs) or of a communication op (with its peer, or its
+// group), as every backend writes them.
+TraceRecord op_trace_record(int rank, int iteration, const ComputeOp& op, Stream stream, Seconds start_s,
+                            Seconds end_s);
+TraceRecord op_trace_record(int rank, int iteration, const CommOp& op, Stream stream, Seconds start_s,
+                            Seconds end_s);
 
 struct Trace {
   std::string source;   // "sim", "cpu", "cuda"

@@ -93,15 +93,15 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
     flush_compute();
     const Seconds end = s4u::Engine::get_clock();
     if (context_.options.record_trace)
-      add_trace(op.label, op.kind, op.phase, Stream::compute, kernel_start(std::max(issued, last_compute_start_s_), end),
-                end, op.flops, op.bytes, -1, nullptr);
+      add_trace(op_trace_record(rank_, iteration_, op, Stream::compute,
+                                kernel_start(std::max(issued, last_compute_start_s_), end), end));
     return Handle{};
   }
   const Seconds start = s4u::Engine::get_clock() + pending_compute_s_;
   pending_compute_s_ += duration;
   if (context_.options.record_trace)
-    add_trace(op.label, op.kind, op.phase, Stream::compute, kernel_start(start, start + duration), start + duration,
-              op.flops, op.bytes, -1, nullptr);
+    add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, kernel_start(start, start + duration),
+                              start + duration));
   if (context_.options.compute_fidelity == ComputeFidelity::per_op) flush_compute();
   return Handle{};  // the compute stream is the host's own timeline: complete once issued
 }
@@ -300,8 +300,7 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   state.release_on_completion.clear();
 
   if (context_.options.record_trace) {
-    const bool p2p = !is_collective(op.kind);
-    add_trace(op.label, op.kind, op.phase, pending.stream, state.start_s, state.end_s, 0, op.bytes, p2p ? op.peer : -1, p2p ? nullptr : &op.group);
+    add_trace(op_trace_record(rank_, iteration_, op, pending.stream, state.start_s, state.end_s));
   }
 }
 
@@ -391,18 +390,8 @@ void SimDevice::end_iteration() {
   windows_.push_back({iteration_start_s_, s4u::Engine::get_clock()});
 }
 
-void SimDevice::add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream,
-                          Seconds start, Seconds end, Flops flops, Bytes bytes, int peer,
-                          const Group* group) {
-  if (cooling_down()) return;
-  TraceRecord r = op_trace_record(rank_, iteration_, label, kind, phase, stream, start, end, bytes);
-  r.flops = flops;
-  r.peer = peer;
-  if (group != nullptr) {
-    r.group_id = group->id;
-    r.group_size = group->size();
-  }
-  trace_.push_back(std::move(r));
+void SimDevice::add_trace(TraceRecord record) {
+  if (!cooling_down()) trace_.push_back(std::move(record));
 }
 
 }  // namespace tandem::sim

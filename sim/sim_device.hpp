@@ -144,8 +144,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   void block_on(std::int64_t handle);  // main actor: wait and classify the blocked time
   void stream_loop(Stream stream);     // body of a communication stream's actor
   void run_comm(const PendingComm& pending, OpState& state);
-  void add_trace(const std::string& label, OpKind kind, Phase phase, Stream stream, Seconds start,
-                 Seconds end, Flops flops, Bytes bytes, int peer, const Group* group);
+  void add_trace(TraceRecord record);  // but for the unmeasured iteration after the measured ones
   bool measuring() const;
   bool cooling_down() const;  // past the measured iterations
   bool is_ghost(int rank) const { return context_.fold != nullptr && !context_.fold->simulated(rank); }

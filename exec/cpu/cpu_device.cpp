@@ -287,9 +287,7 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
       losses_.push_back({iteration_, micro_batch_offset_ + (has_mb ? k : 0), value});
     }
     if (s.record_trace) {
-      TraceRecord r = op_trace_record(rank_, iteration_, op.label, op.kind, op.phase, Stream::compute, start, end, op.bytes);
-      r.flops = op.flops;
-      add_trace(std::move(r));
+      add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, start, end));
     }
   } catch (const AbortedError&) {
     throw;
@@ -456,14 +454,7 @@ void CpuDevice::record_comm(const CommOp& op, Stream stream, int iteration, doub
   std::lock_guard<std::mutex> lock(mutex_);
   comm_busy_s_ += end - start;
   if (!context_.settings().record_trace) return;
-  TraceRecord r = op_trace_record(rank_, iteration, op.label, op.kind, op.phase, stream, start, end, op.bytes);
-  if (is_collective(op.kind)) {
-    r.group_id = op.group.id;
-    r.group_size = op.group.size();
-  } else {
-    r.peer = op.peer;
-  }
-  trace_.push_back(std::move(r));
+  trace_.push_back(op_trace_record(rank_, iteration, op, stream, start, end));
 }
 
 bool CpuDevice::try_post_send(const PendingComm& pending) {

@@ -281,8 +281,7 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
                                  cudaMemcpyDeviceToHost, cs));
       pending_losses_.push_back({micro_batch_offset_ + (has_mb ? k : 0), slot});
     }
-    r.trace = op_trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, 0, 0, op.bytes);  // times: from its events
-    r.trace.flops = op.flops;
+    r.trace = op_trace_record(rank_, iteration_, op, s, 0, 0);  // times: from its events
     r.traced = true;
     return Handle{id};
   } catch (const cpu::OpError&) {
@@ -326,14 +325,8 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     CUDA_CHECK(cudaEventRecord(r.end, stream(s)));
     if (s != Stream::compute)
       for (int t : touched) last_comm_op_[t] = id;
-    r.trace = op_trace_record(rank_, iteration_, op.label, op.kind, op.phase, s, 0, 0, op.bytes);  // times: from its events
+    r.trace = op_trace_record(rank_, iteration_, op, s, 0, 0);  // times: from its events
     r.traced = true;
-    if (is_collective(op.kind)) {
-      r.trace.group_id = op.group.id;
-      r.trace.group_size = op.group.size();
-    } else {
-      r.trace.peer = op.peer;
-    }
     return Handle{id};
   } catch (const cpu::OpError&) {
     throw;
