@@ -19,8 +19,15 @@ std::vector<IterationSpan> iteration_spans(const Trace& trace) {
   return out;
 }
 
+std::vector<Seconds> iteration_periods_s(const std::vector<IterationSpan>& spans) {
+  std::vector<Seconds> periods;
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    periods.push_back(spans[i].end_s - (i == 0 ? spans[i].start_s : spans[i - 1].end_s));
+  return periods;
+}
+
 Seconds mean_iteration_period_s(const std::vector<IterationSpan>& spans) {
-  // The first iteration's period starts at its first op; each later one at the previous end.
+  // The periods add up to the last end less the first start.
   if (spans.empty()) return 0;
   return (spans.back().end_s - spans.front().start_s) / static_cast<double>(spans.size());
 }

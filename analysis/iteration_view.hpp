@@ -23,10 +23,12 @@ struct IterationSpan {
 // One span per iteration present in the trace, in iteration order.
 std::vector<IterationSpan> iteration_spans(const Trace& trace);
 
-// The time per iteration: the mean period between consecutive iterations' ends, the first one
-// from its first op (as the backends and the simulator report it); for iterations run back to
-// back, the mean span. Ranks that take turns on shared cores start an iteration at staggered
-// times, so spans overlap and their mean overstates the time per iteration.
+// Each iteration's time: the period training advances by, from the previous iteration's end to
+// its own (the first one: from its first op), as the backends and the simulator report it. For
+// iterations run back to back it is the span; ranks that take turns on shared cores start an
+// iteration at staggered times, so spans overlap and overstate the time per iteration.
+std::vector<Seconds> iteration_periods_s(const std::vector<IterationSpan>& spans);
+// Their mean.
 Seconds mean_iteration_period_s(const std::vector<IterationSpan>& spans);
 
 // The same records with start and end measured from their iteration's start.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "analysis/iteration_view.hpp"
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
 
@@ -170,37 +171,30 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   result.simulated_ranks = fold.simulated_ranks();
   result.folding = fold.note;
   const auto device_of = [&](int r) -> SimDevice& { return *outcomes[fold.mirror_of[r]].device; };
-  // An iteration's time is the period training advances by: from the previous iteration's end
-  // (the last rank's) to this one's, as the real backends measure it (exec/cpu/cpu_run.hpp). Ranks
-  // that take turns on shared cores start an iteration at staggered times, so an iteration's own
-  // window (first start to last end) overlaps the next one's; where ranks start together both
-  // are the same.
-  const auto iteration_end = [&](int i) {
-    Seconds end = 0;
-    for (int r = 0; r < world; ++r)
-      if (fold.simulated(r)) end = std::max(end, device_of(r).iteration_windows()[i].second);
-    return end;
-  };
-  const auto iteration_start = [&](int i) {
-    if (i > 0) return iteration_end(i - 1);
-    Seconds start = device_of(0).iteration_windows()[0].first;
-    for (int r = 0; r < world; ++r)
-      if (fold.simulated(r)) start = std::min(start, device_of(r).iteration_windows()[0].first);
-    return start;
-  };
-  const int first_measured = options.warmup_iterations;
-  const Seconds window_start = iteration_start(first_measured);
-  const Seconds window_end = iteration_end(measured_end - 1);
-  for (int i = first_measured; i < measured_end; ++i)
-    result.iteration_times_s.push_back(iteration_end(i) - iteration_start(i));
-  for (Seconds t : result.iteration_times_s) result.iteration_time_s += t;
-  result.iteration_time_s /= options.iterations;
+  // An iteration's time is the period training advances by, as the real backends measure it
+  // (analysis/iteration_view.hpp): ranks that take turns on shared cores start an iteration at
+  // staggered times, so an iteration's own window overlaps the next one's.
+  std::vector<IterationSpan> spans;
+  for (int i = 0; i < measured_end; ++i) {
+    IterationSpan span{i, device_of(0).iteration_windows()[i].first, 0};
+    for (int r = 0; r < world; ++r) {
+      if (!fold.simulated(r)) continue;
+      span.start_s = std::min(span.start_s, device_of(r).iteration_windows()[i].first);
+      span.end_s = std::max(span.end_s, device_of(r).iteration_windows()[i].second);
+    }
+    spans.push_back(span);
+  }
+  const std::vector<Seconds> periods = iteration_periods_s(spans);
+  result.iteration_times_s.assign(periods.begin() + options.warmup_iterations, periods.end());
+  Seconds measured_s = 0;
+  for (Seconds t : result.iteration_times_s) measured_s += t;
+  result.iteration_time_s = measured_s / options.iterations;
 
   Joules energy = 0;
   for (int r = 0; r < world; ++r) {
     SimDevice& dev = device_of(r);
     RankResult rr = dev.totals();
-    rr.idle_s = std::max(0.0, (window_end - window_start) - rr.compute_s - rr.exposed_comm_s);
+    rr.idle_s = std::max(0.0, measured_s - rr.compute_s - rr.exposed_comm_s);
     rr.peak_memory_bytes = dev.memory().peak();
     rr.memory_at_peak = dev.memory().at_peak();
     rr.out_of_memory = rr.peak_memory_bytes > cluster.device_of(r).memory_capacity_bytes;
