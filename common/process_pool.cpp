@@ -22,26 +22,6 @@ struct Child {
   std::string data;
 };
 
-// In the child: run the task, send '0'+result or '1'+error, leave without running the parent's
-// exit handlers (they belong to the parent).
-[[noreturn]] void run_child(const std::function<std::string(std::size_t)>& task, std::size_t i, int fd) {
-  std::string message;
-  int code = 0;
-  try {
-    message = "0" + task(i);
-  } catch (const std::exception& e) {
-    message = std::string("1") + e.what();
-    code = 3;
-  } catch (...) {
-    message = "1unknown exception";
-    code = 4;
-  }
-  write_fully(fd, message);
-  ::close(fd);
-  std::fflush(nullptr);
-  ::_exit(code);
-}
-
 ProcessOutcome reap(Child& child) {
   ::close(child.fd);
   int status = 0;
@@ -64,6 +44,26 @@ ProcessOutcome reap(Child& child) {
 }
 
 }  // namespace
+
+void finish_child(int fd, const std::function<std::string()>& task) {
+  std::string message;
+  int code = 0;
+  try {
+    message = "0" + task();
+  } catch (const std::exception& e) {
+    message = std::string("1") + e.what();
+    code = 3;
+  } catch (...) {
+    message = "1unknown exception";
+    code = 4;
+  }
+  write_fully(fd, message);
+  ::close(fd);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::_exit(code);
+}
 
 void write_fully(int fd, const std::string& data) {
   std::size_t done = 0;
@@ -93,7 +93,7 @@ std::vector<ProcessOutcome> run_in_processes(std::size_t count, const std::funct
       if (pid == 0) {
         ::close(fds[0]);
         for (const Child& c : running) ::close(c.fd);  // siblings' pipes are not ours
-        run_child(task, next, fds[1]);
+        finish_child(fds[1], [&] { return task(next); });
       }
       ::close(fds[1]);
       running.push_back({next++, pid, fds[0], {}});

@@ -28,4 +28,9 @@ std::vector<ProcessOutcome> run_in_processes(std::size_t count, const std::funct
 // child hands its result back through a pipe.
 void write_fully(int fd, const std::string& data);
 
+// In a forked child: runs `task`, sends '0' + its result or '1' + the error through `fd`, and
+// leaves without running the parent's exit handlers (they belong to the parent). Exit status 0
+// ok, 3 the task threw, 4 it threw something else than an exception.
+[[noreturn]] void finish_child(int fd, const std::function<std::string()>& task);
+
 }  // namespace tandem

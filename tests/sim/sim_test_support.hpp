@@ -79,28 +79,14 @@ SimResult run_in_child(F&& f, unsigned timeout_s = 600) {
   if (pid == 0) {  // the child: run f, send back '0'+output or '1'+error, leave without atexit handlers
     ::close(fds[0]);
     if (timeout_s > 0) ::alarm(timeout_s);
-    int code = 0;
-    std::string message;
-    try {
+    finish_child(fds[1], [&]() -> std::string {
       if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
         std::forward<F>(f)();
-        message = "0";
+        return "";
       } else {
-        message = "0" + std::string(std::forward<F>(f)());
+        return std::string(std::forward<F>(f)());
       }
-    } catch (const std::exception& e) {
-      message = std::string("1") + e.what();
-      code = 3;
-    } catch (...) {
-      message = "1unknown exception";
-      code = 4;
-    }
-    write_fully(fds[1], message);
-    ::close(fds[1]);
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    ::_exit(code);
+    });
   }
 
   // The parent: read everything (so a large output cannot block the child), then reap it.
