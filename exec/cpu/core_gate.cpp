@@ -1,7 +1,9 @@
 #include "exec/cpu/core_gate.hpp"
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +43,17 @@ void pin(long tid, int core) {
   ::sched_setaffinity(static_cast<pid_t>(tid), sizeof set, &set);
 }
 
+// The futex behind a Waiter's `granted` word.
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+              std::atomic<std::uint32_t>::is_always_lock_free);
+std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) { return reinterpret_cast<std::uint32_t*>(&word); }
+
+// Sleeps while `word` is 0, for at most `timeout` (nullptr: no limit); returns on a wake-up, a
+// signal or the timeout alike (callers re-check).
+void futex_sleep(std::atomic<std::uint32_t>& word, const timespec* timeout) {
+  ::syscall(SYS_futex, futex_word(word), FUTEX_WAIT_PRIVATE, 0u, timeout, nullptr, 0);
+}
+
 // This process's CPUs (its affinity mask as the first gate found it: later, threads are pinned).
 const std::vector<int>& process_cpus() {
   static const std::vector<int> cpus = [] {
@@ -71,37 +84,55 @@ int CoreGate::acquire(bool standby) {
   return await(me);
 }
 
+void CoreGate::grant(Waiter& waiter, int core) {
+  // Pinned before the wake-up: it wakes on the core its granter leaves (or the free one).
+  if (core != waiter.pinned) pin(waiter.tid, core);
+  waiter.core = core;
+  waiter.granted.store(1, std::memory_order_release);
+}
+
+// After the gate's lock is released. `waiter` may have seen its grant and returned already (its
+// storage then belongs to a later wait of the same thread, which re-checks after any wake-up):
+// a futex wake on it is then at worst spurious.
+void CoreGate::wake(Waiter& waiter) {
+  ::syscall(SYS_futex, futex_word(waiter.granted), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
 void CoreGate::enqueue(Waiter& waiter, bool standby) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  waiter.granted = false;
-  if (!free_.empty() && queue_.empty() && standby_.empty()) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiter.granted.store(0, std::memory_order_relaxed);
+    if (free_.empty() || !queue_.empty() || !standby_.empty()) {
+      waiter.queued_at = std::chrono::steady_clock::now();
+      (standby ? standby_ : queue_).push_back(&waiter);
+      queued_.fetch_add(1, std::memory_order_relaxed);
+      if (!standby) regular_queued_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     // The core it ran on last when that one is free: no migration, no affinity call.
     auto it = std::find(free_.begin(), free_.end(), waiter.pinned);
     if (it == free_.end()) it = free_.end() - 1;
     const int core = *it;
     free_.erase(it);
-    if (core != waiter.pinned) pin(waiter.tid, core);
-    waiter.core = core;
-    waiter.granted = true;
-    waiter.cv.notify_one();  // under the lock: `waiter` may live on its thread's stack
-    return;
+    grant(waiter, core);
   }
-  waiter.queued_at = std::chrono::steady_clock::now();
-  (standby ? standby_ : queue_).push_back(&waiter);
-  queued_.fetch_add(1, std::memory_order_relaxed);
-  if (!standby) regular_queued_.fetch_add(1, std::memory_order_relaxed);
+  wake(waiter);
 }
 
 int CoreGate::await(Waiter& waiter) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  waiter.cv.wait(lock, [&] { return waiter.granted; });
+  while (waiter.granted.load(std::memory_order_acquire) == 0) futex_sleep(waiter.granted, nullptr);
   tl_pinned = waiter.core;  // pinned by whoever granted it
   return waiter.core;
 }
 
 bool CoreGate::await_until(Waiter& waiter, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!waiter.cv.wait_until(lock, deadline, [&] { return waiter.granted; })) return false;
+  while (waiter.granted.load(std::memory_order_acquire) == 0) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    const timespec timeout{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    futex_sleep(waiter.granted, &timeout);
+  }
   tl_pinned = waiter.core;
   return true;
 }
@@ -120,7 +151,7 @@ bool CoreGate::withdraw(Waiter& waiter) {
 }
 
 void CoreGate::release(int core, const RankFilter& wanted) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   std::deque<Waiter*>& from = !queue_.empty() ? queue_ : standby_;
   if (from.empty()) {
     free_.push_back(core);
@@ -135,11 +166,9 @@ void CoreGate::release(int core, const RankFilter& wanted) {
   from.erase(it);
   queued_.fetch_sub(1, std::memory_order_relaxed);
   if (&from == &queue_) regular_queued_.fetch_sub(1, std::memory_order_relaxed);
-  // Before the wake-up: it wakes on the core this thread leaves.
-  if (core != next->pinned) pin(next->tid, core);
-  next->core = core;
-  next->granted = true;
-  next->cv.notify_one();  // under the lock: `next` lives on its thread's stack until granted
+  grant(*next, core);
+  lock.unlock();
+  wake(*next);
 }
 
 bool CoreGate::wanted() const {
@@ -209,7 +238,7 @@ void cpu_relax() {
 }
 
 void prepare_sleep(CoreGate::Waiter& waiter) {
-  waiter.granted = false;
+  waiter.granted.store(0, std::memory_order_relaxed);
   waiter.core = -1;
   waiter.tid = this_tid();
   waiter.rank = tl_rank;

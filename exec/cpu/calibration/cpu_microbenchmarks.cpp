@@ -36,8 +36,8 @@ int CpuMicrobenchmarks::concurrent_devices() const {
 
 calibration::CoreSwitchCosts CpuMicrobenchmarks::measure_core_switches() {
   calibration::CoreSwitchCosts costs;
-  costs.handoff_s = measure_thread_handoff_s(/*same_core=*/true);
-  costs.wake_s = measure_thread_handoff_s(/*same_core=*/false);
+  costs.handoff_s = measure_busy_handoff_s(concurrent_devices());
+  costs.wake_s = measure_idle_wake_s();
   return costs;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <thread>
 #include <vector>
 
@@ -12,62 +13,109 @@ namespace tandem::exec::cpu {
 
 namespace {
 
-constexpr int kPasses = 2000;  // per round: ~40 ms across cores, ~8 ms on one
+constexpr int kPasses = 2000;  // per round: ~40 ms on a busy machine
 constexpr int kRounds = 5;
 
-// Two ranks' threads pass the turn through the backend's own gate (core_gate.hpp), as a
-// collective's last member and a member asleep in it do: the one that runs queues the sleeping
-// other for a core (prepare_sleep / queue_sleeper), then gives its own core up and sleeps until
-// the other does the same. With one permit the sleeper gets the core its waker leaves (a context
-// switch on one core); with two, the core that has idled since the sleeper left it (a wake-up).
-// Seconds per pass.
-Seconds one_round(int permits) {
-  CoreGate gate(permits);
-  CoreGate::Waiter waiters[2];
-  std::atomic<bool> asleep[2] = {false, false};
+// One thread of a round: it sleeps off its core until another queues it for one (as a rank asleep
+// in a collective is woken by the member that arrives last). `asleep` is set before it leaves its
+// core when every core is taken (nobody can queue it before it is off), after otherwise (else a
+// thread on another core could queue it while it still holds its own: no hand-off at all).
+struct Sleeper {
+  CoreGate::Waiter waiter;
+  std::atomic<bool> asleep{false};
+
+  void sleep(bool cores_all_taken) {
+    prepare_sleep(waiter);
+    if (cores_all_taken) asleep.store(true);
+    leave_core();
+    if (!cores_all_taken) asleep.store(true);
+    await_core(waiter);
+  }
+  // Waits until it sleeps, then queues it for a core.
+  void wake() {
+    while (!asleep.load()) std::this_thread::yield();
+    asleep.store(false);
+    queue_sleeper(waiter);
+  }
+};
+
+Seconds seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Every core busy: twice as many threads as cores, in rings of two (thread i wakes thread i + P,
+// which wakes thread i): each turn a thread queues its partner, then sleeps and hands its core to
+// the first queued thread, which may have last run on another core (it is pinned to its new one
+// first, as ranks are). Seconds per turn and core.
+Seconds busy_round(int cores) {
+  const int threads = 2 * cores;
+  CoreGate gate(cores);
+  std::deque<Sleeper> sleepers(threads);
+  std::atomic<int> joined{0}, ready{0}, turns{0};
+  std::vector<std::atomic<bool>> done(threads);
+  const auto player = [&](int rank) {
+    const CoreGate::Hold hold(gate, rank);
+    const int me = joined.fetch_add(1);  // by the order threads got cores: the first P hold them
+    const int partner = (me + cores) % threads;
+    if (me < cores) {  // once the others all queue, the core holders sleep first
+      while (gate.queued() < threads - cores) std::this_thread::yield();
+      ready.fetch_add(1);
+      while (ready.load() < cores) std::this_thread::yield();
+      sleepers[me].sleep(/*cores_all_taken=*/true);
+    }
+    for (;;) {
+      const bool last = turns.load() >= kPasses;
+      if (last) done[me].store(true);
+      if (last && done[partner].load()) break;  // the partner left already
+      sleepers[partner].wake();
+      if (last) break;
+      turns.fetch_add(1);
+      sleepers[me].sleep(/*cores_all_taken=*/true);
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> team;
+  for (int rank = 0; rank < threads; ++rank) team.emplace_back(player, rank);
+  for (std::thread& t : team) t.join();
+  return seconds_since(start) * cores / kPasses;
+}
+
+// Two threads, two cores: each turn wakes a thread onto the core that has idled since it left it.
+// Seconds per turn.
+Seconds idle_round() {
+  CoreGate gate(2);
+  Sleeper sleepers[2];
   std::atomic<int> passes{0}, holders{0};
   const auto player = [&](int me) {
     const CoreGate::Hold hold(gate, me);
-    const bool first = holders.fetch_add(1) == 0;  // whichever thread got a core first
-    // Marked asleep before leaving a single core (the other cannot run before), after leaving one
-    // of two (else the other could queue it while it still holds its core: no wake-up at all).
-    const auto sleep = [&] {
-      prepare_sleep(waiters[me]);
-      if (permits == 1) asleep[me].store(true);
-      leave_core();
-      if (permits != 1) asleep[me].store(true);
-      await_core(waiters[me]);
-    };
-    // One permit: the other thread waits in its Hold for this core, so the first sleeps first. Two
-    // permits: the second got the other core; it sleeps first, leaving that core idle.
-    if (first && permits == 1) {
-      while (gate.queued() == 0) std::this_thread::yield();
-      sleep();
-    }
-    if (!first && permits == 2) sleep();
+    if (holders.fetch_add(1) != 0) sleepers[me].sleep(/*cores_all_taken=*/false);  // the second sleeps first
     while (passes.load() < kPasses) {
-      const int other = 1 - me;
-      while (!asleep[other].load()) std::this_thread::yield();
-      asleep[other].store(false);
-      queue_sleeper(waiters[other]);
+      sleepers[1 - me].wake();
       if (passes.fetch_add(1) + 1 >= kPasses) break;
-      sleep();
+      sleepers[me].sleep(/*cores_all_taken=*/false);
     }
   };
   const auto start = std::chrono::steady_clock::now();
   std::thread a(player, 0), b(player, 1);
   a.join();
   b.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kPasses;
+  return seconds_since(start) / kPasses;
+}
+
+template <class Round>
+Seconds median_round(Round round) {
+  std::vector<Seconds> rounds;
+  for (int r = 0; r < kRounds; ++r) rounds.push_back(round());
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[rounds.size() / 2];
 }
 
 }  // namespace
 
-Seconds measure_thread_handoff_s(bool same_core) {
-  std::vector<Seconds> rounds;
-  for (int r = 0; r < kRounds; ++r) rounds.push_back(one_round(same_core ? 1 : 2));
-  std::sort(rounds.begin(), rounds.end());
-  return rounds[rounds.size() / 2];
+Seconds measure_busy_handoff_s(int cores) {
+  return median_round([cores] { return busy_round(std::max(1, cores)); });
 }
+
+Seconds measure_idle_wake_s() { return median_round(idle_round); }
 
 }  // namespace tandem::exec::cpu
