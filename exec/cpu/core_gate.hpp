@@ -65,6 +65,7 @@ class CoreGate {
  public:
   // `permits` cores of this process's CPU set (more permits than cores: no pinning).
   explicit CoreGate(int permits);
+
   CoreGate(const CoreGate&) = delete;
   CoreGate& operator=(const CoreGate&) = delete;
 
@@ -140,6 +141,10 @@ class CoreGate {
 
 // The calling thread's gate: gives its permit back (true when it held one), preferably to a
 // thread of a rank that `wanted` accepts (the ranks this thread waits for).
+// Never while holding a lock another thread may need: the thread handed the core wakes on this
+// one's CPU and may preempt it at once, and a preempted thread gets its CPU back only when the
+// kernel gives it a time slice, after whole turns of other ranks (a stream worker that left its
+// core under its device's lock stalled its host, which held the other core, for ~300 us).
 bool leave_core(const RankFilter& wanted = {});
 // A thread is queued for a core that this thread's spinning would keep from it
 // (CoreGate::wanted), ranks outnumber cores (CoreGate::oversubscribed), or this thread holds none.
@@ -172,6 +177,38 @@ void queue_sleeper(CoreGate::Waiter& waiter);
 // This thread holds a core permit (its waits can sleep off the core).
 bool holds_core();
 
+// The whole sleep of a thread that holds a core, for a wait whose wakers queue it (above): the
+// caller has prepared `waiter` and made it findable by its wakers under `lock` (`queued`, read
+// under `lock`, says whether one has queued it); this releases `lock`, gives the core up
+// (preferably to a thread of a rank `wanted` accepts) and sleeps until granted or `deadline`.
+// `unregister` (under `lock`) then makes the waiter unfindable again, before the thread queues
+// for a core itself, if it must (time was up and no waker had queued it): a waker must never
+// queue a waiter its thread no longer waits on. Returns holding a core; true when a waker's
+// grant woke it.
+template <class Lock, class Unregister>
+bool sleep_off_core_until(Lock& lock, CoreGate::Waiter& waiter, const bool& queued,
+                          std::chrono::steady_clock::time_point deadline, const RankFilter& wanted,
+                          Unregister unregister) {
+  lock.unlock();
+  leave_core(wanted);
+  bool granted = await_core_until(waiter, deadline);
+  lock.lock();
+  // Time is up. Queued meanwhile: withdrawn, or granted after all (then it holds a core).
+  if (!granted && queued && !waiter.gate->withdraw(waiter)) {
+    lock.unlock();
+    await_core(waiter);
+    lock.lock();
+    granted = true;
+  }
+  unregister();
+  if (!granted) {
+    lock.unlock();
+    rejoin_core();
+    lock.lock();
+  }
+  return granted;
+}
+
 // Spins (re-checking `ready` under `lock`, released between checks) for up to `budget` while
 // no thread that wants it is queued for a core (cores_wanted): a core that
 // would idle anyway keeps its thread, which then sees the condition within a microsecond
@@ -190,7 +227,9 @@ bool spin_while_cores_idle(Lock& lock, Ready ready, std::chrono::microseconds bu
 // goes back first and is taken again after, with `lock` released meanwhile.
 template <class Lock, class Wait>
 auto off_core_wait(Lock& lock, Wait wait, const RankFilter& wanted = {}, bool standby = false) {
+  lock.unlock();  // before the core goes: see leave_core
   const bool gave = leave_core(wanted);
+  lock.lock();
   auto result = wait();
   if (gave) {
     lock.unlock();

@@ -354,6 +354,7 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
       w.thread = std::thread([this, stream] { worker_loop(stream); });
     }
     w.wake_pending = w.asleep;  // woken once the host moves on (Worker::wake_pending)
+    queue_actionable_sleepers_locked();  // a worker waiting on this stream may run the op now
   }
   return Handle{handle};
 }
@@ -542,8 +543,25 @@ void CpuDevice::complete(std::int64_t handle, bool failed) {
       releasing_.erase(id);
     }
     state.release_on_completion.clear();
+    queue_actionable_sleepers_locked();
   }
   op_done_.notify_all();
+}
+
+bool CpuDevice::actionable_locked(std::int64_t handle) const {
+  const OpState& state = ops_[handle];
+  if (state.done || context_.aborted()) return true;
+  if (state.stream < 0) return false;
+  const Worker& w = workers_[state.stream];
+  return !w.busy && !w.queue.empty() && w.queue.front().handle <= handle;
+}
+
+void CpuDevice::queue_actionable_sleepers_locked() {
+  for (HandleSleeper* s : handle_sleepers_)
+    if (!s->queued && actionable_locked(s->handle)) {
+      s->queued = true;
+      queue_sleeper(s->waiter);
+    }
 }
 
 void CpuDevice::worker_loop(Stream stream) {
@@ -561,8 +579,8 @@ void CpuDevice::worker_loop(Stream stream) {
         // it wakes once it has one (core_gate.hpp: prepare_sleep).
         prepare_sleep(w.sleeper);
         w.asleep = true;
+        lock.unlock();  // before the core goes: see leave_core
         leave_core([this](int r) { return r == rank_; });
-        lock.unlock();
         await_core(w.sleeper);
         lock.lock();
       }
@@ -629,8 +647,9 @@ bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       wake_worker_locked(w);
+      queue_actionable_sleepers_locked();  // a thread waiting for a later op of this stream may run it now
     }
-    op_done_.notify_all();  // a host waiting for a later op of this stream may run it now
+    op_done_.notify_all();
   }
   return ok;
 }
@@ -647,11 +666,7 @@ void CpuDevice::wait_handle(std::int64_t handle) {
     throw std::logic_error("wait on unknown handle " + std::to_string(handle));
   // The op is done, the run aborted, its queue may be run here, or time is up (under the lock).
   const auto actionable = [&] {
-    const OpState& state = ops_[handle];
-    if (state.done || context_.aborted() || std::chrono::steady_clock::now() >= deadline) return true;
-    if (state.stream < 0) return false;
-    const Worker& w = workers_[state.stream];
-    return !w.busy && !w.queue.empty() && w.queue.front().handle <= handle;
+    return actionable_locked(handle) || std::chrono::steady_clock::now() >= deadline;
   };
   bool spun = false;
   while (true) {
@@ -688,11 +703,18 @@ void CpuDevice::wait_handle(std::int64_t handle) {
       spin_while_cores_idle(lock, actionable, std::chrono::microseconds(100));
       continue;
     }
-    // Off the core until there is something to do (see actionable).
-    off_core_wait(lock, [&] {
-      while (!actionable()) op_done_.wait_for(lock, kPoll);
-      return 0;
-    }, mine);
+    // Off the core until there is something to do (see actionable): queued for a core by the
+    // thread that makes it so, or (a thread without a core) notified. The poll catches an abort.
+    if (holds_core()) {
+      HandleSleeper me;
+      me.handle = handle;
+      prepare_sleep(me.waiter);
+      handle_sleepers_.push_back(&me);
+      sleep_off_core_until(lock, me.waiter, me.queued, std::min(deadline, std::chrono::steady_clock::now() + kPoll),
+                           mine, [&] { std::erase(handle_sleepers_, &me); });
+      continue;
+    }
+    while (!actionable()) op_done_.wait_for(lock, kPoll);
   }
 }
 

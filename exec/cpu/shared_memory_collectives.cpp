@@ -182,27 +182,8 @@ bool SharedMemoryComm::sleep_off_core(std::unique_lock<std::mutex>& lock, const 
   me.off_core = true;
   prepare_sleep(me.waiter);
   sleepers_.push_back(&me);  // from here a notifier may queue it, even before it left its core
-  lock.unlock();
-  leave_core(awaited);
-  bool granted = await_core_until(me.waiter, deadline);
-  lock.lock();
-  if (!granted) {
-    // Time is up. Queued meanwhile: withdrawn, or granted after all (then it holds a core).
-    const bool withdrawn = me.queued && me.waiter.gate->withdraw(me.waiter);
-    if (me.queued && !withdrawn) {
-      lock.unlock();
-      await_core(me.waiter);
-      lock.lock();
-      granted = true;
-    }
-  }
-  sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &me));
-  if (!granted) {
-    lock.unlock();
-    rejoin_core();
-    lock.lock();
-  }
-  return !granted;
+  return !sleep_off_core_until(lock, me.waiter, me.queued, deadline, awaited,
+                               [&] { sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &me)); });
 }
 
 bool SharedMemoryComm::sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,

@@ -103,6 +103,7 @@ BENCHMARK_CAPTURE(BM_CpuTinyStep, pp2_1f1b, Shape{.pp = 2})->UseManualTime()->It
 BENCHMARK_CAPTURE(BM_CpuTinyStep, dp2_tp2, Shape{.tp = 2, .dp = 2})->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CpuTinyStep, tp2_pp2, Shape{.tp = 2, .pp = 2})->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CpuTinyStep, dp4, Shape{.dp = 4})->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CpuTinyStep, tp4, Shape{.tp = 4})->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -89,9 +89,12 @@ Seconds idle_round() {
   const auto player = [&](int me) {
     const CoreGate::Hold hold(gate, me);
     if (holders.fetch_add(1) != 0) sleepers[me].sleep(/*cores_all_taken=*/false);  // the second sleeps first
+    // Counted before the wake-up: the other, once woken, must see whether this was the last turn
+    // (else it could wait for this thread to sleep, which it never does again).
     while (passes.load() < kPasses) {
+      const bool last = passes.fetch_add(1) + 1 >= kPasses;
       sleepers[1 - me].wake();
-      if (passes.fetch_add(1) + 1 >= kPasses) break;
+      if (last) break;
       sleepers[me].sleep(/*cores_all_taken=*/false);
     }
   };
