@@ -5,7 +5,7 @@
 // (sim/core_turns.hpp):
 // - handed over while every core is busy: twice as many threads as cores, each waking its partner
 //   and sleeping, as ranks do in turns; a ping-pong on one core while the others idle missed
-//   what the busy cores cost (below). Measured here (2-core KVM guest, AMD EPYC): ~4-5 us.
+//   what the busy cores cost (below). Measured here (2-core KVM guest, AMD EPYC): 3-6 us.
 // - resumed on an idle core (two threads, two cores): ~15-24 us (a halted virtual CPU resumes).
 // The busy measurement found the gate's own cost: while its sleepers slept on a condition
 // variable, a woken thread re-took the gate's lock, which the other core's thread often held: it

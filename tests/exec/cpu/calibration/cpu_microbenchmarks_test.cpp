@@ -31,7 +31,7 @@ void print(const StepMeasurement& step) {
 TEST(CpuMicrobenchmarks, PassingACoreBetweenThreadsCostsMicrosecondsNotScheduledTicks) {
   CpuMicrobenchmarks bench(2);
   const calibration::CoreSwitchCosts costs = bench.measure_core_switches();
-  // A context switch while every core is busy, a wake-up of an idle core: microseconds (4-5 and
+  // A context switch while every core is busy, a wake-up of an idle core: microseconds (3-6 and
   // 15-24 us on the 2-core development VM); a millisecond would be a scheduler tick, i.e. not a
   // hand-off at all.
   EXPECT_GT(costs.handoff_s, 0.0);
