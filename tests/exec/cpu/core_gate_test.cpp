@@ -109,6 +109,109 @@ TEST(CoreGate, AStandbyThreadGetsACoreOnlyWhenNoOtherThreadWaitsForOne) {
   EXPECT_EQ(order, (std::vector<std::string>{"regular", "standby"}));
 }
 
+TEST(CoreGate, AThreadGivesItsCoreUpForAWaitWithoutHoldingTheWaitsLock) {
+  // The thread handed the core may preempt the one that gave it up at once; were the lock still
+  // held then, whoever needs it waits until the kernel gives that thread a time slice back.
+  CoreGate gate(1);
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
+  std::atomic<bool> holding{false}, handed{false};
+  bool locked_while_handing = true;
+  std::thread waiter([&] {
+    const CoreGate::Hold hold(gate, 0);
+    lock.lock();
+    holding = true;
+    wait_until_queued(gate, 1);
+    // The filter runs inside the hand-over, on this thread: it sees the lock's state then.
+    off_core_wait(lock, [&] {
+      while (!handed) cv.wait_for(lock, 1ms);
+      return 0;
+    }, [&](int) {
+      locked_while_handing = lock.owns_lock();
+      return true;
+    });
+    lock.unlock();
+  });
+  while (!holding) std::this_thread::sleep_for(100us);
+  std::thread other([&] {
+    const CoreGate::Hold hold(gate, 1);
+    handed = true;
+  });
+  other.join();
+  waiter.join();
+  EXPECT_FALSE(locked_while_handing);
+}
+
+// A sleeper whose waker never came (sleep_off_core_until's deadline) is made unfindable before it
+// queues for a core itself: a waker that found it later would queue a waiter nobody awaits, and
+// the permit granted to it would be lost.
+TEST(CoreGate, ASleeperWhoseTimeRunsOutLeavesItsWakersBeforeTakingACoreAgain) {
+  CoreGate gate(1);
+  std::mutex mutex;
+  std::atomic<bool> holding{false}, findable{false}, unregistered_before_core{false}, holds_after{false};
+  bool woken = true;
+  std::thread sleeper([&] {
+    const CoreGate::Hold hold(gate, 0);
+    holding = true;
+    wait_until_queued(gate, 1);  // the other thread queues for the core first
+    std::unique_lock<std::mutex> lock(mutex);
+    CoreGate::Waiter waiter;
+    bool queued = false;
+    prepare_sleep(waiter);
+    findable = true;
+    woken = sleep_off_core_until(lock, waiter, queued, std::chrono::steady_clock::now() + 5ms, {}, [&] {
+      unregistered_before_core = !holds_core();
+      findable = false;
+    });
+    holds_after = holds_core();
+  });
+  while (!holding) std::this_thread::sleep_for(100us);
+  std::thread other([&] {
+    const CoreGate::Hold hold(gate, 1);  // runs while the sleeper sleeps, past its deadline
+    std::this_thread::sleep_for(20ms);
+  });
+  sleeper.join();
+  other.join();
+  EXPECT_FALSE(woken);
+  EXPECT_TRUE(unregistered_before_core);
+  EXPECT_FALSE(findable);
+  EXPECT_TRUE(holds_after);
+  EXPECT_EQ(gate.queued(), 0);
+}
+
+TEST(CoreGate, ASleeperQueuedByItsWakerWakesHoldingACore) {
+  CoreGate gate(1);
+  std::mutex mutex;
+  CoreGate::Waiter waiter;
+  bool queued = false;
+  std::atomic<bool> holding{false}, asleep{false};
+  bool woken = false, holds_after = false;
+  std::thread sleeper([&] {
+    const CoreGate::Hold hold(gate, 0);
+    holding = true;
+    wait_until_queued(gate, 1);  // the waker queues for the core first
+    std::unique_lock<std::mutex> lock(mutex);
+    prepare_sleep(waiter);
+    asleep = true;
+    woken = sleep_off_core_until(lock, waiter, queued, std::chrono::steady_clock::now() + 10s, {}, [] {});
+    holds_after = holds_core();
+  });
+  while (!holding) std::this_thread::sleep_for(100us);
+  std::thread waker([&] {
+    const CoreGate::Hold hold(gate, 1);  // gets the core the sleeper left
+    while (!asleep) std::this_thread::sleep_for(100us);
+    std::lock_guard<std::mutex> lock(mutex);  // as a waker does, under the lock the sleeper waits with
+    queued = true;
+    queue_sleeper(waiter);
+  });
+  waker.join();
+  sleeper.join();
+  EXPECT_TRUE(woken);
+  EXPECT_TRUE(holds_after);
+  EXPECT_EQ(gate.queued(), 0);
+}
+
 TEST(CoreGate, AThreadWithoutAHoldIsNotGated) {
   EXPECT_FALSE(leave_core());
   rejoin_core();  // nothing to take back
