@@ -27,19 +27,19 @@
 //     the backend's own gate: thread_handoff.hpp), reports the period between iteration ends (one
 //     unmeasured iteration after the measured ones), and the vocab-parallel loss steps have their
 //     own curves.
-//   strategy          before        now (median of 3 trials per test run, over 3 test runs)
+//   strategy          before        now (median of 3 trials per test run, over 4 test runs)
 //   data dp=2         +4..+10%      -3..+2%
-//   tensor tp=2       +8..+14%      +0..+2%
+//   tensor tp=2       +8..+14%      +0..+3%
 //   pipeline pp=2     -13..+12%     +2..+4%
 //   zero-1 dp=2       +4..+11%      -3..+1%
 //   zero-2 dp=2       (new)         -5..+4%
-//   zero-3 dp=2       (new)         -6..-3%
+//   zero-3 dp=2       (new)         -6..-2%
 //   data dp=4         +2..+3%       -4..+5%
-//   zero-1 dp=4       -4..+1%       -2..+3%
-//   zero-3 dp=4       (new)         -5..+2%
-//   hybrid dp2 x tp2  -32..-10%     +1..+4%
+//   zero-1 dp=4       -4..+1%       -2..+4%
+//   zero-3 dp=4       (new)         -6..+2%
+//   hybrid dp2 x tp2  -32..-10%     +1..+5%
 //   hybrid tp2 x pp2  -48..-35%     -5..-1%
-//   hybrid dp2 x pp2  (new)         +2..+8%
+//   hybrid dp2 x pp2  (new)         +1..+8%
 //   tensor tp=4       (new)         -7..-3% (-20..-13% until the lock above)
 // Not modeled: the copies of a shared-memory collective take core time from ranks that compute
 // (ZeRO-3's gathers).
