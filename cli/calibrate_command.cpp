@@ -73,6 +73,7 @@ int run_calibrate(const CalibrateOptions& o) {
   cluster.intra_link = result.intra_link;
   // The memory bus caps what all cores copy together: each core's measured copy rate, summed.
   cluster.bus = LinkSpec{result.intra_link.bandwidth_bytes_per_s * devices, 0};
+  cluster.collectives = calibration::collective_costs(result);
   write_file_atomically(cluster_out, "# Calibrated with " + fs::path(device_out).filename().string() +
                                          " (see its header).\n" + calibration::cluster_yaml(cluster));
   std::cout << "profile     " << device_out << "\ncluster     " << cluster_out << "\n";

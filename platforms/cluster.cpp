@@ -245,7 +245,39 @@ LinkSpec port(const YamlNode& link, bool latency_required) {
   return spec;
 }
 
+// intra_node.collectives: [{kind, ranks, latency_us, bandwidth_gb_per_s}, ...].
+std::vector<CollectiveCost> collective_costs(const YamlNode& list, int devices_per_node) {
+  std::vector<CollectiveCost> costs;
+  for (const YamlNode& item : list.items()) {
+    item.only_keys({"kind", "ranks", "latency_us", "bandwidth_gb_per_s"});
+    CollectiveCost c;
+    const YamlNode kind = item["kind"];
+    c.kind = kind.as_string();
+    if (c.kind != "all_reduce" && c.kind != "reduce_scatter" && c.kind != "all_gather" && c.kind != "broadcast" &&
+        c.kind != "all_to_all")
+      kind.fail("must be all_reduce, reduce_scatter, all_gather, broadcast or all_to_all, got '" + c.kind + "'");
+    const YamlNode ranks = item["ranks"];
+    const long long n = ranks.positive_int();
+    if (n < 2 || n > devices_per_node)
+      ranks.fail("must be between 2 and devices_per_node (" + std::to_string(devices_per_node) + ")");
+    c.ranks = static_cast<int>(n);
+    c.latency_s = item["latency_us"].non_negative() * 1e-6;
+    c.bandwidth_bytes_per_s = item["bandwidth_gb_per_s"].positive() * kGB;
+    for (const CollectiveCost& earlier : costs)
+      if (earlier.kind == c.kind && earlier.ranks == c.ranks)
+        item.fail("a second cost for " + c.kind + " over " + std::to_string(c.ranks) + " ranks");
+    costs.push_back(c);
+  }
+  return costs;
+}
+
 }  // namespace
+
+const CollectiveCost* NodeGroup::collective_cost(const std::string& kind, int ranks) const {
+  for (const CollectiveCost& c : collective_costs)
+    if (c.kind == kind && c.ranks == ranks) return &c;
+  return nullptr;
+}
 
 Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
   const YamlNode root = YamlNode::load_file(path);
@@ -321,7 +353,7 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
       (void)g["intra_node"];  // "missing required field" at node_groups[i].intra_node
     }
     if (intra) {
-      intra->only_keys({"fabric", "bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us", "bus"});
+      intra->only_keys({"fabric", "bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us", "bus", "collectives"});
       const YamlNode fabric = (*intra)["fabric"];
       try {
         group.fabric = parse_intra_node_fabric(fabric.as_string());
@@ -337,6 +369,11 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
         const YamlNode bus = (*intra)["bus"];  // required: the PCIe root complex / memory bus
         bus.only_keys({"bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us"});
         group.intra_bus = port(bus, false);
+      }
+      if (auto collectives = intra->get("collectives")) {
+        if (group.fabric != IntraNodeFabric::shared_memory)
+          collectives->fail("measured collective costs are for shared_memory fabrics (CPU devices' threads)");
+        group.collective_costs = collective_costs(*collectives, group.devices_per_node);
       }
     } else {
       // One device per node and no intra_node given: nothing moves inside the node.

@@ -22,6 +22,20 @@ struct LinkSpec {
 enum class IntraNodeFabric { nvswitch, pcie, shared_memory };
 const char* to_string(IntraNodeFabric fabric);
 
+// What one collective costs on a node whose devices are threads sharing memory (the CPU
+// backend: the member that arrives last does every member's work, on its core): latency + bytes
+// / bandwidth, bytes being each member's buffer, for groups of `ranks` devices of the node.
+// `tandem calibrate` measures them; the simulator uses them instead of routing the collective's
+// transfers over the node's links, which reproduce neither the bookkeeping nor the caches (a
+// 4-member all-reduce of 16 KB: ~10 us measured, ~4 us through the fitted link).
+struct CollectiveCost {
+  std::string kind;  // all_reduce, reduce_scatter, all_gather, broadcast, all_to_all
+  int ranks = 2;
+  Seconds latency_s = 0;
+  BytesPerSecond bandwidth_bytes_per_s = 0;
+  Seconds seconds(Bytes bytes) const { return latency_s + bytes / bandwidth_bytes_per_s; }
+};
+
 struct NodeGroup {
   std::string name;
   DeviceProfile device;
@@ -38,6 +52,10 @@ struct NodeGroup {
   // down (the simulator shares the cores fairly; sim/simulation.cpp).
   int shared_cores = 0;
   double background_load = 0;
+  std::vector<CollectiveCost> collective_costs;  // shared_memory fabric only; may be empty
+
+  // The measured cost of `kind` over `ranks` of one node's devices, if there is one.
+  const CollectiveCost* collective_cost(const std::string& kind, int ranks) const;
 };
 
 enum class InterNodeTopology { star, fat_tree };

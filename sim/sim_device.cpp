@@ -241,6 +241,26 @@ void SimDevice::stream_loop(Stream stream) {
   }
 }
 
+const CollectiveCost* SimDevice::measured_cost(const CommOp& op) const {
+  const Cluster& cluster = *context_.cluster;
+  for (int member : op.group.ranks)
+    if (is_ghost(member) || !cluster.same_node(member, rank_)) return nullptr;
+  return cluster.group_of(rank_).collective_cost(to_string(op.kind), op.group.size());
+}
+
+void SimDevice::run_measured_collective(const PendingComm& pending, const CollectiveCost& cost) {
+  auto& rv = context_.rendezvous[pending.rendezvous_key];
+  if (!rv.barrier) {
+    // As for Arrivals (run_comm): creating it may yield; the first member back installs its own.
+    auto fresh = s4u::Barrier::create(static_cast<unsigned>(pending.op.group.size()));
+    if (!rv.barrier) rv.barrier = std::move(fresh);
+  }
+  const s4u::BarrierPtr barrier = rv.barrier;  // the entry goes once every member has left
+  barrier->wait();
+  // The last member's work, on its core: its host keeps the core meanwhile (wait_off_core).
+  s4u::this_actor::sleep_for(cost.seconds(pending.op.bytes));
+}
+
 void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   const CommOp& op = pending.op;
   state.start_s = s4u::Engine::get_clock();
@@ -259,7 +279,10 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
     rv.arrivals->arrive(rank_);
   }
 
-  if (is_collective(op.kind)) {
+  const CollectiveCost* measured = is_collective(op.kind) ? measured_cost(op) : nullptr;
+  if (measured != nullptr) {
+    run_measured_collective(pending, *measured);
+  } else if (is_collective(op.kind)) {
     CollectiveCall call;
     call.kind = op.kind;
     call.bytes = op.bytes;

@@ -52,6 +52,7 @@ struct SimulationContext {
     int arrived = 0;
     int departed = 0;
     std::shared_ptr<Arrivals> arrivals;  // collectives only
+    simgrid::s4u::BarrierPtr barrier;    // collectives with a measured cost only
   };
   std::unordered_map<std::string, Rendezvous> rendezvous;
 
@@ -144,6 +145,11 @@ class SimDevice final : public Runtime, public PointToPoint {
   void block_on(std::int64_t handle);  // main actor: wait and classify the blocked time
   void stream_loop(Stream stream);     // body of a communication stream's actor
   void run_comm(const PendingComm& pending, OpState& state);
+  // The measured cost of collective `op` when its members are this node's threads sharing memory
+  // (NodeGroup::collective_costs), else nullptr: it then runs as transfers over the links.
+  const CollectiveCost* measured_cost(const CommOp& op) const;
+  // A collective with a measured cost: every member waits for the last, which does the work.
+  void run_measured_collective(const PendingComm& pending, const CollectiveCost& cost);
   void add_trace(TraceRecord record);  // but for the unmeasured iteration after the measured ones
   bool measuring() const;
   bool cooling_down() const;  // past the measured iterations

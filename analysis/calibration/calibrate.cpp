@@ -1,6 +1,7 @@
 #include "analysis/calibration/calibrate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -148,6 +149,16 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
     }
   }
   return fit_calibration(m, base, o.precision);
+}
+
+std::vector<CollectiveCost> collective_costs(const CalibrationResult& result) {
+  std::vector<CollectiveCost> costs;
+  for (const CommFit& c : result.comm) {
+    const BytesPerSecond bandwidth = c.fit.bandwidth_bytes_per_s;
+    if (c.kind == OpKind::send || !(bandwidth > 0) || !std::isfinite(bandwidth)) continue;
+    costs.push_back(CollectiveCost{to_string(c.kind), c.group_size, c.fit.latency_s, bandwidth});
+  }
+  return costs;
 }
 
 std::string describe(const CalibrationResult& r) {

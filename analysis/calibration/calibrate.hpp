@@ -67,6 +67,10 @@ struct CalibrationResult {
 CalibrationResult fit_calibration(const Measurements& measurements, const DeviceProfile& base,
                                   DType precision = DType::fp32);
 
+// The fitted collectives (every kind and group size but send/recv) as a shared-memory node's
+// measured costs (NodeGroup::collective_costs); fits without a positive bandwidth are left out.
+std::vector<CollectiveCost> collective_costs(const CalibrationResult& result);
+
 // Runs the grids on `bench` and fits. The profile's provenance is left for the caller to fill
 // (provenance.hpp), so that this stays deterministic given the measurements.
 CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base,

@@ -95,6 +95,13 @@ std::string cluster_yaml(const CalibratedCluster& c) {
   y += "      latency_us: " + num(c.intra_link.latency_s * 1e6) + "\n";
   y += "      bus: { bandwidth_gb_per_s: " + num(c.bus.bandwidth_bytes_per_s / kGB) +
        ", latency_us: " + num(c.bus.latency_s * 1e6) + " }\n";
+  if (!c.collectives.empty()) {
+    y += "      # what each collective cost the last member to arrive (it does every member's work)\n";
+    y += "      collectives:\n";
+    for (const CollectiveCost& k : c.collectives)
+      y += "        - { kind: " + k.kind + ", ranks: " + std::to_string(k.ranks) + ", latency_us: " +
+           num(k.latency_s * 1e6) + ", bandwidth_gb_per_s: " + num(k.bandwidth_bytes_per_s / kGB) + " }\n";
+  }
   return y;
 }
 

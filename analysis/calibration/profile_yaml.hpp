@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "platforms/cluster.hpp"
 #include "platforms/device.hpp"
@@ -21,6 +22,7 @@ struct CalibratedCluster {
   LinkSpec intra_link;           // device-to-device (fitted)
   LinkSpec bus;                  // the memory bus all devices share
   int shared_cores = 0;          // the cores the devices (threads) share; 0: not written
+  std::vector<CollectiveCost> collectives;  // measured collective costs; none: not written
 };
 std::string cluster_yaml(const CalibratedCluster& cluster);
 

@@ -242,6 +242,54 @@ TEST(ClusterLoad, NoNodeGroupsIsAnInputError) {
   }
 }
 
+// CPU devices that are threads of one machine, with collective costs measured there.
+const char* const kSharedMemory = R"(name: cores
+node_groups:
+  - name: cpu
+    device: cpu-generic
+    nodes: 1
+    devices_per_node: 4
+    shared_cores: 2
+    intra_node:
+      fabric: shared_memory
+      bandwidth_gb_per_s: 40
+      latency_us: 2
+      bus: { bandwidth_gb_per_s: 160 }
+      collectives:
+        - { kind: all_reduce, ranks: 4, latency_us: 10, bandwidth_gb_per_s: 5 }
+        - { kind: all_gather, ranks: 2, latency_us: 0.5, bandwidth_gb_per_s: 50 }
+)";
+
+TEST(ClusterLoad, MeasuredCollectiveCostsAreLookedUpByKindAndGroupSize) {
+  TempDir dir;
+  const Cluster c = load_cluster(dir.write("cores.yaml", kSharedMemory));
+  const NodeGroup& g = c.groups.front();
+  const CollectiveCost* all_reduce = g.collective_cost("all_reduce", 4);
+  ASSERT_NE(all_reduce, nullptr);
+  EXPECT_DOUBLE_EQ(all_reduce->seconds(16384), 10e-6 + 16384 / 5e9);
+  ASSERT_NE(g.collective_cost("all_gather", 2), nullptr);
+  EXPECT_EQ(g.collective_cost("all_reduce", 2), nullptr);  // not measured: transfers over the links
+  EXPECT_EQ(g.collective_cost("broadcast", 4), nullptr);
+}
+
+TEST(ClusterLoad, BadCollectiveCostsNameTheirField) {
+  const auto load = [](const std::string& path) { load_cluster(path); };
+  for (const test::BadCase& bad : {
+           test::BadCase{"unknown kind", "kind: all_gather", "kind: all_gathr",
+                         "node_groups[0].intra_node.collectives[1].kind", "all_gathr", "must be all_reduce"},
+           test::BadCase{"more ranks than devices", "ranks: 4", "ranks: 5",
+                         "node_groups[0].intra_node.collectives[0].ranks", "ranks: 5", "between 2 and devices_per_node"},
+           test::BadCase{"zero bandwidth", "bandwidth_gb_per_s: 5 }", "bandwidth_gb_per_s: 0 }",
+                         "node_groups[0].intra_node.collectives[0].bandwidth_gb_per_s", "bandwidth_gb_per_s: 0 }",
+                         "must be positive"},
+           test::BadCase{"twice the same", "kind: all_gather, ranks: 2", "kind: all_reduce, ranks: 4",
+                         "node_groups[0].intra_node.collectives[1]", "latency_us: 0.5", "a second cost"},
+           test::BadCase{"not shared memory", "fabric: shared_memory", "fabric: pcie",
+                         "node_groups[0].intra_node.collectives", "collectives:", "shared_memory fabrics"},
+       })
+    test::expect_input_error_at_the_right_place(kSharedMemory, bad, load);
+}
+
 // ---- bad input: each class names the file, the line and the field ----
 
 const char* const kGood = R"(name: test-cluster

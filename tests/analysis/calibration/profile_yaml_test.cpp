@@ -61,6 +61,7 @@ TEST(ProfileYaml, TheClusterUsesTheProfileAndTheFittedLink) {
   c.intra_link = {17.5e9, 12.5e-6};
   c.bus = {52.5e9, 0};
   c.shared_cores = 2;
+  c.collectives = {{"all_reduce", 3, 9.5e-6, 4.5e9}, {"reduce_scatter", 2, 0.5e-6, 20e9}};
   const std::string path = (dir.path() / "here.yaml").string();
   write_file_atomically(path, cluster_yaml(c));
   const Cluster back = load_cluster(path);
@@ -73,6 +74,12 @@ TEST(ProfileYaml, TheClusterUsesTheProfileAndTheFittedLink) {
   EXPECT_NEAR(g.intra_link.bandwidth_bytes_per_s, 17.5e9, 1);
   EXPECT_NEAR(g.intra_link.latency_s, 12.5e-6, 1e-15);
   EXPECT_NEAR(g.intra_bus.bandwidth_bytes_per_s, 52.5e9, 1);
+  ASSERT_EQ(g.collective_costs.size(), 2u);
+  const CollectiveCost* all_reduce = g.collective_cost("all_reduce", 3);
+  ASSERT_NE(all_reduce, nullptr);
+  EXPECT_NEAR(all_reduce->latency_s, 9.5e-6, 1e-15);
+  EXPECT_NEAR(all_reduce->bandwidth_bytes_per_s, 4.5e9, 1);
+  EXPECT_NE(g.collective_cost("reduce_scatter", 2), nullptr);
 }
 
 }  // namespace

@@ -112,6 +112,7 @@ Cluster calibrated_localhost(const calibration::CalibrationResult& c, int device
   g.intra_link = c.intra_link;
   g.intra_bus = LinkSpec{c.intra_link.bandwidth_bytes_per_s * devices, 0};
   g.shared_cores = kCores;
+  g.collective_costs = calibration::collective_costs(c);
   return cluster;
 }
 
