@@ -66,7 +66,6 @@ class CoreGate {
   // `permits` cores of this process's CPU set (more permits than cores: no pinning).
   explicit CoreGate(int permits);
 
-
   CoreGate(const CoreGate&) = delete;
   CoreGate& operator=(const CoreGate&) = delete;
 
