@@ -27,26 +27,32 @@
 //     the backend's own gate: thread_handoff.hpp), reports the period between iteration ends (one
 //     unmeasured iteration after the measured ones), and the vocab-parallel loss steps have their
 //     own curves.
-//   strategy          before        now (median of 3 trials per test run, over 5 test runs)
-//   data dp=2         +4..+10%      -3..+2%
-//   tensor tp=2       +8..+14%      +0..+3%
+//   * a collective among the machine's threads costs what calibrate measured for its kind and
+//     group size (NodeGroup::collective_costs), after its last member arrives, instead of its
+//     transfers crossing the fitted link (tensor tp=4 -8..-3% -> +2..+6%).
+//   strategy          before        now (median of 3 trials per test run, over 4 test runs in
+//                                   the quiet state)
+//   data dp=2         +4..+10%      -0..+2%
+//   tensor tp=2       +8..+14%      -3..+0%
 //   pipeline pp=2     -13..+12%     +2..+4%
-//   zero-1 dp=2       +4..+11%      -3..+1%
-//   zero-2 dp=2       (new)         -5..+4%
+//   zero-1 dp=2       +4..+11%      -2..+1%
+//   zero-2 dp=2       (new)         -4..-1%
 //   zero-3 dp=2       (new)         -6..-2%
-//   data dp=4         +2..+3%       -4..+5%
-//   zero-1 dp=4       -4..+1%       -2..+4%
-//   zero-3 dp=4       (new)         -6..+2%
-//   hybrid dp2 x tp2  -32..-10%     +1..+5%
-//   hybrid tp2 x pp2  -48..-35%     -5..-1%
-//   hybrid dp2 x pp2  (new)         +1..+8%
-//   tensor tp=4       (new)         -8..-3% (-20..-13% until the lock above)
+//   data dp=4         +2..+3%       +0..+5%
+//   zero-1 dp=4       -4..+1%       -1..+7%
+//   zero-3 dp=4       (new)         -8..-3%
+//   hybrid dp2 x tp2  -32..-10%     -1..+5%
+//   hybrid tp2 x pp2  -48..-35%     -7..-2%
+//   hybrid dp2 x pp2  (new)         +0..+4%
+//   tensor tp=4       (new)         +2..+6% (-20..-13% until the lock above)
 // Not modeled: the copies of a shared-memory collective take core time from ranks that compute
-// (ZeRO-3's gathers).
+// (ZeRO-3's gathers); two members' arrivals skew by ~10 us in a real run, never in the simulator.
 //
 // In the VM's slow state (other tenants of the host: ping-pong wake-ups 15 -> 23 us, the same
-// binary's tensor tp=2 step 4.0 -> 4.6-5.4 ms within minutes) multi-rank errors move by 10-15%;
-// such runs do not reproduce within 5% and are not asserted (kSteadySpread).
+// binary's tensor tp=2 step 4.0 -> 4.6-5.4 ms within minutes, which the calibration made at the
+// same time does not see) multi-rank errors move by 10-15%; runs that straddle a change do not
+// reproduce within 5% and are not asserted (kSteadySpread), but a state that holds for minutes
+// reads as -10..-13% on tensor-parallel cases: the 10% check is opt-in for that reason.
 //
 // TANDEM_CALIBRATION_VERBOSE=1 prints, per case, the calibration, kernel time per class, the
 // process's CPU time and context switches, each rank's comm op durations and last step;
