@@ -38,12 +38,7 @@ Check simulate_tp2(bool measured) {
     s.strategy_type = "hybrid";
     s.parallel.tensor_model_parallel_size = 2;
     s.parallel.data_parallel_size = 1;
-    auto strategy = make_strategy(s);
-    sim::SimulationOptions options;
-    options.warmup_iterations = 1;
-    options.iterations = 2;
-    options.record_trace = true;
-    const sim::SimulationResult r = sim::simulate(*strategy, s.cluster, options);
+    const sim::SimulationResult r = sim_test::simulate_traced(s, /*warmup=*/1, /*iterations=*/2);
     std::map<std::tuple<int, std::string>, std::vector<TraceRecord>> instances;
     for (const TraceRecord& t : r.trace.records)
       if (t.kind == OpKind::all_reduce && t.group_size == 2) instances[{t.iteration, t.op_id}].push_back(t);

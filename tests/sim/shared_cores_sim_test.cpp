@@ -56,17 +56,13 @@ Outcome simulate_on(const Machine& m) {
     s.parallel.tensor_model_parallel_size = m.tp;
     s.parallel.data_parallel_size = m.ranks / m.tp;
     s.training.global_batch_size = 4 * s.parallel.data_parallel_size;
-    auto strategy = make_strategy(s);
-    sim::SimulationOptions options;
-    options.warmup_iterations = 2;
-    options.iterations = 4;
-    options.record_trace = true;
-    const sim::SimulationResult r = sim::simulate(*strategy, s.cluster, options);
+    constexpr int kIterations = 4;
+    const sim::SimulationResult r = sim_test::simulate_traced(s, /*warmup=*/2, kIterations);
     std::vector<TraceRecord> compute;
     for (const TraceRecord& t : r.trace.records)
       if (t.stream == Stream::compute && t.end_s > t.start_s) compute.push_back(t);
     char line[128];
-    std::snprintf(line, sizeof line, "%.17g %.17g %d", r.iteration_time_s, r.ranks[0].compute_s / options.iterations,
+    std::snprintf(line, sizeof line, "%.17g %.17g %d", r.iteration_time_s, r.ranks[0].compute_s / kIterations,
                   most_overlapping(compute));
     return std::string(line);
   });

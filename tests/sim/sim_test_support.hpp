@@ -24,6 +24,8 @@
 #include <xbt/log.h>
 
 #include "common/process_pool.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/simulation.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -55,6 +57,16 @@ struct SimResult {
 
 // Quiet SimGrid's INFO chatter (configuration changes, energy summaries) in the child.
 inline void quiet_simgrid() { xbt_log_control_set("root.thres:warning"); }
+
+// Simulates scenario `s` (in the child) for `iterations` after `warmup`, recording the trace.
+inline sim::SimulationResult simulate_traced(const Scenario& s, int warmup, int iterations) {
+  auto strategy = make_strategy(s);
+  sim::SimulationOptions options;
+  options.warmup_iterations = warmup;
+  options.iterations = iterations;
+  options.record_trace = true;
+  return sim::simulate(*strategy, s.cluster, options);
+}
 
 
 // Exit codes of the child: 0 ok, 3 f threw, 4 f threw a non-exception.
