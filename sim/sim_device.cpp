@@ -243,9 +243,14 @@ void SimDevice::stream_loop(Stream stream) {
 
 const CollectiveCost* SimDevice::measured_cost(const CommOp& op) const {
   const Cluster& cluster = *context_.cluster;
+  const NodeGroup& group = cluster.group_of(rank_);
+  // Most clusters have none: then no per-member check (groups of thousands of GPUs).
+  if (group.collective_costs.empty()) return nullptr;
+  const CollectiveCost* cost = group.collective_cost(to_string(op.kind), op.group.size());
+  if (cost == nullptr) return nullptr;
   for (int member : op.group.ranks)
     if (is_ghost(member) || !cluster.same_node(member, rank_)) return nullptr;
-  return cluster.group_of(rank_).collective_cost(to_string(op.kind), op.group.size());
+  return cost;
 }
 
 void SimDevice::run_measured_collective(const PendingComm& pending, const CollectiveCost& cost) {
