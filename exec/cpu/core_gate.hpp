@@ -50,7 +50,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -65,7 +64,6 @@ class CoreGate {
  public:
   // `permits` cores of this process's CPU set (more permits than cores: no pinning).
   explicit CoreGate(int permits);
-
   CoreGate(const CoreGate&) = delete;
   CoreGate& operator=(const CoreGate&) = delete;
 
@@ -177,24 +175,36 @@ void queue_sleeper(CoreGate::Waiter& waiter);
 // This thread holds a core permit (its waits can sleep off the core).
 bool holds_core();
 
-// The whole sleep of a thread that holds a core, for a wait whose wakers queue it (above): the
-// caller has prepared `waiter` and made it findable by its wakers under `lock` (`queued`, read
-// under `lock`, says whether one has queued it); this releases `lock`, gives the core up
-// (preferably to a thread of a rank `wanted` accepts) and sleeps until granted or `deadline`.
-// `unregister` (under `lock`) then makes the waiter unfindable again, before the thread queues
-// for a core itself, if it must (time was up and no waker had queued it): a waker must never
-// queue a waiter its thread no longer waits on. Returns holding a core; true when a waker's
-// grant woke it.
+// A thread asleep off its core in a wait whose wakers queue it for one (above), once. Its
+// fields are read and written under the lock of the state its wakers watch.
+struct CoreSleeper {
+  CoreGate::Waiter waiter;  // filled by prepare_sleep() before the sleeper is findable
+  bool queued = false;      // a waker has queued it
+  // The waker's part: queues it for a core unless a waker did already.
+  void queue() {
+    if (queued) return;
+    queued = true;
+    queue_sleeper(waiter);
+  }
+};
+
+// The whole sleep of a thread that holds a core, for a wait whose wakers queue it: the caller
+// has prepared `sleeper` and made it findable by its wakers under `lock`; this releases `lock`,
+// gives the core up (preferably to a thread of a rank `wanted` accepts) and sleeps until granted
+// or `deadline`. `unregister` (under `lock`) then makes the sleeper unfindable again, before the
+// thread queues for a core itself, if it must (time was up and no waker had queued it): a waker
+// must never queue a waiter its thread no longer waits on. Returns holding a core; true when a
+// waker's grant woke it.
 template <class Lock, class Unregister>
-bool sleep_off_core_until(Lock& lock, CoreGate::Waiter& waiter, const bool& queued,
-                          std::chrono::steady_clock::time_point deadline, const RankFilter& wanted,
-                          Unregister unregister) {
+bool sleep_off_core_until(Lock& lock, CoreSleeper& sleeper, std::chrono::steady_clock::time_point deadline,
+                          const RankFilter& wanted, Unregister unregister) {
+  CoreGate::Waiter& waiter = sleeper.waiter;
   lock.unlock();
   leave_core(wanted);
   bool granted = await_core_until(waiter, deadline);
   lock.lock();
   // Time is up. Queued meanwhile: withdrawn, or granted after all (then it holds a core).
-  if (!granted && queued && !waiter.gate->withdraw(waiter)) {
+  if (!granted && sleeper.queued && !waiter.gate->withdraw(waiter)) {
     lock.unlock();
     await_core(waiter);
     lock.lock();

@@ -15,7 +15,6 @@ namespace {
 using I64 = std::int64_t;
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
-
 std::string seconds_text(std::chrono::milliseconds ms) {
   std::string text = std::to_string(static_cast<double>(ms.count()) / 1000.0);
   while (!text.empty() && text.back() == '0') text.pop_back();
@@ -558,10 +557,7 @@ bool CpuDevice::actionable_locked(std::int64_t handle) const {
 
 void CpuDevice::queue_actionable_sleepers_locked() {
   for (HandleSleeper* s : handle_sleepers_)
-    if (!s->queued && actionable_locked(s->handle)) {
-      s->queued = true;
-      queue_sleeper(s->waiter);
-    }
+    if (!s->core.queued && actionable_locked(s->handle)) s->core.queue();
 }
 
 void CpuDevice::worker_loop(Stream stream) {
@@ -708,10 +704,10 @@ void CpuDevice::wait_handle(std::int64_t handle) {
     if (holds_core()) {
       HandleSleeper me;
       me.handle = handle;
-      prepare_sleep(me.waiter);
+      prepare_sleep(me.core.waiter);
       handle_sleepers_.push_back(&me);
-      sleep_off_core_until(lock, me.waiter, me.queued, std::min(deadline, std::chrono::steady_clock::now() + kPoll),
-                           mine, [&] { std::erase(handle_sleepers_, &me); });
+      sleep_off_core_until(lock, me.core, std::min(deadline, std::chrono::steady_clock::now() + kPoll), mine,
+                           [&] { std::erase(handle_sleepers_, &me); });
       continue;
     }
     while (!actionable()) op_done_.wait_for(lock, kPoll);

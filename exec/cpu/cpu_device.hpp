@@ -230,8 +230,7 @@ class CpuDevice final : public Runtime {
   // parallel steps of 4 ranks on 2 cores).
   struct HandleSleeper {
     std::int64_t handle = -1;
-    CoreGate::Waiter waiter;
-    bool queued = false;
+    CoreSleeper core;
   };
 
   float* storage_locked(const Tensor& tensor, const std::string& label);

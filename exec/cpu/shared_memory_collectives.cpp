@@ -166,11 +166,10 @@ void SharedMemoryComm::abort() {
 void SharedMemoryComm::notify_locked() {
   for (Sleeper* s : sleepers_) {
     if (!aborted() && !s->ready()) continue;
-    if (!s->off_core) {
+    if (s->off_core) {
+      s->core.queue();  // woken by the gate, on a core (no wake-up to queue itself)
+    } else {
       s->cv.notify_one();
-    } else if (!s->queued) {  // woken by the gate, on a core (no wake-up to queue itself)
-      s->queued = true;
-      queue_sleeper(s->waiter);
     }
   }
 }
@@ -180,10 +179,9 @@ bool SharedMemoryComm::sleep_off_core(std::unique_lock<std::mutex>& lock, const 
   Sleeper me;
   me.ready = ready;
   me.off_core = true;
-  prepare_sleep(me.waiter);
+  prepare_sleep(me.core.waiter);
   sleepers_.push_back(&me);  // from here a notifier may queue it, even before it left its core
-  return !sleep_off_core_until(lock, me.waiter, me.queued, deadline, awaited,
-                               [&] { sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &me)); });
+  return !sleep_off_core_until(lock, me.core, deadline, awaited, [&] { std::erase(sleepers_, &me); });
 }
 
 bool SharedMemoryComm::sleep_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready,

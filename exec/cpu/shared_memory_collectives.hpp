@@ -147,8 +147,8 @@ class SharedMemoryComm {
     std::function<bool()> ready;
     // A thread that gave its core up (sleep_off_core): the thread that makes it ready queues it
     // for a core instead of waking it (core_gate.hpp: prepare_sleep), once.
-    bool off_core = false, queued = false;
-    CoreGate::Waiter waiter;
+    bool off_core = false;
+    CoreSleeper core;
   };
   // Wakes the sleepers whose condition holds (under the lock).
   void notify_locked();

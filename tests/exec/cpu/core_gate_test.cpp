@@ -156,11 +156,10 @@ TEST(CoreGate, ASleeperWhoseTimeRunsOutLeavesItsWakersBeforeTakingACoreAgain) {
     holding = true;
     wait_until_queued(gate, 1);  // the other thread queues for the core first
     std::unique_lock<std::mutex> lock(mutex);
-    CoreGate::Waiter waiter;
-    bool queued = false;
-    prepare_sleep(waiter);
+    CoreSleeper me;
+    prepare_sleep(me.waiter);
     findable = true;
-    woken = sleep_off_core_until(lock, waiter, queued, std::chrono::steady_clock::now() + 5ms, {}, [&] {
+    woken = sleep_off_core_until(lock, me, std::chrono::steady_clock::now() + 5ms, {}, [&] {
       unregistered_before_core = !holds_core();
       findable = false;
     });
@@ -183,8 +182,7 @@ TEST(CoreGate, ASleeperWhoseTimeRunsOutLeavesItsWakersBeforeTakingACoreAgain) {
 TEST(CoreGate, ASleeperQueuedByItsWakerWakesHoldingACore) {
   CoreGate gate(1);
   std::mutex mutex;
-  CoreGate::Waiter waiter;
-  bool queued = false;
+  CoreSleeper me;
   std::atomic<bool> holding{false}, asleep{false};
   bool woken = false, holds_after = false;
   std::thread sleeper([&] {
@@ -192,9 +190,9 @@ TEST(CoreGate, ASleeperQueuedByItsWakerWakesHoldingACore) {
     holding = true;
     wait_until_queued(gate, 1);  // the waker queues for the core first
     std::unique_lock<std::mutex> lock(mutex);
-    prepare_sleep(waiter);
+    prepare_sleep(me.waiter);
     asleep = true;
-    woken = sleep_off_core_until(lock, waiter, queued, std::chrono::steady_clock::now() + 10s, {}, [] {});
+    woken = sleep_off_core_until(lock, me, std::chrono::steady_clock::now() + 10s, {}, [] {});
     holds_after = holds_core();
   });
   while (!holding) std::this_thread::sleep_for(100us);
@@ -202,8 +200,7 @@ TEST(CoreGate, ASleeperQueuedByItsWakerWakesHoldingACore) {
     const CoreGate::Hold hold(gate, 1);  // gets the core the sleeper left
     while (!asleep) std::this_thread::sleep_for(100us);
     std::lock_guard<std::mutex> lock(mutex);  // as a waker does, under the lock the sleeper waits with
-    queued = true;
-    queue_sleeper(waiter);
+    me.queue();
   });
   waker.join();
   sleeper.join();
