@@ -1,6 +1,5 @@
 #include "analysis/calibration/profile_yaml.hpp"
 
-
 #include "analysis/format.hpp"
 
 namespace tandem::calibration {
