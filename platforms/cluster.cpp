@@ -353,7 +353,8 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
       (void)g["intra_node"];  // "missing required field" at node_groups[i].intra_node
     }
     if (intra) {
-      intra->only_keys({"fabric", "bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us", "bus", "collectives"});
+      intra->only_keys({"fabric", "bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us", "bus", "collectives",
+                        "nvlink_generation"});
       const YamlNode fabric = (*intra)["fabric"];
       try {
         group.fabric = parse_intra_node_fabric(fabric.as_string());
@@ -361,6 +362,12 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
         fabric.fail("must be nvswitch, pcie or shared_memory, got '" + fabric.as_string() + "'");
       }
       group.intra_link = port(*intra, true);
+      if (auto generation = intra->get("nvlink_generation")) {
+        if (group.fabric != IntraNodeFabric::nvswitch) generation->fail("only an nvswitch fabric has an NVLink generation");
+        const long long g_number = generation->positive_int();
+        if (g_number < 2 || g_number > 5) generation->fail("must be 2 (V100), 3 (A100), 4 (H100, H200) or 5 (B200)");
+        group.nvlink_generation = static_cast<int>(g_number);
+      }
       if (group.fabric == IntraNodeFabric::nvswitch) {
         if (auto bus = intra->get("bus")) {
           bus->fail("only pcie and shared_memory fabrics have a shared bus (nvswitch is non-blocking)");

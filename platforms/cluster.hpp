@@ -43,6 +43,10 @@ struct NodeGroup {
   int devices_per_node = 0;
   IntraNodeFabric fabric = IntraNodeFabric::nvswitch;
   LinkSpec intra_link;  // each device's port into the intra-node fabric (NVLink, PCIe, memcpy)
+  // NVLink generation of an nvswitch fabric (2 V100, 3 A100, 4 H100/H200, 5 B200; 0 = not stated):
+  // the NCCL model (sim/collectives/nccl_model.hpp) takes the link count, the achievable rate per
+  // link and the GPU generation from it.
+  int nvlink_generation = 0;
   // Shared intra-node bus (PCIe root complex, memory bus); bandwidth 0 = none (NVSwitch).
   LinkSpec intra_bus;
   LinkSpec nic;  // each device's network interface (rail); bandwidth 0 for single-node groups

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
@@ -31,6 +32,41 @@ Schedule ring_schedule(const CollectiveCall& call, const TopologyView& topology,
 // Steps on one member's critical path (for the fidelity choice).
 int ring_steps(OpKind kind, int n, Bytes bytes);
 Seconds ring_estimate(OpKind kind, Bytes bytes, const GroupShape& shape);
+
+// NCCL's rings across nodes (a group with an NCCL fabric spanning several nodes, the same number
+// of members on each): one ring per member of a node (one per NIC, NCCL's channels), each
+// carrying 1/k of the buffer, ring c entering every node at local index c and leaving it from
+// local index c-1, so that every NIC carries one ring each way (all-reduce, reduce-scatter,
+// all-gather; same steps as the flat ring).
+bool rail_ring_applies(OpKind kind, const GroupShape& shape);
+Schedule rail_ring_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology,
+                            bool phase_latency = true);
+
+// ---- nvls.cpp ----
+// NVLink SHARP all-reduce in one NVSwitch node (Hopper and later): each GPU pushes its buffer
+// into the switch, which reduces it, and pulls back its reduced shard, then multicasts it: about
+// S(1 + 1/n) through each GPU's port each way, in one step (nccl-tests issue #2140's factor).
+bool nvls_applies(OpKind kind, const GroupShape& shape);
+Schedule nvls_schedule(const CollectiveCall& call, const TopologyView& topology, bool phase_latency = true);
+
+// ---- nccl_flows.cpp ----
+// How NCCL's choice shows on the modeled links, for a group with an NCCL fabric: per edge class
+// (same node, across nodes) the fraction of the link's bandwidth the payload gets (the flows
+// carry payload / fraction: protocol overhead and NCCL's achievable rate), and the per-step
+// latency beyond the route's that makes the steps add up to NCCL's latency.
+struct WireModel {
+  double efficiency[2] = {1.0, 1.0};
+  Seconds step_overhead_s = 0;
+  nccl::Estimate estimate;  // NCCL's choice, at its achievable bandwidth
+};
+std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveAlgorithm algorithm,
+                                         const GroupShape& shape);
+// Scales one member's transfers to wire bytes and sets its phases' step overhead.
+void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, const GroupShape& shape,
+                      const TopologyView& topology);
+// NCCL's algorithm for the simulator's, and back.
+nccl::Algorithm nccl_algorithm_of(CollectiveAlgorithm algorithm);
+CollectiveAlgorithm collective_algorithm_of(nccl::Algorithm algorithm);
 
 // ---- tree.cpp ----
 // NCCL's binary tree over positions 0..n-1 (ncclGetBtree): parent (-1 for the root) and up to

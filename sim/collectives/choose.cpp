@@ -1,6 +1,7 @@
-// The tuner: an alpha-beta estimate of every algorithm that implements the collective on this
-// group, fastest wins; ties go to the earlier of ring, hierarchical, tree, direct (so the choice
+// The tuner: NCCL's (nccl_model.hpp) where the group has an NCCL fabric; elsewhere an alpha-beta
+// estimate of every algorithm that implements the collective on this group, fastest wins; ties go to the earlier of ring, hierarchical, tree, direct (so the choice
 // is deterministic and prefers the simpler algorithm).
+#include <algorithm>
 #include <limits>
 
 #include "sim/collectives/algorithms.hpp"
@@ -12,6 +13,11 @@ namespace collectives {
 CollectiveAlgorithm choose_for_shape(OpKind kind, Bytes bytes, const GroupShape& shape) {
   if (kind == OpKind::all_to_all) return CollectiveAlgorithm::direct;
   if (shape.size <= 1) return CollectiveAlgorithm::ring;
+  if (shape.nccl) {
+    // NCCL's own tuner (nccl_model.hpp), on the group's node count.
+    const nccl::Placement group{shape.size, std::max(1, shape.nodes())};
+    return collective_algorithm_of(nccl::tuner_choice(kind, bytes, *shape.nccl, group).algorithm);
+  }
   struct Candidate {
     CollectiveAlgorithm algorithm;
     Seconds seconds;

@@ -21,6 +21,7 @@ const char* to_string(CollectiveAlgorithm algorithm) {
     case CollectiveAlgorithm::tree: return "tree";
     case CollectiveAlgorithm::hierarchical: return "hierarchical";
     case CollectiveAlgorithm::direct: return "direct";
+    case CollectiveAlgorithm::nvls: return "nvls";
   }
   return "?";
 }
@@ -36,11 +37,11 @@ const char* to_string(CollectiveFidelity fidelity) {
 
 CollectiveAlgorithm parse_collective_algorithm(const std::string& text) {
   for (auto a : {CollectiveAlgorithm::automatic, CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
-                 CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::direct})
+                 CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::direct, CollectiveAlgorithm::nvls})
     if (text == to_string(a)) return a;
   if (text == "auto") return CollectiveAlgorithm::automatic;
   throw std::invalid_argument("unknown collective algorithm '" + text +
-                              "' (expected automatic, ring, tree, hierarchical or direct)");
+                              "' (expected automatic, ring, tree, hierarchical, direct or nvls)");
 }
 
 CollectiveFidelity parse_collective_fidelity(const std::string& text) {
@@ -64,6 +65,7 @@ std::int64_t critical_steps(CollectiveAlgorithm algorithm, OpKind kind, Bytes by
   switch (algorithm) {
     case CollectiveAlgorithm::tree: return tree_steps(kind, n, bytes);
     case CollectiveAlgorithm::direct: return direct_steps(kind, n);
+    case CollectiveAlgorithm::nvls: return 1;
     case CollectiveAlgorithm::hierarchical:
       if (shape != nullptr && hierarchical_applies(kind, *shape)) return hierarchical_steps(kind, *shape);
       [[fallthrough]];  // bounded by the ring's count
@@ -115,9 +117,11 @@ std::shared_ptr<const Durations> replayed_durations(const CollectiveCall& call, 
   std::vector<Schedule> members;
   members.reserve(n);
   CollectiveCall other = call;
+  const std::optional<WireModel> wire = nccl_wire_model(call, algorithm, shape);
   for (int g = 0; g < n; ++g) {
     other.me = g;
     members.push_back(build_schedule(other, algorithm, shape, topology, /*phase_latency=*/false));
+    if (wire) apply_wire_model(members.back(), call.ranks[g], *wire, shape, topology);
   }
   auto durations = std::make_shared<const Durations>(replay(members, call.ranks, topology));
   if (cache.size() >= 256) cache.erase(cache.begin());
@@ -140,6 +144,7 @@ CollectiveAlgorithm effective_algorithm(CollectiveAlgorithm requested, OpKind ki
     case CollectiveAlgorithm::tree: return tree_supports(kind) ? requested : CollectiveAlgorithm::ring;
     case CollectiveAlgorithm::hierarchical:
       return hierarchical_applies(kind, shape) ? requested : CollectiveAlgorithm::ring;
+    case CollectiveAlgorithm::nvls: return nvls_applies(kind, shape) ? requested : CollectiveAlgorithm::ring;
     default: return requested;
   }
 }
@@ -156,7 +161,10 @@ Schedule build_schedule(const CollectiveCall& call, CollectiveAlgorithm algorith
     case CollectiveAlgorithm::tree: return tree_schedule(call, topology, phase_latency);
     case CollectiveAlgorithm::hierarchical: return hierarchical_schedule(call, shape, topology, phase_latency);
     case CollectiveAlgorithm::direct: return direct_schedule(call, topology, phase_latency);
-    case CollectiveAlgorithm::ring: return ring_schedule(call, topology, phase_latency);
+    case CollectiveAlgorithm::nvls: return nvls_schedule(call, topology, phase_latency);
+    case CollectiveAlgorithm::ring:
+      if (rail_ring_applies(call.kind, shape)) return rail_ring_schedule(call, shape, topology, phase_latency);
+      return ring_schedule(call, topology, phase_latency);
     case CollectiveAlgorithm::automatic: break;
   }
   throw std::logic_error("build_schedule: algorithm must be resolved first");
@@ -211,10 +219,9 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   // The group's full shape costs O(n); the ring, tree and direct algorithms do not need it.
   GroupShape plain;
   plain.size = n;
-  const GroupShape& shape =
-      (algorithm == CollectiveAlgorithm::automatic || algorithm == CollectiveAlgorithm::hierarchical)
-          ? shared_group_shape(call, topology)
-          : plain;
+  const bool needs_shape = algorithm == CollectiveAlgorithm::automatic ||
+                           algorithm == CollectiveAlgorithm::hierarchical || bool(topology.nccl_fabric_of);
+  const GroupShape& shape = needs_shape ? shared_group_shape(call, topology) : plain;
   CollectiveAlgorithm chosen = algorithm == CollectiveAlgorithm::automatic
                                    ? choose_for_shape(call.kind, call.bytes, shape)
                                    : algorithm;
@@ -225,7 +232,9 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   if (fidelity == CollectiveFidelity::aggregated) modeled = replayed_durations(call, chosen, shape, topology);
   // The phases' group-wide latency scan (O(n)) only serves the aggregated closed form.
   const bool phase_latency = fidelity == CollectiveFidelity::aggregated && !modeled;
-  const Schedule schedule = build_schedule(call, chosen, shape, topology, phase_latency);
+  Schedule schedule = build_schedule(call, chosen, shape, topology, phase_latency);
+  if (const std::optional<WireModel> wire = nccl_wire_model(call, chosen, shape))
+    apply_wire_model(schedule, call.ranks[call.me], *wire, shape, topology);
   execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology,
           modeled ? &(*modeled)[call.me] : nullptr);
 }

@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "common/units.hpp"
+#include "sim/collectives/nccl_model.hpp"
 #include "strategies/op.hpp"
 
 namespace tandem::sim {
 
-enum class CollectiveAlgorithm { automatic, ring, tree, hierarchical, direct };
+// nvls: NVLink SHARP (Hopper NVSwitch nodes, all-reduce within a node; sim/collectives/nvls.cpp).
+enum class CollectiveAlgorithm { automatic, ring, tree, hierarchical, direct, nvls };
 enum class CollectiveFidelity { automatic, exact, aggregated };
 const char* to_string(CollectiveAlgorithm algorithm);
 const char* to_string(CollectiveFidelity fidelity);
@@ -55,11 +57,17 @@ struct TopologyView {
   std::function<Seconds(int)> intra_latency_of;   // one-way, device to device in a node
   std::function<BytesPerSecond(int)> inter_bandwidth_of;
   std::function<Seconds(int)> inter_latency_of;   // one-way, device to device across nodes
+  // NCCL's view of a device's node (optional; null or absent: no NCCL model, the links' figures
+  // are taken as achievable). With it, the tuner follows NCCL's (nccl_model.hpp) and each
+  // collective's flows carry NCCL's protocol and link efficiency and per-step latency
+  // (nccl_flows.cpp). sim/collectives/nccl_fabric.hpp builds it from a cluster's node group.
+  std::function<const nccl::Fabric*(int)> nccl_fabric_of;
 };
 
-// The choice NCCL's tuner makes, from an alpha-beta estimate of each algorithm on this
-// topology: tree for small messages over many nodes, ring for large ones, hierarchical when
-// the group spans several nodes with several members each.
+// The choice NCCL's tuner makes. With an NCCL fabric (TopologyView::nccl_fabric_of), NCCL's own
+// tuner (nccl_model.hpp: ring, tree, NVLS, CollNet as hierarchical); without, an alpha-beta
+// estimate of each algorithm on this topology: tree for small messages over many nodes, ring for
+// large ones, hierarchical when the group spans several nodes with several members each.
 CollectiveAlgorithm choose_algorithm(OpKind kind, Bytes bytes, const std::vector<int>& ranks,
                                      const TopologyView& topology);
 // `automatic` fidelity: exact while the number of transfers stays small, aggregated above.

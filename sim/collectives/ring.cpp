@@ -100,4 +100,37 @@ Seconds ring_estimate(OpKind kind, Bytes bytes, const GroupShape& shape) {
   }
 }
 
+bool rail_ring_applies(OpKind kind, const GroupShape& shape) {
+  const bool kind_ok = kind == OpKind::all_reduce || kind == OpKind::reduce_scatter || kind == OpKind::all_gather;
+  return kind_ok && shape.nccl && shape.regular && shape.nodes() >= 2 && shape.per_node >= 2;
+}
+
+Schedule rail_ring_schedule(const CollectiveCall& call, const GroupShape& shape, const TopologyView& topology,
+                            bool phase_latency) {
+  if (!rail_ring_applies(call.kind, shape)) throw std::invalid_argument("rail ring: group or kind not supported");
+  const int n = shape.size;
+  const int m = shape.per_node;
+  const int N = shape.nodes();
+  const int rings = std::clamp(shape.nccl->nics_per_node, 1, m);
+  const int slot = shape.node_slot[call.me];
+  const int local = shape.local_index[call.me];
+  const int steps = call.kind == OpKind::all_reduce ? 2 * (n - 1) : n - 1;
+  const Bytes per_step = call.bytes / rings / n;
+  auto rank_at = [&](int node_slot, int local_index) { return call.ranks[shape.members[node_slot][local_index]]; };
+  PhaseBuilder phase;
+  for (int c = 0; c < rings; ++c) {
+    const int j = ((local - c) % m + m) % m;  // position within this node's stretch of ring c
+    const int next = j < m - 1 ? rank_at(slot, (local + 1) % m) : rank_at((slot + 1) % N, c);
+    const int prev = j > 0 ? rank_at(slot, (local - 1 + m) % m) : rank_at((slot - 1 + N) % N, (c - 1 + m) % m);
+    phase.send(0, steps, next, per_step, c);
+    phase.recv(0, steps, prev, per_step, c);
+  }
+  Seconds latency = 0;
+  if (phase_latency) latency = std::max(shape.intra_latency, shape.inter_latency);
+  (void)topology;
+  Schedule schedule;
+  schedule.phases.push_back(phase.build(latency));
+  return schedule;
+}
+
 }  // namespace tandem::sim::collectives

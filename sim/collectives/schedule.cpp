@@ -21,6 +21,7 @@ void run_exact(const Phase& phase, PointToPoint& p2p, const std::string& channel
   for (const StepRun& run : phase.runs) {
     comms.reserve(run.sends.size() + run.recvs.size());
     for (int i = 0; i < run.count; ++i) {
+      if (phase.step_overhead > 0) simgrid::s4u::this_actor::sleep_for(phase.step_overhead);
       comms.clear();
       for (const Transfer& t : run.recvs) comms.push_back(p2p.recv_async(t.peer, static_cast<Bytes>(wire_bytes(t.bytes)), channel));
       for (const Transfer& t : run.sends) comms.push_back(p2p.send_async(t.peer, static_cast<Bytes>(wire_bytes(t.bytes)), channel));
@@ -114,10 +115,11 @@ void run_aggregated(const Phase& phase, const PhaseModel* modeled, int my_rank, 
     // plus the latencies of the remaining steps.
     const int pace = std::max(1, phase.pace_steps);
     const Seconds extra = std::max(0.0, (now - start) - modeled->flows);
-    target = std::max(start + modeled->lockstep + extra, now + (pace - 1) * latency);
+    target = std::max(start + modeled->lockstep + extra, now + (pace - 1) * (latency + phase.step_overhead));
   } else {
     const int pace = std::min(phase.span, std::max(1, phase.pace_steps));
-    target = start + phase.span * latency + (pace + phase.fill_share * (phase.span - pace)) * per_step_transfer;
+    target = start + phase.span * (latency + phase.step_overhead) +
+             (pace + phase.fill_share * (phase.span - pace)) * per_step_transfer;
   }
   if (target > now) simgrid::s4u::this_actor::sleep_until(target);
 }
@@ -248,7 +250,9 @@ std::vector<std::vector<PhaseModel>> replay(const std::vector<Schedule>& members
       for (int g : active) {
         for (const Transfer& t : active_run[g]->sends) {
           const int q = index(t.peer);
-          flows.push_back({std::max(step_start[g], step_start[q]), g, q, edge_class(topology, ranks[g], t.peer), t.bytes,
+          // Both ends wait out the step's protocol overhead before the transfer starts.
+          const double begin = std::max(step_start[g], step_start[q]) + members[g].phases[p].step_overhead;
+          flows.push_back({begin, g, q, edge_class(topology, ranks[g], t.peer), t.bytes,
                            edge_latency(topology, ranks[g], t.peer), edge_bandwidth(topology, ranks[g], t.peer)});
         }
       }
@@ -339,6 +343,11 @@ GroupShape analyze_group(const std::vector<int>& ranks, const TopologyView& topo
     shape.node_slot[i] = it->second;
     shape.local_index[i] = static_cast<int>(shape.members[it->second].size());
     shape.members[it->second].push_back(i);
+  }
+  if (topology.nccl_fabric_of && !ranks.empty()) {
+    bool all = true;
+    for (int r : ranks) all = all && topology.nccl_fabric_of(r) != nullptr;
+    if (all) shape.nccl = *topology.nccl_fabric_of(ranks.front());
   }
   shape.regular = !shape.members.empty();
   for (const auto& m : shape.members) shape.regular = shape.regular && m.size() == shape.members[0].size();

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct Phase {
   Seconds latency = 0;        // one-way latency paid by every step (slowest edge of the phase)
   double fill_share = 1.0;    // closed form: transfer load of the span − pace fill/drain steps,
                               // relative to a steady step
+  Seconds step_overhead = 0;  // per step, before its transfers start, beyond the route's latency
+                              // (NCCL's per-step protocol latency; nccl_flows.cpp)
 };
 
 struct Schedule {
@@ -123,6 +126,8 @@ struct GroupShape {
   std::vector<int> node_slot;                  // per group index: index into node_order
   bool regular = false;
   int per_node = 0;                            // members per node when regular
+  // NCCL's view of the members' nodes, when every member has one (the first member's is used).
+  std::optional<nccl::Fabric> nccl;
   // Slowest figures among the members.
   Seconds intra_latency = 0, inter_latency = 0;
   BytesPerSecond intra_bandwidth = 0, inter_bandwidth = 0;

@@ -1,0 +1,86 @@
+// NCCL's protocol and link efficiency on the simulated flows (algorithms.hpp: WireModel). The
+// collective still runs as its algorithm's transfers on the modeled links, so contention between
+// concurrent collectives is simulated; what changes is what each transfer costs a link:
+//   bytes   payload / efficiency, the efficiency of an edge class being the achievable rate NCCL
+//           reaches on it with the chosen protocol over the link's nominal rate (ring Simple on
+//           NVLink 4: 18 x 20.6 GB/s over 450 GB/s; LL halves the payload per line; ...);
+//   latency each step waits NCCL's per-step latency beyond the route's, so that the steps add up
+//           to NCCL's latency (base + hardware latency per step, nccl_model.cpp).
+#include <algorithm>
+#include <cmath>
+
+#include "sim/collectives/algorithms.hpp"
+
+namespace tandem::sim::collectives {
+
+nccl::Algorithm nccl_algorithm_of(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::tree: return nccl::Algorithm::tree;
+    case CollectiveAlgorithm::nvls: return nccl::Algorithm::nvls;
+    case CollectiveAlgorithm::hierarchical: return nccl::Algorithm::collnet_chain;
+    default: return nccl::Algorithm::ring;
+  }
+}
+
+CollectiveAlgorithm collective_algorithm_of(nccl::Algorithm algorithm) {
+  switch (algorithm) {
+    case nccl::Algorithm::tree: return CollectiveAlgorithm::tree;
+    case nccl::Algorithm::nvls: return CollectiveAlgorithm::nvls;
+    case nccl::Algorithm::collnet_direct:
+    case nccl::Algorithm::collnet_chain: return CollectiveAlgorithm::hierarchical;
+    case nccl::Algorithm::ring: break;
+  }
+  return CollectiveAlgorithm::ring;
+}
+
+std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveAlgorithm algorithm,
+                                         const GroupShape& shape) {
+  if (!shape.nccl || shape.size < 2) return std::nullopt;
+  const nccl::Fabric& f = *shape.nccl;
+  const nccl::Placement group{shape.size, std::max(1, shape.nodes())};
+  // The protocol NCCL picks for this algorithm (an algorithm NCCL would not run here, such as the
+  // direct forms, is timed as NCCL's ring would move its bytes: Simple, at the links' rates).
+  nccl::Estimate chosen = nccl::tuner_choice(call.kind, call.bytes, f, group, nccl_algorithm_of(algorithm));
+  if (!chosen.available()) chosen = nccl::tuner_choice(call.kind, call.bytes, f, group, nccl::Algorithm::ring);
+  const nccl::Estimate real = nccl::achievable(call.kind, call.bytes, f, group, chosen.algorithm, chosen.protocol);
+  if (!real.available()) return std::nullopt;
+  WireModel wire;
+  wire.estimate = real;
+  const BytesPerSecond intra_nominal = shape.intra_bandwidth;
+  const BytesPerSecond inter_nominal = shape.inter_bandwidth;
+  if (algorithm == CollectiveAlgorithm::nvls) {
+    // The flows put S(1 + 1/n) through each port (nvls.cpp); NCCL moves S at the NVLS rate.
+    if (intra_nominal > 0 && std::isfinite(intra_nominal))
+      wire.efficiency[0] = real.alg_bytes_per_s * (1.0 + 1.0 / shape.size) / intra_nominal;
+  } else {
+    // The protocol's share of the Simple ring's bus bandwidth, on each class's achievable rate.
+    const nccl::Estimate simple =
+        nccl::achievable(call.kind, call.bytes, f, group, nccl::Algorithm::ring, nccl::Protocol::simple);
+    const double protocol_share = simple.available() ? std::min(1.0, real.bus_bytes_per_s / simple.bus_bytes_per_s) : 1.0;
+    if (intra_nominal > 0 && std::isfinite(intra_nominal))
+      wire.efficiency[0] = protocol_share * f.intra_bytes_per_s() / intra_nominal;
+    if (inter_nominal > 0 && std::isfinite(inter_nominal) && f.nic_bytes_per_s > 0)
+      wire.efficiency[1] = protocol_share * f.nic_achievable_bytes_per_s() / inter_nominal;
+  }
+  for (double& e : wire.efficiency)
+    if (!(e > 0) || !std::isfinite(e)) e = 1.0;
+  return wire;
+}
+
+void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, const GroupShape& shape,
+                      const TopologyView& topology) {
+  int span = 0;
+  for (Phase& phase : schedule.phases) {
+    span += phase.span;
+    for (StepRun& run : phase.runs) {
+      for (Transfer& t : run.sends) t.bytes /= wire.efficiency[node_of(topology, my_rank) == node_of(topology, t.peer) ? 0 : 1];
+      for (Transfer& t : run.recvs) t.bytes /= wire.efficiency[node_of(topology, my_rank) == node_of(topology, t.peer) ? 0 : 1];
+    }
+  }
+  // NCCL's latency spread over the member's steps, less what the routes already charge.
+  const Seconds route = shape.spans_nodes() ? std::max(shape.intra_latency, shape.inter_latency) : shape.intra_latency;
+  const Seconds per_step = span > 0 ? std::max(0.0, wire.estimate.latency_s / span - route) : 0.0;
+  for (Phase& phase : schedule.phases) phase.step_overhead = per_step;
+}
+
+}  // namespace tandem::sim::collectives
