@@ -1,0 +1,121 @@
+// The NCCL model's shape: what NCCL's tuner picks where (protocol by size, algorithm by size and
+// topology), latency-bound small messages, and the achievable bus bandwidth of each fabric from
+// NCCL's per-link rates (nccl_model.hpp). Behaviour, not timings: the numbers asserted are the
+// model's published inputs (per-link rates x links), not fitted outputs.
+#include "sim/collectives/nccl_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tandem::sim::nccl {
+namespace {
+
+Fabric dgx_h100() {
+  Fabric f;
+  f.arch = Arch::hopper;
+  f.nvlinks_per_gpu = 18;
+  f.nvswitch = true;
+  f.nic_bytes_per_s = 50e9;  // NDR
+  f.nics_per_node = 8;
+  return f;
+}
+
+Fabric dgx_a100() {
+  Fabric f;
+  f.arch = Arch::ampere;
+  f.nvlinks_per_gpu = 12;
+  f.nvswitch = true;
+  f.nic_bytes_per_s = 25e9;  // HDR
+  f.nics_per_node = 8;
+  return f;
+}
+
+constexpr Placement kOneNode{8, 1};
+
+TEST(NcclModel, MessagesBelowTheLLThresholdAreLatencyBound) {
+  // 4 KB on 8 H100: LL, and the time is all latency: doubling the size changes it by under 1%.
+  const Estimate small = predict(OpKind::all_reduce, 4096, dgx_h100(), kOneNode);
+  EXPECT_EQ(small.protocol, Protocol::ll);
+  EXPECT_GT(small.latency_s / small.seconds, 0.95);
+  const Estimate twice = predict(OpKind::all_reduce, 8192, dgx_h100(), kOneNode);
+  EXPECT_LT(twice.seconds / small.seconds, 1.01);
+  // 1 GB is bandwidth-bound: Simple, latency a sliver of the time.
+  const Estimate large = predict(OpKind::all_reduce, 1e9, dgx_h100(), kOneNode);
+  EXPECT_EQ(large.protocol, Protocol::simple);
+  EXPECT_LT(large.latency_s / large.seconds, 0.02);
+}
+
+TEST(NcclModel, ProtocolsGrowWithTheMessageLLThenLL128ThenSimple) {
+  // A100 ring: LL for tiny messages, LL128 in between, Simple for large ones (NCCL's own order).
+  Protocol last = Protocol::ll;
+  bool saw_ll128 = false;
+  for (double bytes = 64; bytes <= 16e9; bytes *= 2) {
+    const Estimate e = tuner_choice(OpKind::all_gather, bytes, dgx_a100(), kOneNode);
+    EXPECT_GE(static_cast<int>(e.protocol), static_cast<int>(last)) << bytes;
+    saw_ll128 = saw_ll128 || e.protocol == Protocol::ll128;
+    last = e.protocol;
+  }
+  EXPECT_TRUE(saw_ll128);
+  EXPECT_EQ(last, Protocol::simple);
+}
+
+TEST(NcclModel, AllReduceOnEightH100SwitchesFromRingLLToNvlsBetweenOneAndTwoMegabytes) {
+  // What NCCL does on 8 H100 (nccl-tests issue #309): ring/LL up to 1 MB, NVLS/Simple from 2 MB.
+  const Estimate one_mb = tuner_choice(OpKind::all_reduce, 1 << 20, dgx_h100(), kOneNode);
+  EXPECT_EQ(one_mb.algorithm, Algorithm::ring);
+  EXPECT_EQ(one_mb.protocol, Protocol::ll);
+  const Estimate two_mb = tuner_choice(OpKind::all_reduce, 2 << 20, dgx_h100(), kOneNode);
+  EXPECT_EQ(two_mb.algorithm, Algorithm::nvls);
+  EXPECT_EQ(tuner_choice(OpKind::all_reduce, 8e9, dgx_h100(), kOneNode).algorithm, Algorithm::nvls);
+  // No NVLS before Hopper, nor for all-gather.
+  EXPECT_EQ(tuner_choice(OpKind::all_reduce, 8e9, dgx_a100(), kOneNode).algorithm, Algorithm::ring);
+  EXPECT_EQ(tuner_choice(OpKind::all_gather, 8e9, dgx_h100(), kOneNode).algorithm, Algorithm::ring);
+}
+
+TEST(NcclModel, ManyNodesUseTheTreeForSmallAllReducesAndTheRingForLargeOnes) {
+  const Placement four_nodes{32, 4};
+  EXPECT_EQ(tuner_choice(OpKind::all_reduce, 1024, dgx_a100(), four_nodes).algorithm, Algorithm::tree);
+  EXPECT_EQ(tuner_choice(OpKind::all_reduce, 8e9, dgx_a100(), four_nodes).algorithm, Algorithm::ring);
+  // Broadcast has only the ring.
+  EXPECT_EQ(tuner_choice(OpKind::broadcast, 1024, dgx_a100(), four_nodes).algorithm, Algorithm::ring);
+}
+
+TEST(NcclModel, RingBusBandwidthIsLinksTimesNcclsPerLinkRate) {
+  // topo.h: 20.6 GB/s per NVLink on Hopper, 20.0 on Ampere.
+  const Estimate h100 = achievable(OpKind::all_reduce, 8e9, dgx_h100(), kOneNode, Algorithm::ring, Protocol::simple);
+  EXPECT_NEAR(h100.bus_bytes_per_s, 18 * 20.6e9, 1e6);
+  const Estimate a100 = achievable(OpKind::all_reduce, 8e9, dgx_a100(), kOneNode, Algorithm::ring, Protocol::simple);
+  EXPECT_NEAR(a100.bus_bytes_per_s, 12 * 20.0e9, 1e6);
+  // LL halves the bytes per line and is capped (llMaxBws): far below Simple.
+  const Estimate ll = achievable(OpKind::all_reduce, 8e9, dgx_h100(), kOneNode, Algorithm::ring, Protocol::ll);
+  EXPECT_LT(ll.bus_bytes_per_s, 0.5 * h100.bus_bytes_per_s);
+}
+
+TEST(NcclModel, AcrossNodesTheRingIsBoundByTheNicsWhenTheyAreSlowerThanNvlink) {
+  // 8 HDR rails at NCCL's 24 GB/s each: 192 GB/s, below the A100's NVLink.
+  const Estimate a100 = predict(OpKind::all_reduce, 8e9, dgx_a100(), Placement{16, 2});
+  EXPECT_EQ(a100.algorithm, Algorithm::ring);
+  EXPECT_NEAR(a100.bus_bytes_per_s, 8 * 24e9, 1e6);
+  // One GPU per node: one NIC carries the whole ring.
+  const Estimate single = achievable(OpKind::all_reduce, 8e9, dgx_a100(), Placement{4, 4}, Algorithm::ring,
+                                     Protocol::simple);
+  EXPECT_NEAR(single.bus_bytes_per_s, 24e9, 1e6);
+}
+
+TEST(NcclModel, SendRecvRunsAtTheAchievableRateOfTheLinkItCrosses) {
+  const Estimate nvlink = predict_send_recv(1e9, dgx_h100(), true);
+  const Estimate ib = predict_send_recv(1e9, dgx_h100(), false);
+  EXPECT_NEAR(nvlink.alg_bytes_per_s, 18 * 20.6e9, 1e6);
+  EXPECT_NEAR(ib.alg_bytes_per_s, 48e9, 1e6);  // NDR: NCCL's 48 GB/s channel
+  EXPECT_GT(ib.latency_s, nvlink.latency_s);
+}
+
+TEST(NcclModel, IsAPureFunction) {
+  const Estimate a = predict(OpKind::reduce_scatter, 3e7, dgx_h100(), Placement{16, 2});
+  const Estimate b = predict(OpKind::reduce_scatter, 3e7, dgx_h100(), Placement{16, 2});
+  EXPECT_EQ(a.seconds, b.seconds);
+  EXPECT_EQ(a.algorithm, b.algorithm);
+  EXPECT_EQ(a.protocol, b.protocol);
+}
+
+}  // namespace
+}  // namespace tandem::sim::nccl

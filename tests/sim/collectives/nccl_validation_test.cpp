@@ -1,0 +1,80 @@
+// The NCCL validation cases (validation/nccl/*.yaml): each published nccl-tests bus bandwidth is
+// predicted by the simulated nccl-tests (the collective as flows on the cluster's modeled links,
+// NCCL model on) and must fall within the case's band. Also: flows reproduce the pure model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "sim/collectives/collective_benchmark.hpp"
+#include "sim/collectives/nccl_cases.hpp"
+#include "sim/collectives/nccl_fabric.hpp"
+#include "tests/sim/sim_test_support.hpp"
+
+namespace tandem::sim {
+namespace {
+
+struct Predicted {
+  double bus_gb_per_s = 0;
+  std::string algorithm;
+};
+
+Predicted predict_in_child(const NcclCase& c) {
+  const auto result = sim_test::run_in_child([&] {
+    const CollectiveBenchmark b = benchmark_collective(c.load_cluster(), c.collective, c.bytes, c.group_size, c.algorithm);
+    std::ostringstream out;
+    out.precision(17);
+    out << b.bus_bytes_per_s / 1e9 << ' ' << to_string(b.algorithm);
+    return out.str();
+  });
+  if (!result.ok) throw std::runtime_error(c.name + ": " + result.describe());
+  Predicted p;
+  std::istringstream in(result.output);
+  in >> p.bus_gb_per_s >> p.algorithm;
+  return p;
+}
+
+TEST(NcclValidation, EveryCaseWithinItsBandOfThePublishedBusBandwidth) {
+  const auto files = nccl_case_files();
+  ASSERT_GE(files.size(), 6u);
+  for (const std::string& file : files) {
+    const NcclCase c = load_nccl_case(file);
+    const Predicted p = predict_in_child(c);
+    const double error_pct = 100.0 * (p.bus_gb_per_s - c.published_bus_gb_per_s) / c.published_bus_gb_per_s;
+    std::printf("%-36s %-5s predicted %7.1f GB/s  published %7.1f GB/s  %+5.1f%%\n", c.name.c_str(),
+                p.algorithm.c_str(), p.bus_gb_per_s, c.published_bus_gb_per_s, error_pct);
+    EXPECT_LE(std::abs(error_pct), c.band_pct) << c.name << " (" << c.source << ")";
+  }
+}
+
+TEST(NcclValidation, FlowsOnTheModeledLinksReproduceTheModelsBusBandwidth) {
+  // The ring on 8 H100 as flows (450 GB/s links, efficiency from the model) vs the pure model.
+  const Cluster dgx = find_cluster("dgx-h100");
+  const auto result = sim_test::run_in_child([&] {
+    const CollectiveBenchmark b = benchmark_collective(dgx, OpKind::all_reduce, 8e9, 8, CollectiveAlgorithm::ring);
+    std::ostringstream out;
+    out.precision(17);
+    out << b.seconds;
+    return out.str();
+  });
+  ASSERT_TRUE(result.ok) << result.describe();
+  const double simulated_s = std::stod(result.output);
+  const nccl::Estimate model = nccl::achievable(OpKind::all_reduce, 8e9, *nccl_fabric(dgx.groups[0]), {8, 1},
+                                                nccl::Algorithm::ring, nccl::Protocol::simple);
+  EXPECT_NEAR(simulated_s / model.seconds, 1.0, 0.01);
+}
+
+TEST(NcclValidation, ClustersWithoutAnNvlinkGenerationKeepTheLinksAsAchievable) {
+  Cluster dgx = find_cluster("dgx-h100");
+  dgx.groups[0].nvlink_generation = 0;
+  EXPECT_FALSE(nccl_fabric(dgx.groups[0]).has_value());
+  const auto result = sim_test::run_in_child([&] {
+    const CollectiveBenchmark b = benchmark_collective(dgx, OpKind::all_reduce, 8e9, 8, CollectiveAlgorithm::ring);
+    return std::to_string(b.bus_bytes_per_s / 1e9);
+  });
+  ASSERT_TRUE(result.ok) << result.describe();
+  EXPECT_GT(std::stod(result.output), 440.0);  // the 450 GB/s links, as before the NCCL model
+}
+
+}  // namespace
+}  // namespace tandem::sim
