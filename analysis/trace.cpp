@@ -29,22 +29,7 @@ Enum enum_from_string(const std::string& text, const char* (*name)(Enum), bool& 
 }
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("write failed: " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path);
-  }
-}
-
-void write_trace_json(const Trace& trace, const std::string& path) {
+std::string trace_json(const Trace& trace) {
   nlohmann::json records = nlohmann::json::array();
   for (const auto& r : trace.records) {
     records.push_back({{"rank", r.rank},
@@ -65,7 +50,7 @@ void write_trace_json(const Trace& trace, const std::string& path) {
                         {"source", trace.source},
                         {"scenario", trace.scenario},
                         {"records", std::move(records)}};
-  write_file_atomically(path, doc.dump(1));
+  return doc.dump(1);
 }
 
 Trace read_trace_json(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/output_set.hpp"  // write_file_atomically, for the writers of traces and their exports
 #include "common/units.hpp"
 #include "strategies/op.hpp"
 #include "strategies/runtime.hpp"
@@ -50,10 +51,8 @@ struct Trace {
 // The schema on disk: JSON {"schema": "tandem-trace/1", "source", "scenario", "records": [...]}.
 // Written atomically (temporary file + rename). Reading validates every field and reports
 // file, record index and field on bad input (InputError).
+std::string trace_json(const Trace& trace);  // the file's text
 void write_trace_json(const Trace& trace, const std::string& path);
 Trace read_trace_json(const std::string& path);
-
-// Writes `text` to `path` atomically: a reader sees the old file or the whole new one.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace tandem

@@ -7,8 +7,8 @@
 #include "analysis/calibration/calibrate.hpp"
 #include "analysis/calibration/profile_yaml.hpp"
 #include "analysis/calibration/provenance.hpp"
-#include "analysis/trace.hpp"  // write_file_atomically
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 #include "exec/cpu/calibration/cpu_microbenchmarks.hpp"
 
 namespace tandem::cli {
@@ -40,10 +40,9 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::string cluster_out =
       o.cluster_out.empty() ? bundled_dir("platforms/clusters") + "/localhost-calibrated.yaml" : o.cluster_out;
 
-  for (const std::string& out : {device_out, cluster_out}) {
-    const fs::path parent = fs::absolute(fs::path(out)).parent_path();
-    if (!fs::is_directory(parent)) throw InputError(out, 0, "output", "no such directory: " + parent.string());
-  }
+  OutputSet outputs;  // the profile and its cluster, written together
+  OutputSet::check_writable(device_out, "--output");
+  OutputSet::check_writable(cluster_out, "--cluster-out");
   exec::cpu::CpuMicrobenchmarks bench(devices);
   calibration::CalibrationOptions options;
   options.quick = o.quick;
@@ -60,8 +59,8 @@ int run_calibrate(const CalibrateOptions& o) {
                              "` on " + profile.calibrated.machine + " (" + profile.calibrated.cpu_model +
                              "), " + profile.calibrated.date + ".\n# One CPU core as a device; peaks, capacity "
                              "and power are those of '" + base.name + "'; curves and launch overhead measured.\n";
-  write_file_atomically(device_out, header + calibration::device_profile_yaml(
-                                                 profile, "this machine's CPU core, calibrated from " + base.name));
+  outputs.stage(device_out, header + calibration::device_profile_yaml(
+                                            profile, "this machine's CPU core, calibrated from " + base.name));
   calibration::CalibratedCluster cluster;
   cluster.name = fs::path(cluster_out).stem().string();
   cluster.description = "this machine, " + std::to_string(devices) + " CPU cores as devices, calibrated links";
@@ -74,8 +73,9 @@ int run_calibrate(const CalibrateOptions& o) {
   // The memory bus caps what all cores copy together: each core's measured copy rate, summed.
   cluster.bus = LinkSpec{result.intra_link.bandwidth_bytes_per_s * devices, 0};
   cluster.collectives = calibration::collective_costs(result);
-  write_file_atomically(cluster_out, "# Calibrated with " + fs::path(device_out).filename().string() +
-                                         " (see its header).\n" + calibration::cluster_yaml(cluster));
+  outputs.stage(cluster_out, "# Calibrated with " + fs::path(device_out).filename().string() + " (see its header).\n" +
+                                 calibration::cluster_yaml(cluster));
+  outputs.commit();
   std::cout << "profile     " << device_out << "\ncluster     " << cluster_out << "\n";
   return 0;
 }

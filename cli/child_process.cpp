@@ -4,12 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
 
 #include "cli/guarded.hpp"
+#include "common/interrupts.hpp"
 
 namespace tandem::cli {
 
@@ -17,7 +17,9 @@ int run_step_in_child(const std::function<int()>& step, const std::string& stdou
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
-  const pid_t pid = ::fork();
+  // A command of its own: on a signal the parent asks it to stop, and it removes its own
+  // temporary files before the parent reaps it.
+  const pid_t pid = interrupts::fork_registered(interrupts::ChildRole::command);
   if (pid < 0) throw std::runtime_error("cannot start a child process for a job step");
   if (pid == 0) {
     const int fd = ::open(stdout_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -31,9 +33,7 @@ int run_step_in_child(const std::function<int()>& step, const std::string& stdou
     std::fflush(nullptr);
     ::_exit(status);
   }
-  int raw = 0;
-  while (::waitpid(pid, &raw, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error("lost a job step's child process");
+  const int raw = interrupts::wait_registered(pid);
   if (WIFEXITED(raw)) return WEXITSTATUS(raw);
   std::cerr << "tandem: a job step ended with signal " << WTERMSIG(raw) << "\n";
   return 1;

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "analysis/compare.hpp"
+#include "common/output_set.hpp"
 
 namespace tandem::cli {
 
@@ -20,6 +21,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareCommandOptions& o) {
 }
 
 int run_compare(const CompareCommandOptions& o) {
+  OutputSet outputs;
+  OutputSet::check_writable(o.json_path, "--json");
   CompareOptions options;
   options.measured_warmup_iterations = o.measured_warmup;
   options.largest_differences = static_cast<std::size_t>(o.top);
@@ -30,8 +33,9 @@ int run_compare(const CompareCommandOptions& o) {
     std::cout << to_json(comparison).dump(2) << "\n";
     return 0;
   }
+  if (!o.json_path.empty()) outputs.stage(o.json_path, to_json(comparison).dump(2) + "\n");
+  outputs.commit();
   std::cout << to_text(comparison);
-  if (!o.json_path.empty()) write_file_atomically(o.json_path, to_json(comparison).dump(2) + "\n");
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "analysis/chrome_trace.hpp"
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 
 namespace tandem::cli {
 
@@ -22,17 +23,20 @@ CLI::App* add_report_command(CLI::App& app, ReportCommandOptions& o) {
 }
 
 int run_report(const ReportCommandOptions& o) {
+  OutputSet outputs;
+  OutputSet::check_writable(o.output_path, "--output");
+  OutputSet::check_writable(o.perfetto_path, "--perfetto");
   CompareOptions compare;
   compare.measured_warmup_iterations = o.measured_warmup;
   const report::ReportInputs inputs = report::load_report_inputs(o.files, compare);
   if (!o.perfetto_path.empty() && !(inputs.predicted_trace && inputs.measured_trace))
     throw InputError("command line", 0, "--perfetto", "needs both --predicted-trace and --measured-trace");
-  report::write_report_html(inputs, o.output_path);
+  outputs.stage(o.output_path, report::render_report_html(inputs));
+  if (!o.perfetto_path.empty())
+    outputs.stage(o.perfetto_path, chrome_trace_pair_json(*inputs.predicted_trace, *inputs.measured_trace));
+  outputs.commit();
   std::cout << "report      " << o.output_path << "\n";
-  if (!o.perfetto_path.empty()) {
-    write_chrome_trace_pair(*inputs.predicted_trace, *inputs.measured_trace, o.perfetto_path);
-    std::cout << "timeline    " << o.perfetto_path << "\n";
-  }
+  if (!o.perfetto_path.empty()) std::cout << "timeline    " << o.perfetto_path << "\n";
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 #include "exec/cpu/cpu_run.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -56,6 +57,11 @@ int run_run(const RunCommandOptions& o) {
 #endif
     throw InputError("command line", 0, "--backend",
                      "backend '" + o.backend + "' is not available (this build runs: " + available + ")");
+  OutputSet outputs;
+  OutputSet::check_writable(o.json_path, "--json");
+  OutputSet::check_writable(o.trace_path, "--trace");
+  OutputSet::check_writable(o.chrome_trace_path, "--chrome-trace");
+  OutputSet::check_writable(o.checkpoint_path, "--checkpoint");
   Scenario scenario = load_scenario(o.scenario);
   // localhost, or a calibrated copy of it (`tandem calibrate` writes localhost-calibrated).
   if (!cuda && scenario.cluster.name.rfind("localhost", 0) != 0)
@@ -118,31 +124,28 @@ int run_run(const RunCommandOptions& o) {
     j["model"] = model->describe().name;
     return j;
   }();
-  if (quiet) {
-    std::cout << summary.dump(2) << "\n";
-  } else {
-    char line[200];
-    std::snprintf(line, sizeof line, "mean        %.4f s/iteration, %.0f tokens/s\n",
-                  result.iteration_time_s, result.tokens_per_s);
-    std::cout << line;
-    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
-      std::snprintf(line, sizeof line, "rank %-4zu   peak memory %.2f MiB\n", r,
-                    result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
-      std::cout << line;
-    }
-    if (!o.json_path.empty()) write_file_atomically(o.json_path, summary.dump(2) + "\n");
-    if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
-  }
   Trace trace = result.trace;
   trace.scenario = scenario.name;
-  if (!o.trace_path.empty()) {
-    write_trace_json(trace, o.trace_path);
-    if (!quiet) std::cout << "trace       " << o.trace_path << "\n";
+  if (!o.json_path.empty() && !quiet) outputs.stage(o.json_path, summary.dump(2) + "\n");
+  if (!o.trace_path.empty()) outputs.stage(o.trace_path, trace_json(trace));
+  if (!o.chrome_trace_path.empty()) outputs.stage(o.chrome_trace_path, chrome_trace_json(trace));
+  outputs.commit();
+  if (quiet) {
+    std::cout << summary.dump(2) << "\n";
+    return 0;
   }
-  if (!o.chrome_trace_path.empty()) {
-    write_chrome_trace(trace, o.chrome_trace_path);
-    if (!quiet) std::cout << "timeline    " << o.chrome_trace_path << "\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "mean        %.4f s/iteration, %.0f tokens/s\n", result.iteration_time_s,
+                result.tokens_per_s);
+  std::cout << line;
+  for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+    std::snprintf(line, sizeof line, "rank %-4zu   peak memory %.2f MiB\n", r,
+                  result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
+    std::cout << line;
   }
+  if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
+  if (!o.trace_path.empty()) std::cout << "trace       " << o.trace_path << "\n";
+  if (!o.chrome_trace_path.empty()) std::cout << "timeline    " << o.chrome_trace_path << "\n";
   return 0;
 }
 

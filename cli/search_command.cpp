@@ -8,6 +8,7 @@
 #include "analysis/trace.hpp"
 #include "cli/search_progress.hpp"
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 #include "scenarios/candidate_scenario.hpp"
 #include "scenarios/scenario_writer.hpp"
 #include "scenarios/search_evaluator.hpp"
@@ -36,6 +37,9 @@ CLI::App* add_search_command(CLI::App& app, SearchOptions& o) {
 }
 
 int run_search_command(const SearchOptions& o) {
+  OutputSet outputs;
+  OutputSet::check_writable(o.json_path, "--json");
+  OutputSet::check_writable(o.winner_path, "--winner");
   SearchScenario spec = load_search_scenario(o.scenario);
   search::SearchSettings& settings = spec.settings;
   try {
@@ -87,24 +91,29 @@ int run_search_command(const SearchOptions& o) {
   if (mpi) ctx.workers = mpi->size() - 1;  // MPI ranks simulating
 #endif
   ctx.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!o.winner_path.empty() && !result.ranked.empty()) {
+  // No feasible strategy is a failed search: the previous --json and --winner stay as they were.
+  const bool found = !result.ranked.empty();
+  if (found && !o.winner_path.empty()) {
     const search::Scored& best = result.ranked.front();
     Scenario winner = scenario_for(spec.base, best.candidate);
     winner.name = spec.base.name + "-winner";
     winner.description = "found by tandem search (" + std::string(to_string(settings.objective)) + "): " + best.candidate.key();
-    write_scenario(winner, o.winner_path,
-                   "Written by `tandem search " + o.scenario + "`: the best strategy for " +
-                       to_string(settings.objective) + ".\nPredicted iteration time " +
-                       std::to_string(best.evaluation.iteration_time_s) + " s; `tandem simulate` this file to see it all.");
+    outputs.stage(o.winner_path,
+                  scenario_yaml(winner, "Written by `tandem search " + o.scenario + "`: the best strategy for " +
+                                            to_string(settings.objective) + ".\nPredicted iteration time " +
+                                            std::to_string(best.evaluation.iteration_time_s) +
+                                            " s; `tandem simulate` this file to see it all."));
     ctx.winner_file = o.winner_path;
   }
+  if (found && !o.json_path.empty() && o.json_path != "-")
+    outputs.stage(o.json_path, analysis::search_report_json(result, ctx).dump(2) + "\n");
+  if (found) outputs.commit();
   if (o.json_path == "-") {
     std::cout << analysis::search_report_json(result, ctx).dump(2) << "\n";
   } else {
     std::cout << analysis::search_report_text(result, ctx);
-    if (!o.json_path.empty()) write_file_atomically(o.json_path, analysis::search_report_json(result, ctx).dump(2) + "\n");
   }
-  return result.ranked.empty() ? 1 : 0;
+  return found ? 0 : 1;
 }
 
 }  // namespace tandem::cli

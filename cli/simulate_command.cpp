@@ -5,6 +5,7 @@
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 #include "scenarios/prediction_inputs.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/prediction.hpp"
@@ -31,7 +32,12 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
 }
 
 int run_simulate(const SimulateOptions& o) {
-  // 1. Load and validate the scenario (bad input throws InputError, turned into exit 2 above).
+  // 1. Load and validate the scenario and the outputs' places (bad input throws InputError,
+  // turned into exit 2 above), before any simulating.
+  OutputSet outputs;
+  OutputSet::check_writable(o.json_path, "--json");
+  OutputSet::check_writable(o.trace_path, "--trace");
+  OutputSet::check_writable(o.chrome_trace_path, "--chrome-trace");
   Scenario scenario = load_scenario(o.scenario);
   sim::SimulationOptions options = scenario.simulation;
   if (o.iterations) options.iterations = *o.iterations;
@@ -53,19 +59,18 @@ int run_simulate(const SimulateOptions& o) {
   // 3. Report.
   const sim::Prediction prediction = sim::summarize(result, scenario.cluster, prediction_inputs(scenario, *strategy));
 
+  Trace trace = result.trace;
+  trace.scenario = scenario.name;
+  if (!o.json_path.empty() && o.json_path != "-") outputs.stage(o.json_path, sim::to_json(prediction).dump(2) + "\n");
+  if (!o.chrome_trace_path.empty()) outputs.stage(o.chrome_trace_path, chrome_trace_json(trace));
+  if (!o.trace_path.empty()) outputs.stage(o.trace_path, trace_json(trace));
+  outputs.commit();
   if (o.json_path == "-") {
     std::cout << sim::to_json(prediction).dump(2) << "\n";
   } else {
     std::cout << sim::to_text(prediction);
-    if (!o.json_path.empty()) write_file_atomically(o.json_path, sim::to_json(prediction).dump(2) + "\n");
+    if (!o.chrome_trace_path.empty()) std::cout << "timeline    " << o.chrome_trace_path << "\n";
   }
-  Trace trace = result.trace;
-  trace.scenario = scenario.name;
-  if (!o.chrome_trace_path.empty()) {
-    write_chrome_trace(trace, o.chrome_trace_path);
-    if (o.json_path != "-") std::cout << "timeline    " << o.chrome_trace_path << "\n";
-  }
-  if (!o.trace_path.empty()) write_trace_json(trace, o.trace_path);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 #include "exec/cpu/data.hpp"
 
 namespace tandem::exec::cpu {
@@ -84,31 +85,11 @@ void save_checkpoint(const Checkpoint& ck, const std::string& path) {
     out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   put<std::uint64_t>(out, checksum(out.data(), out.size()));
 
-  // Atomic replace: temporary file in the same directory, fsync, rename, fsync the directory.
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string tmp = (dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + errno_text());
-  try {
-    write_all(fd, out, tmp);
-    if (::fsync(fd) != 0) throw std::runtime_error("cannot sync " + tmp + ": " + errno_text());
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + why);
-  }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  // Atomic replace (temporary file beside it, fsync, rename, fsync the folder), and the
+  // temporary file removed on every exit path, a signal included (common/output_set.hpp).
+  OutputSet file;
+  file.stage(path, out, OutputSet::Durability::synced);
+  file.commit();
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
