@@ -9,6 +9,7 @@
 #include "analysis/calibration/provenance.hpp"
 #include "common/input_error.hpp"
 #include "common/output_set.hpp"
+#include "cli/calibrate_cuda.hpp"
 #include "exec/cpu/calibration/cpu_microbenchmarks.hpp"
 
 namespace tandem::cli {
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
   CLI::App* cmd = app.add_subcommand("calibrate", "measure this machine's kernels and links and fit a device profile");
-  cmd->add_option("--backend", o.backend, "backend to measure: cpu (cuda needs a CUDA build)");
+  cmd->add_option("--backend", o.backend, "backend to measure: cpu, or cuda (a CUDA build's GPUs)");
   cmd->add_option("-o,--output", o.device_out, "calibrated device profile to write");
   cmd->add_option("--cluster-out", o.cluster_out, "single-node cluster using that profile, to write");
   cmd->add_option("--base", o.base, "device profile whose peaks, memory and power are kept");
@@ -28,8 +29,12 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
 }
 
 int run_calibrate(const CalibrateOptions& o) {
+#ifdef TANDEM_HAVE_CUDA
+  if (o.backend == "cuda") return run_calibrate_cuda(o);
+#else
   if (o.backend == "cuda")
     throw InputError("command line", 0, "--backend", "this build has no CUDA backend (rebuild with CUDA to calibrate GPUs)");
+#endif
   if (o.backend != "cpu")
     throw InputError("command line", 0, "--backend", "unknown backend '" + o.backend + "' (this build calibrates: cpu)");
   const DeviceProfile base = find_device_profile(o.base);

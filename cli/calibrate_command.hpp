@@ -1,8 +1,9 @@
-// `tandem calibrate --backend cpu [-o FILE] [--cluster-out FILE] [--quick]`: runs calibration's
-// microbenchmarks on the real backend (analysis/calibration/calibrate.hpp), fits the device's
-// efficiency curves, launch overhead and intra-node link, and writes a calibrated device profile
-// (with its provenance) and a single-node cluster that uses it, both atomically. A backend this
-// build does not have (cuda without a CUDA build) is refused with exit status 2.
+// `tandem calibrate --backend cpu|cuda [-o FILE] [--cluster-out FILE] [--quick]`: runs
+// calibration's microbenchmarks on the real backend (analysis/calibration/calibrate.hpp), fits
+// the device's efficiency curves, launch overhead and intra-node link, and writes a calibrated
+// device profile (with its provenance) and a single-node cluster that uses it, both atomically
+// (cuda: cli/calibrate_cuda.hpp; GPU-sized grids, NCCL among the GPUs). A backend this build
+// does not have (cuda without a CUDA build) is refused with exit status 2.
 #pragma once
 
 #include <CLI/CLI.hpp>

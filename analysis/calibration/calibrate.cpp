@@ -100,6 +100,8 @@ CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& ba
       // Too few distinct sizes for this kind and group: nothing to report.
     }
   }
+  // One device (a single GPU) has nothing to send to: its profile is fitted, its link is not.
+  if (m.comm.empty() && !m.compute.empty()) return result;
   const auto send = std::find_if(result.comm.begin(), result.comm.end(), [](const CommFit& f) {
     return f.kind == OpKind::send && f.group_size == 2;
   });
@@ -130,7 +132,8 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
   const int warmup = o.warmup;
   const int iterations = o.quick ? std::min(o.iterations, 3) : o.iterations;
   Measurements m;
-  for (const Workload& w : compute_workloads(o.quick, o.precision, std::max(1, bench.concurrent_devices()))) {
+  for (const Workload& w :
+       compute_workloads(o.quick, o.precision, std::max(1, bench.concurrent_devices()), bench.scale())) {
     m.compute.push_back(bench.measure(w, warmup, iterations));
     const auto classes = kernel_classes(w);
     for (OpTiming& op : m.compute.back().ops) {
@@ -140,8 +143,8 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
   }
   m.core_switches = bench.measure_core_switches();
   const int max_group = o.max_group_size > 0 ? o.max_group_size : bench.max_devices();
-  const std::vector<Bytes> sizes = comm_sizes_bytes(o.quick);
-  for (OpKind kind : calibrated_comm_kinds()) {
+  const std::vector<Bytes> sizes = comm_sizes_bytes(o.quick, bench.scale());
+  for (OpKind kind : max_group >= 2 ? calibrated_comm_kinds() : std::vector<OpKind>{}) {
     for (int n = 2; n <= (kind == OpKind::send ? 2 : max_group); ++n) {
       const Workload w = comm_workload(kind, n, sizes);
       m.comm.push_back(bench.measure(w, warmup, iterations));

@@ -63,7 +63,8 @@ struct CalibrationResult {
 
 // Fits `measurements` on top of `base` (its peaks are the curves' reference). Kinds without
 // measurements keep the base's efficiencies. Throws std::invalid_argument when there is nothing
-// to fit a link from (no send/recv measurement).
+// to fit a link from (no send/recv measurement), except for a single device's compute-only
+// measurements (one GPU), whose intra_link stays zero.
 CalibrationResult fit_calibration(const Measurements& measurements, const DeviceProfile& base,
                                   DType precision = DType::fp32);
 

@@ -62,6 +62,11 @@ struct CoreSwitchCosts {
   Seconds wake_s = 0;     // to a thread on an idle core: the core resumes (an interrupt, on a VM an exit)
 };
 
+// The sizes of calibration's grids (workloads.hpp): a CPU measures small steps (seconds in all);
+// a GPU the sizes training issues on it (hidden 1024-4096, messages up to 256 MiB), since small
+// ops there time the launch, not the kernel.
+enum class WorkloadScale { cpu, gpu };
+
 class Microbenchmarks {
  public:
   virtual ~Microbenchmarks() = default;
@@ -76,6 +81,7 @@ class Microbenchmarks {
   virtual StepMeasurement measure(const Workload& workload, int warmup, int iterations) = 0;
   // Backends whose devices share cores measure the cost of passing one; others have none.
   virtual CoreSwitchCosts measure_core_switches() { return {}; }
+  virtual WorkloadScale scale() const { return WorkloadScale::cpu; }
 };
 
 }  // namespace tandem::calibration

@@ -57,13 +57,13 @@ Workload tensor_parallel(std::string name, std::shared_ptr<const Model> model, T
 }
 
 Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_batch, DType precision, int replicas,
-                      bool tensor_parallel_pair = false) {
+                      bool tensor_parallel_pair = false, std::int64_t head_dim = 16) {
   TransformerConfig c = transformer_preset("gpt-tiny");  // byte vocabulary, dropout as trained
   c.name = "calib-gpt-h" + std::to_string(hidden);
   c.num_layers = 1;
   c.hidden_size = hidden;
   c.ffn_hidden_size = 4 * hidden;
-  c.num_attention_heads = hidden / 16;
+  c.num_attention_heads = hidden / head_dim;
   c.seq_length = seq;
   c.max_position_embeddings = seq;
   const std::string name = c.name + "-s" + std::to_string(seq) + "-b" + std::to_string(micro_batch);
@@ -161,8 +161,26 @@ std::map<std::string, std::string> kernel_classes(const Workload& workload) {
   return classes;
 }
 
-std::vector<Workload> compute_workloads(bool quick, DType precision, int replicas) {
+// GPU-sized steps: head dim 128 as in GPT-3 and Llama; one replica per GPU measured.
+std::vector<Workload> gpu_compute_workloads(bool quick, DType precision, int replicas) {
+  std::vector<Workload> w;
+  const std::vector<std::int64_t> hiddens = quick ? std::vector<std::int64_t>{1024, 4096}
+                                                  : std::vector<std::int64_t>{1024, 2048, 4096};
+  for (std::int64_t h : hiddens) {
+    w.push_back(gpt_workload(h, 1024, 1, precision, replicas, false, 128));
+    w.push_back(gpt_workload(h, 2048, quick ? 2 : 4, precision, replicas, false, 128));
+    if (!quick) w.push_back(gpt_workload(h, 512, 2, precision, replicas, false, 128));
+  }
+  for (std::int64_t width : quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{4096, 8192}) {
+    w.push_back(mlp_workload(width, 1024, precision, replicas));
+    if (!quick) w.push_back(mlp_workload(width, 256, precision, replicas));
+  }
+  return w;
+}
+
+std::vector<Workload> compute_workloads(bool quick, DType precision, int replicas, WorkloadScale scale) {
   if (replicas < 1) throw std::invalid_argument("compute workloads need a replica or more");
+  if (scale == WorkloadScale::gpu) return gpu_compute_workloads(quick, precision, replicas);
   std::vector<Workload> w;
   // Transformer: hidden 32..128 (head dim 16), sequences 16..64, micro-batches 1..4: GEMMs from
   // ~3e4 to ~1e8 FLOPs, attention, norms and element-wise kernels from KBs to MBs.
@@ -185,7 +203,11 @@ std::vector<Workload> compute_workloads(bool quick, DType precision, int replica
   return w;
 }
 
-std::vector<Bytes> comm_sizes_bytes(bool quick) {
+std::vector<Bytes> comm_sizes_bytes(bool quick, WorkloadScale scale) {
+  if (scale == WorkloadScale::gpu) {
+    if (quick) return {1 << 20, 16 << 20, 256 << 20};
+    return {64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
+  }
   if (quick) return {4096, 65536, 1 << 20, 4 << 20};
   return {1024, 4096, 16384, 65536, 262144, 1 << 20, 4 << 20};
 }

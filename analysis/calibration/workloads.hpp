@@ -23,11 +23,15 @@
 namespace tandem::calibration {
 
 // `precision`: the dtype the steps train in (fp32 on CPUs). `replicas` data-parallel replicas
-// run the step side by side (one gradient all-reduce per step joins them).
-std::vector<Workload> compute_workloads(bool quick, DType precision = DType::fp32, int replicas = 1);
+// run the step side by side (one gradient all-reduce per step joins them). The GPU scale: GPT
+// layers of hidden 1024-4096 (head dim 128), sequences 512-2048, micro-batches 1-4, and MLPs of
+// width 4096-8192: GEMMs from ~1e9 to ~1e12 FLOPs, element-wise kernels from MBs to GBs.
+std::vector<Workload> compute_workloads(bool quick, DType precision = DType::fp32, int replicas = 1,
+                                        WorkloadScale scale = WorkloadScale::cpu);
 
-// Message sizes of the communication grid (payload bytes, nccl-tests sense).
-std::vector<Bytes> comm_sizes_bytes(bool quick);
+// Message sizes of the communication grid (payload bytes, nccl-tests sense); on GPUs 64 KiB to
+// 256 MiB (where NCCL goes from latency-bound to its bus bandwidth).
+std::vector<Bytes> comm_sizes_bytes(bool quick, WorkloadScale scale = WorkloadScale::cpu);
 
 // A step of `kind` ops on `group_size` devices (ranks 0..n-1), one per size. For send/recv the
 // group must be 2: rank 0 sends, rank 1 receives. Labels are "comm.<kind>.<bytes>".

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 #include <vector>
 
@@ -36,7 +37,7 @@ CudaMicrobenchmarks::~CudaMicrobenchmarks() {
   cudaStreamDestroy(state_->stream);
 }
 
-double CudaMicrobenchmarks::measure_seconds(const ComputeOp& op, int repeats, int warmup) {
+double CudaMicrobenchmarks::with_op(const ComputeOp& op, const std::function<double(const std::function<void()>&)>& body) {
   State& st = *state_;
   // Tensors: one device buffer per distinct tensor id, small values (ids: 0).
   std::unordered_map<int, float*> buffers;
@@ -74,24 +75,52 @@ double CudaMicrobenchmarks::measure_seconds(const ComputeOp& op, int repeats, in
                                              }
                                              return st.workspace;
                                            }};
-    for (int i = 0; i < warmup; ++i) kernels::cuda::run(op, data, options, ctx);
+    const double result = body([&] { kernels::cuda::run(op, data, options, ctx); });
+    cleanup();
+    return result;
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
+double CudaMicrobenchmarks::measure_seconds(const ComputeOp& op, int repeats, int warmup) {
+  State& st = *state_;
+  return with_op(op, [&](const std::function<void()>& launch) {
+    for (int i = 0; i < warmup; ++i) launch();
     std::vector<double> times;
     for (int i = 0; i < std::max(repeats, 1); ++i) {
       CUDA_CHECK(cudaEventRecord(st.start, st.stream));
-      kernels::cuda::run(op, data, options, ctx);
+      launch();
       CUDA_CHECK(cudaEventRecord(st.end, st.stream));
       CUDA_CHECK(cudaEventSynchronize(st.end));
       float ms = 0;
       CUDA_CHECK(cudaEventElapsedTime(&ms, st.start, st.end));
       times.push_back(ms * 1e-3);
     }
-    cleanup();
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     return times[times.size() / 2];
-  } catch (...) {
-    cleanup();
-    throw;
-  }
+  });
+}
+
+double CudaMicrobenchmarks::launch_gap_seconds(int launches) {
+  ComputeOp op;
+  op.kind = OpKind::memcpy;
+  op.label = "calibrate.launch";
+  op.args = MemcpyArgs{256};
+  op.inputs = {Tensor{0, {256}, DType::fp32}};
+  op.outputs = {Tensor{1, {256}, DType::fp32}};
+  const double kernel_s = measure_seconds(op, 20, 3);
+  State& st = *state_;
+  return with_op(op, [&](const std::function<void()>& launch) {
+    launch();
+    CUDA_CHECK(cudaStreamSynchronize(st.stream));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < std::max(launches, 1); ++i) launch();
+    CUDA_CHECK(cudaStreamSynchronize(st.stream));
+    const double per_launch = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / launches;
+    return std::max(0.0, per_launch - kernel_s);
+  });
 }
 
 double CudaMicrobenchmarks::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, int repeats) {

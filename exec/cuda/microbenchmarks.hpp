@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "kernels/cuda/gemm.cuh"
@@ -26,10 +27,16 @@ class CudaMicrobenchmarks {
   // Convenience shapes.
   double gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, int repeats = 20);
   double copy_seconds(std::int64_t bytes, int repeats = 20);  // device-to-device memcpy op
+  // The host's cost per kernel between back-to-back launches (dispatch, launch): `launches` tiny
+  // copies launched without waiting, wall clock over the count, less one copy's kernel time.
+  double launch_gap_seconds(int launches = 200);
 
  private:
   struct State;
   std::unique_ptr<State> state_;
+  // Allocates and fills `op`'s tensors, calls `body` with a launcher of one run of the op on the
+  // stream, frees them; returns body's result.
+  double with_op(const ComputeOp& op, const std::function<double(const std::function<void()>&)>& body);
 };
 
 }  // namespace tandem::exec::cuda

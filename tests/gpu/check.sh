@@ -4,7 +4,8 @@
 #   1. GPU tests: every CUDA kernel vs the CPU reference (fp32; bf16 looser), k training steps of
 #      a small GPT vs the CPU backend, bf16 vs fp32 loss curve, trace op ids, allocator.
 #   2. Benchmarks: GEMM vs cuBLAS's best for the shape; training step of GPT-2 124M and 1.5B with
-#      MFU; calibration sweeps (GEMM sizes, copies) for the H200 profile.
+#      MFU; calibration sweeps (GEMM sizes, copies) for the H200 profile; `tandem calibrate
+#      --backend cuda --quick`: the GPU's fitted profile (and, with 2+ GPUs, its NCCL link).
 #   3. PyTorch eager on the same models and batches (when PyTorch is installed): tokens/s.
 #   4. Simulate-vs-run: `tandem run gpt2-124m-h200 --backend cuda` and `tandem simulate` of the
 #      same scenario; measured and predicted iteration times side by side.
@@ -50,6 +51,8 @@ fi
 step gpu-tests 150 "$bin/tandem_tests" --gtest_filter='Cuda*:CachingAllocator*' --gtest_output="xml:$out/gpu-tests.xml"
 step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"
 step calibration-bench 60 "$bin/cuda_calibration_bench" --benchmark_format=json --benchmark_out="$out/calibration-bench.json"
+step calibrate-cuda 150 "$bin/tandem" calibrate --backend cuda --quick -o "$out/gpu-calibrated.yaml" \
+  --cluster-out "$out/gpu-calibrated-cluster.yaml"
 step training-bench 150 "$bin/cuda_training_bench" --benchmark_format=json --benchmark_out="$out/training-bench.json"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   step pytorch-124m 60 python3 "$here/pytorch_reference.py" --model gpt2-124m --micro-batch 16 --steps 5 --json "$out/pytorch-124m.json"
