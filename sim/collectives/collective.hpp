@@ -73,6 +73,12 @@ CollectiveAlgorithm choose_algorithm(OpKind kind, Bytes bytes, const std::vector
 // `automatic` fidelity: exact while the number of transfers stays small, aggregated above.
 CollectiveFidelity choose_fidelity(CollectiveAlgorithm algorithm, OpKind kind, int group_size);
 
+// What a point-to-point transfer (pipeline send/recv) of `payload` bytes from rank a to rank b
+// puts on the modeled links: the payload over NCCL's achievable fraction of the edge (NVLink:
+// links x NCCL's per-link rate over the line rate; a NIC: NCCL's channel speed over its rate),
+// so that the flow takes payload / achievable bandwidth. The payload itself without an NCCL fabric.
+Bytes point_to_point_wire_bytes(const TopologyView& topology, int a, int b, Bytes payload);
+
 // Runs one member's part of the collective from the calling actor; returns when this member's
 // part is done (as NCCL's kernel on that rank would).
 void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm,

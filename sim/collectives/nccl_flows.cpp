@@ -84,3 +84,20 @@ void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, co
 }
 
 }  // namespace tandem::sim::collectives
+
+namespace tandem::sim {
+
+Bytes point_to_point_wire_bytes(const TopologyView& topology, int a, int b, Bytes payload) {
+  if (!topology.nccl_fabric_of) return payload;
+  const nccl::Fabric* fa = topology.nccl_fabric_of(a);
+  const nccl::Fabric* fb = topology.nccl_fabric_of(b);
+  if (fa == nullptr || fb == nullptr) return payload;
+  const bool same_node = collectives::node_of(topology, a) == collectives::node_of(topology, b);
+  const BytesPerSecond nominal = collectives::edge_bandwidth(topology, a, b);
+  const BytesPerSecond achievable = std::min(nccl::predict_send_recv(payload, *fa, same_node).alg_bytes_per_s,
+                                             nccl::predict_send_recv(payload, *fb, same_node).alg_bytes_per_s);
+  if (!(achievable > 0) || !(nominal > 0) || !std::isfinite(nominal)) return payload;
+  return payload * nominal / achievable;
+}
+
+}  // namespace tandem::sim

@@ -9,6 +9,7 @@
 #include "sim/collectives/collective_benchmark.hpp"
 #include "sim/collectives/nccl_cases.hpp"
 #include "sim/collectives/nccl_fabric.hpp"
+#include "sim/platform_builder.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 namespace tandem::sim {
@@ -74,6 +75,17 @@ TEST(NcclValidation, ClustersWithoutAnNvlinkGenerationKeepTheLinksAsAchievable) 
   });
   ASSERT_TRUE(result.ok) << result.describe();
   EXPECT_GT(std::stod(result.output), 440.0);  // the 450 GB/s links, as before the NCCL model
+}
+
+TEST(NcclValidation, PipelineSendRecvFlowsCarryNcclsAchievableRate) {
+  // DGX A100: across nodes an HDR NIC (25 GB/s) at NCCL's 24 GB/s; in a node NVLink 3 (300 GB/s)
+  // at 12 x 20 GB/s.
+  const Cluster dgx = find_cluster("dgx-a100");
+  TopologyView view = topology_view(dgx);
+  EXPECT_EQ(point_to_point_wire_bytes(view, 0, 8, 1e9), 1e9);  // no NCCL fabric in the view: as is
+  view.nccl_fabric_of = nccl_fabric_lookup(dgx);
+  EXPECT_NEAR(point_to_point_wire_bytes(view, 0, 8, 1e9), 1e9 * 25.0 / 24.0, 1e3);
+  EXPECT_NEAR(point_to_point_wire_bytes(view, 0, 1, 1e9), 1e9 * 300.0 / 240.0, 1e3);
 }
 
 }  // namespace
