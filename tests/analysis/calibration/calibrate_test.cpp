@@ -1,107 +1,21 @@
-// Calibration against a simulated device whose efficiencies are known: every op of every workload
-// is timed by the simulator's cost model (sim/cost_model.hpp) under a "true" profile, transfers by
-// a true alpha-beta link; calibrate() must find the truth again.
+// Calibration against a simulated device whose efficiencies are known (simulated_device.hpp):
+// every op of every workload is timed by the simulator's cost model under a "true" profile,
+// transfers by a true alpha-beta link; calibrate() must find the truth again.
 #include "analysis/calibration/calibrate.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
-#include <random>
-#include <set>
 
 #include "analysis/calibration/workloads.hpp"
 #include "platforms/kernel_class.hpp"
 #include "sim/cost_model.hpp"
-#include "strategies/null_runtime.hpp"
+#include "tests/analysis/calibration/simulated_device.hpp"
 
 namespace tandem::calibration {
 namespace {
 
-// Rank 0's ops of one step of a workload.
-struct StepOps {
-  std::vector<ComputeOp> compute;
-  std::vector<CommOp> comm;
-};
-StepOps ops_of(const Workload& w) {
-  StepOps ops;
-  NullRuntime rt(w.strategy->world_size());
-  rt.on_compute = [&](const ComputeOp& op) { ops.compute.push_back(op); };
-  rt.on_communicate = [&](const CommOp& op) { ops.comm.push_back(op); };
-  auto program = w.strategy->program_for(0);
-  program->setup(rt);
-  program->train_step(rt, 0);
-  return ops;
-}
-
-struct Truth {
-  DeviceProfile profile;
-  Seconds latency_s = 4e-6;
-  BytesPerSecond bandwidth_bytes_per_s = 20e9;
-  CoreSwitchCosts core_switches{3e-6, 20e-6};
-};
-
-class SimulatedDevice final : public Microbenchmarks {
- public:
-  SimulatedDevice(Truth truth, double noise) : truth_(std::move(truth)), noise_(noise) {}
-  std::string backend() const override { return "simulated"; }
-  std::string accelerator() const override { return ""; }
-  int max_devices() const override { return 3; }
-  int concurrent_devices() const override { return 2; }
-  CoreSwitchCosts measure_core_switches() override { return truth_.core_switches; }
-  StepMeasurement measure(const Workload& w, int, int) override {
-    const StepOps ops = ops_of(w);
-    StepMeasurement step;
-    for (const ComputeOp& op : ops.compute) {
-      const Seconds kernel = sim::compute_cost(op, truth_.profile).seconds - truth_.profile.launch_overhead_s;
-      step.ops.push_back({op.label, op.kind, "", op.flops, op.bytes, 0, kernel * jitter()});
-      step.step_s += kernel + truth_.profile.launch_overhead_s;
-    }
-    for (const CommOp& op : ops.comm) {
-      const bool p2p = op.kind == OpKind::send || op.kind == OpKind::recv;
-      const Seconds t = truth_.latency_s + op.bytes / truth_.bandwidth_bytes_per_s;
-      step.ops.push_back({op.label, op.kind, "", 0, op.bytes, p2p ? 2 : op.group.size(), t * jitter()});
-      step.step_s += t;
-    }
-    step.launch_gap_s = truth_.profile.launch_overhead_s;
-    return step;
-  }
-
- private:
-  double jitter() {
-    if (noise_ == 0) return 1.0;
-    return 1.0 + noise_ * (2.0 * (rng_() / double(rng_.max())) - 1.0);
-  }
-  Truth truth_;
-  double noise_;
-  std::mt19937 rng_{42};
-};
-
-// Every kernel class the workloads issue, with a curve of its own on its kind's usual side
-// (elementwise kernels' FLOPs are a fixed multiple of their bytes, so either side explains them
-// equally and calibration keeps the usual one).
-Truth make_truth() {
-  Truth t;
-  t.profile = find_device_profile("cpu-generic");
-  t.profile.launch_overhead_s = 1.5e-6;
-  std::set<std::string> classes;
-  for (const Workload& w : compute_workloads(/*quick=*/false)) {
-    for (const auto& [label, cls] : kernel_classes(w)) classes.insert(cls);
-  }
-  int i = 0;
-  for (const std::string& cls : classes) {
-    OpKind kind;
-    EXPECT_TRUE(kernel_class_kind(cls, kind)) << cls;
-    const bool flops = kind == OpKind::gemm || kind == OpKind::attention;
-    EfficiencyCurve c;
-    c.bound = flops ? BoundSide::flops : BoundSide::memory;
-    c.max_efficiency = 0.3 + 0.05 * (i % 12);
-    c.half_work = (flops ? 2e5 : 8e3) * (1 + i % 5);
-    t.profile.efficiency_curves[cls] = c;
-    ++i;
-  }
-  return t;
-}
+Truth make_truth() { return make_truth_for("cpu-generic", compute_workloads(/*quick=*/false), 1.5e-6, 1.0); }
 
 TEST(Calibrate, RecoversKnownEfficiencyCurvesLaunchOverheadAndLinkWithinTwoPercent) {
   const Truth truth = make_truth();
