@@ -11,6 +11,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,14 @@ CollectiveFidelity choose_fidelity(CollectiveAlgorithm algorithm, OpKind kind, i
 // links x NCCL's per-link rate over the line rate; a NIC: NCCL's channel speed over its rate),
 // so that the flow takes payload / achievable bandwidth. The payload itself without an NCCL fabric.
 Bytes point_to_point_wire_bytes(const TopologyView& topology, int a, int b, Bytes payload);
+
+// NCCL's choice for a collective on a group and its time from the model alone, without flows
+// (an analytic path, where no contention is possible: a group within one node); `algorithm`
+// other than automatic fixes NCCL's algorithm (hierarchical: CollNet). nullopt when the group has
+// no NCCL fabric.
+std::optional<nccl::Estimate> nccl_estimate(OpKind kind, Bytes bytes, const std::vector<int>& ranks,
+                                            const TopologyView& topology,
+                                            CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic);
 
 // Runs one member's part of the collective from the calling actor; returns when this member's
 // part is done (as NCCL's kernel on that rank would).

@@ -100,4 +100,16 @@ Bytes point_to_point_wire_bytes(const TopologyView& topology, int a, int b, Byte
   return payload * nominal / achievable;
 }
 
+std::optional<nccl::Estimate> nccl_estimate(OpKind kind, Bytes bytes, const std::vector<int>& ranks,
+                                            const TopologyView& topology, CollectiveAlgorithm algorithm) {
+  const collectives::GroupShape shape = collectives::analyze_group(ranks, topology);
+  if (!shape.nccl || shape.size < 1) return std::nullopt;
+  const nccl::Placement placement{shape.size, std::max(1, shape.nodes())};
+  if (algorithm == CollectiveAlgorithm::automatic) return nccl::predict(kind, bytes, *shape.nccl, placement);
+  const nccl::Estimate chosen =
+      nccl::tuner_choice(kind, bytes, *shape.nccl, placement, collectives::nccl_algorithm_of(algorithm));
+  const nccl::Estimate real = nccl::achievable(kind, bytes, *shape.nccl, placement, chosen.algorithm, chosen.protocol);
+  return real.available() ? real : chosen;
+}
+
 }  // namespace tandem::sim

@@ -88,5 +88,20 @@ TEST(NcclValidation, PipelineSendRecvFlowsCarryNcclsAchievableRate) {
   EXPECT_NEAR(point_to_point_wire_bytes(view, 0, 1, 1e9), 1e9 * 300.0 / 240.0, 1e3);
 }
 
+TEST(NcclValidation, AnalyticEstimateWithoutFlowsForAGroupInOneNode) {
+  const Cluster dgx = find_cluster("dgx-h100");
+  TopologyView view = topology_view(dgx);
+  const std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_FALSE(nccl_estimate(OpKind::all_reduce, 8e9, node, view).has_value());  // no NCCL fabric
+  view.nccl_fabric_of = nccl_fabric_lookup(dgx);
+  const auto automatic = nccl_estimate(OpKind::all_reduce, 8e9, node, view);
+  ASSERT_TRUE(automatic.has_value());
+  EXPECT_EQ(automatic->algorithm, nccl::Algorithm::nvls);
+  const auto ring = nccl_estimate(OpKind::all_reduce, 8e9, node, view, CollectiveAlgorithm::ring);
+  ASSERT_TRUE(ring.has_value());
+  EXPECT_EQ(ring->algorithm, nccl::Algorithm::ring);
+  EXPECT_NEAR(ring->bus_bytes_per_s, 18 * 20.6e9, 1e6);
+}
+
 }  // namespace
 }  // namespace tandem::sim
