@@ -1,37 +1,44 @@
 #include "analysis/json_file.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
+#include <cmath>
 
+#include "analysis/json_locate.hpp"
 #include "common/input_error.hpp"
 
 namespace tandem {
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open the file");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+JsonInput read_json_input(const std::string& path, std::uint64_t max_bytes) {
+  JsonInput input{path, read_input_file(path, max_bytes), nullptr};
+  const std::string& text = input.text;
   try {
-    return nlohmann::json::parse(text);
+    input.root = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a byte offset; turn it into a line number.
     const auto end = text.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(e.byte, text.size()));
     const int line = 1 + static_cast<int>(std::count(text.begin(), end, '\n'));
-    throw InputError(path, line, "", std::string("JSON syntax error: ") + e.what());
+    throw InputError(path, line, "", "JSON syntax error at byte " + std::to_string(e.byte));
+  } catch (const nlohmann::json::exception&) {
+    // out_of_range 406: a number beyond double ("1e400"); nlohmann gives no position for it.
+    throw InputError(path, 0, "", "a number is beyond the range of a double");
   }
+  return input;
 }
 
-JsonFields::JsonFields(const nlohmann::json& object, std::string file, std::string path)
-    : object_(object), file_(std::move(file)), path_(std::move(path)) {
-  if (!object_.is_object())
-    throw InputError(file_, 0, path_.empty() ? std::string("(top level)") : path_.substr(0, path_.size() - 1),
-                     "expected an object");
+JsonFields::JsonFields(const JsonInput& input) : JsonFields(input.root, input.file, "", &input.text) {}
+
+JsonFields::JsonFields(const nlohmann::json& object, std::string file, std::string path, const std::string* text)
+    : object_(object), file_(std::move(file)), path_(std::move(path)), text_(text) {
+  if (!object_.is_object()) fail_at(path_.empty() ? std::string("(top level)") : path_.substr(0, path_.size() - 1),
+                                    "expected an object");
 }
 
-void JsonFields::fail(const std::string& key, const std::string& message) const {
-  throw InputError(file_, 0, path_ + key, message);
+void JsonFields::fail_at(const std::string& field, const std::string& message) const {
+  const int line = text_ != nullptr ? json_line_of(*text_, field) : 0;
+  throw InputError(file_, line, field, message);
 }
+
+void JsonFields::fail(const std::string& key, const std::string& message) const { fail_at(path_ + key, message); }
 
 bool JsonFields::has(const char* key) const { return object_.contains(key) && !object_[key].is_null(); }
 
@@ -45,13 +52,29 @@ const nlohmann::json& JsonFields::get(const char* key, bool (*check)(const nlohm
 
 namespace {
 bool is_number(const nlohmann::json& v) { return v.is_number(); }
+bool is_whole(const nlohmann::json& v) { return v.is_number_integer(); }
 bool is_string(const nlohmann::json& v) { return v.is_string(); }
 bool is_boolean(const nlohmann::json& v) { return v.is_boolean(); }
 bool is_array(const nlohmann::json& v) { return v.is_array(); }
 bool is_object(const nlohmann::json& v) { return v.is_object(); }
 }  // namespace
 
-double JsonFields::number(const char* key) const { return get(key, is_number, "a number").get<double>(); }
+double JsonFields::number(const char* key) const {
+  const double v = get(key, is_number, "a number").get<double>();
+  if (!std::isfinite(v)) fail(key, "expected a finite number");
+  return v;
+}
+
+long long JsonFields::whole(const char* key, long long lowest, long long highest) const {
+  const nlohmann::json& v = get(key, is_whole, "a whole number");
+  // An unsigned value above the signed range is out of range whatever the bounds.
+  const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(highest);
+  const long long n = too_big ? highest : v.get<long long>();
+  if (too_big || n < lowest || n > highest)
+    fail(key, "must be a whole number between " + std::to_string(lowest) + " and " + std::to_string(highest) +
+                  ", got " + v.dump());
+  return n;
+}
 
 std::optional<double> JsonFields::optional_number(const char* key) const {
   if (!has(key)) return std::nullopt;
@@ -72,14 +95,14 @@ std::optional<bool> JsonFields::optional_boolean(const char* key) const {
 const nlohmann::json& JsonFields::array(const char* key) const { return get(key, is_array, "a list"); }
 
 JsonFields JsonFields::object(const char* key) const {
-  return JsonFields(get(key, is_object, "an object"), file_, path_ + key + ".");
+  return JsonFields(get(key, is_object, "an object"), file_, path_ + key + ".", text_);
 }
 
 JsonFields JsonFields::element(const char* key, std::size_t index) const {
   const std::string at = path_ + key + "[" + std::to_string(index) + "]";
   const nlohmann::json& value = array(key).at(index);
-  if (!value.is_object()) throw InputError(file_, 0, at, "expected an object");
-  return JsonFields(value, file_, at + ".");
+  if (!value.is_object()) fail_at(at, "expected an object");
+  return JsonFields(value, file_, at + ".", text_);
 }
 
 }  // namespace tandem

@@ -38,8 +38,11 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int status = app.exit(e);
-    return status == 0 ? 0 : kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // One line, like every other input error (CLI11's own print adds a second one).
+    std::cerr << "tandem: " << InputError("command line", 0, "", std::string(e.what()) + " (see tandem --help)").what()
+              << "\n";
+    return kExitBadInput;
   }
   return run_guarded([&] {
     if (simulate_cmd->parsed()) return run_simulate(simulate);

@@ -1,4 +1,5 @@
 #include "cli/compare_command.hpp"
+#include "cli/option_ranges.hpp"
 
 #include <iostream>
 
@@ -15,8 +16,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareCommandOptions& o) {
   cmd->add_option("--align", o.alignment, "iteration alignment: auto, by-iteration, mean-iteration")
       ->check(CLI::IsMember({"auto", "by-iteration", "mean-iteration"}));
   cmd->add_option("--measured-warmup", o.measured_warmup, "leave out the first N measured iterations")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top", o.top, "how many largest per-op differences to list")->check(CLI::NonNegativeNumber);
+      ->check(in_range(limits::kWarmupIterations));
+  cmd->add_option("--top", o.top, "how many largest per-op differences to list")->check(in_range(kListedRows));
   return cmd;
 }
 

@@ -1,4 +1,5 @@
 #include "cli/job_command.hpp"
+#include "cli/option_ranges.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -35,8 +36,8 @@ CLI::App* add_job_command(CLI::App& app, JobOptions& o) {
   cmd->add_option("--cluster-search", o.cluster_search, "part A: scenario with a search: section (modeled cluster)");
   cmd->add_option("--local-search", o.local_search, "part B: scenario with a search: section (this machine)");
   cmd->add_option("--iterations", o.run_iterations, "part B: measured iterations of the real run")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--workers", o.workers, "search worker processes (default: one per core)")->check(CLI::NonNegativeNumber);
+      ->check(in_range(limits::kIterations));
+  cmd->add_option("--workers", o.workers, "search worker processes (default: one per core)")->check(in_range(kWorkers));
   cmd->add_flag("--skip-cluster", o.skip_cluster, "skip part A");
   cmd->add_flag("--skip-local", o.skip_local, "skip part B");
   cmd->add_flag("--recalibrate", o.recalibrate, "part B: calibrate this machine even if its profile exists");

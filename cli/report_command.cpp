@@ -1,4 +1,5 @@
 #include "cli/report_command.hpp"
+#include "cli/option_ranges.hpp"
 
 #include <iostream>
 
@@ -18,7 +19,7 @@ CLI::App* add_report_command(CLI::App& app, ReportCommandOptions& o) {
   cmd->add_option("-o,--output", o.output_path, "the HTML file to write (default report.html)");
   cmd->add_option("--perfetto", o.perfetto_path, "also write both traces as one Perfetto/Chrome-trace JSON to FILE");
   cmd->add_option("--measured-warmup", o.measured_warmup, "leave out the first N measured iterations from the comparison")
-      ->check(CLI::NonNegativeNumber);
+      ->check(in_range(limits::kWarmupIterations));
   return cmd;
 }
 

@@ -1,4 +1,5 @@
 #include "cli/run_command.hpp"
+#include "cli/option_ranges.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -21,17 +22,17 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", "train a scenario for real and measure every op");
   cmd->add_option("scenario", o.scenario, "scenario file, or the name of a bundled scenario")->required();
   cmd->add_option("--backend", o.backend, "execution backend: cpu, or cuda (one process per GPU; mpirun -np N)");
-  cmd->add_option("--iterations", o.iterations, "training iterations (default 10)")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iterations", o.iterations, "training iterations (default 10)")->check(in_range(limits::kIterations));
+  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(in_range(limits::kWarmupIterations));
   cmd->add_option("--seed", o.seed, "seed of the initial parameters and dropout");
   cmd->add_option("--timeout", o.timeout_s, "seconds any rank may wait for its peers before the run fails")
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(kTimeoutS));
   cmd->add_option("--trace", o.trace_path, "write the measured trace (Tandem schema) to FILE");
   cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
   cmd->add_option("--json", o.json_path, "write the summary as JSON to FILE ('-' for stdout)");
   cmd->add_option("--checkpoint", o.checkpoint_path, "save the full training state to FILE at the end (atomically)");
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also save it every N iterations")
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(limits::kIterations));
   cmd->add_option("--resume", o.resume_path, "continue training from the checkpoint FILE");
   return cmd;
 }

@@ -1,4 +1,5 @@
 #include "cli/search_command.hpp"
+#include "cli/option_ranges.hpp"
 
 #include <chrono>
 #include <iostream>
@@ -23,11 +24,11 @@ CLI::App* add_search_command(CLI::App& app, SearchOptions& o) {
   CLI::App* cmd = app.add_subcommand("search", "find the best strategies of a scenario's search space in the simulator");
   cmd->add_option("scenario", o.scenario, "scenario file with a search: section, or a bundled scenario's name")->required();
   cmd->add_option("--workers", o.workers, "worker processes simulating in parallel (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top", o.top_k, "how many strategies to rank")->check(CLI::PositiveNumber);
+      ->check(in_range(kWorkers));
+  cmd->add_option("--top", o.top_k, "how many strategies to rank")->check(in_range(limits::kTopK));
   cmd->add_option("--objective", o.objective, "time, cost or energy (per iteration)");
   cmd->add_option("--algorithm", o.algorithm, "auto, exhaustive or guided");
-  cmd->add_option("--max-evaluations", o.max_evaluations, "guided search: simulations at most")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-evaluations", o.max_evaluations, "guided search: simulations at most")->check(in_range(limits::kEvaluations));
   cmd->add_option("--json", o.json_path, "write the report as JSON to FILE ('-' for stdout)");
   cmd->add_option("--winner", o.winner_path, "write the best strategy as a scenario file (for simulate and run)");
 #ifdef TANDEM_HAVE_MPI

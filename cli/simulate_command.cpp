@@ -1,4 +1,5 @@
 #include "cli/simulate_command.hpp"
+#include "cli/option_ranges.hpp"
 
 #include <iostream>
 
@@ -8,6 +9,7 @@
 #include "common/output_set.hpp"
 #include "scenarios/prediction_inputs.hpp"
 #include "scenarios/scenario.hpp"
+#include "scenarios/scenario_limits.hpp"
 #include "sim/prediction.hpp"
 #include "sim/simulation.hpp"
 
@@ -21,8 +23,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   // --chrome-trace the Perfetto timeline (--tandem-trace: the former name of --trace).
   cmd->add_option("--trace,--tandem-trace", o.trace_path, "write the predicted trace (Tandem schema) to FILE");
   cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
-  cmd->add_option("--iterations", o.iterations, "measured iterations")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iterations", o.iterations, "measured iterations")->check(in_range(limits::kIterations));
+  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(in_range(limits::kWarmupIterations));
   cmd->add_option("--algorithm", o.algorithm, "collective algorithm: auto, ring, tree, hierarchical, direct");
   cmd->add_option("--fidelity", o.fidelity, "collective fidelity: auto, exact, aggregated");
   cmd->add_option("--compute-fidelity", o.compute_fidelity, "compute fidelity: fused, per_op");
@@ -30,6 +32,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
                   "simulate one block of identical data-parallel replicas and mirror the rest: auto, off");
   return cmd;
 }
+  cmd->add_option("--tensor-folding", o.tensor_folding,
+                  "simulate one member of each tensor-parallel group and mirror the rest: auto, off");
 
 int run_simulate(const SimulateOptions& o) {
   // 1. Load and validate the scenario and the outputs' places (bad input throws InputError,
@@ -49,8 +53,10 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.replica_folding.empty()) options.replica_folding = sim::parse_replica_folding(o.replica_folding);
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
+    if (!o.tensor_folding.empty()) options.tensor_folding = sim::parse_folding_mode(o.tensor_folding);
   }
   options.record_trace = !o.chrome_trace_path.empty() || !o.trace_path.empty();
+  check_simulation_size(scenario, options);  // the command line's iterations and trace weigh in
 
   // 2. Simulate.
   auto strategy = make_strategy(scenario);

@@ -19,6 +19,7 @@ struct SimulateOptions {
   std::string fidelity;           // overrides the scenario's collective fidelity
   std::string compute_fidelity;
   std::string replica_folding;    // auto, off
+  std::string tensor_folding;     // auto, off
 };
 
 // Registers the sub-command; `run_simulate` is called with the parsed options.

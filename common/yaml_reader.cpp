@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
+
+#include "common/input_file.hpp"
+#include "common/yaml_document_check.hpp"
 
 namespace tandem {
 
@@ -13,6 +15,7 @@ YamlNode::YamlNode(YAML::Node node, std::string file, std::string path, int fall
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& origin) {
   try {
+    check_yaml_document(text, origin);
     YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw InputError(origin, 1, "", "expected a mapping of fields at the top level");
     return YamlNode(root, origin, "", 1);
@@ -22,11 +25,7 @@ YamlNode YamlNode::load_string(const std::string& text, const std::string& origi
 }
 
 YamlNode YamlNode::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return load_string(buffer.str(), path);
+  return load_string(read_input_file(path, kMaxYamlBytes), path);
 }
 
 int YamlNode::line() const {
@@ -106,6 +105,7 @@ long long YamlNode::as_int() const {
   const std::string text = as_string();
   long long value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) fail("is beyond the 64-bit range, got '" + text + "'");
   if (ec != std::errc() || ptr != text.data() + text.size()) {
     fail("expected a whole number, got '" + text + "'");
   }
@@ -134,6 +134,34 @@ double YamlNode::non_negative() const {
 long long YamlNode::positive_int() const {
   const long long v = as_int();
   if (v <= 0) fail("must be a positive whole number, got " + as_string());
+  return v;
+}
+
+namespace {
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+}  // namespace
+
+double YamlNode::in(const limits::Range& range) const {
+  const double v = as_double();
+  if (!(v >= range.min && v <= range.max)) {
+    const std::string unit = *range.unit ? std::string(" ") + range.unit : std::string();
+    const std::string span = "between " + number_text(range.min) + " and " + number_text(range.max) + unit;
+    if (range.min > 0 && !(v > 0)) fail("must be positive (" + span + "), got " + as_string());
+    if (range.min == 0 && v < 0) fail("must not be negative (" + span + "), got " + as_string());
+    fail("must be " + span + ", got " + as_string());
+  }
+  return v;
+}
+
+long long YamlNode::count(const limits::CountRange& range) const {
+  const long long v = as_int();
+  if (v < range.min || v > range.max)
+    fail("must be a whole number between " + std::to_string(range.min) + " and " + std::to_string(range.max) +
+         ", got " + as_string());
   return v;
 }
 

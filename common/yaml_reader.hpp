@@ -11,14 +11,18 @@
 #include <vector>
 
 #include "common/input_error.hpp"
+#include "common/input_limits.hpp"
 
 namespace tandem {
 
 class YamlNode {
  public:
-  // Parses a whole file; a missing file or a syntax error becomes an InputError.
+  // Parses a whole file; a missing, non-regular or oversized file (common/input_file.hpp) or a
+  // syntax error becomes an InputError.
   static YamlNode load_file(const std::string& path);
-  // Parses text held in memory (tests, embedded defaults); `origin` names it in errors.
+  // Parses text held in memory (tests, embedded defaults); `origin` names it in errors. A key
+  // given twice, a key that is not a name, or a second document is refused
+  // (common/yaml_document_check.hpp).
   static YamlNode load_string(const std::string& text, const std::string& origin);
 
   const std::string& file() const { return file_; }
@@ -48,6 +52,10 @@ class YamlNode {
   double positive() const;      // > 0
   double non_negative() const;  // >= 0
   long long positive_int() const;
+  // A number within a physical range (common/input_limits.hpp), and a whole number within a
+  // count's range: read as 64-bit, so nothing wraps before the check.
+  double in(const limits::Range& range) const;
+  long long count(const limits::CountRange& range) const;
 
   // Required/optional shorthands.
   std::string str(const std::string& key) const { return (*this)[key].as_string(); }

@@ -208,7 +208,6 @@ BytesPerSecond Cluster::path_bandwidth_bytes_per_s(int rank_a, int rank_b) const
 
 namespace {
 
-constexpr int kMaxDevices = 1 << 22;  // a sanity bound: 4M devices
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -230,17 +229,21 @@ BytesPerSecond bandwidth(const YamlNode& link) {
   auto bytes = link.get("bandwidth_gb_per_s");
   auto bits = link.get("bandwidth_gbit_per_s");
   if (bytes && bits) bits->fail("give bandwidth_gb_per_s or bandwidth_gbit_per_s, not both");
-  if (bits) return bits->positive() * 1e9 / 8;
-  return link["bandwidth_gb_per_s"].positive() * kGB;
+  if (bits) {
+    // Checked in GB/s, the unit of the bound: 8 Gb/s is 1 GB/s.
+    const limits::Range& gb = limits::kLinkBandwidthGbPerS;
+    return bits->in(limits::Range{gb.min * 8, gb.max * 8, "Gb/s"}) * 1e9 / 8;
+  }
+  return link["bandwidth_gb_per_s"].in(limits::kLinkBandwidthGbPerS) * kGB;
 }
 
 LinkSpec port(const YamlNode& link, bool latency_required) {
   LinkSpec spec;
   spec.bandwidth_bytes_per_s = bandwidth(link);
   if (latency_required) {
-    spec.latency_s = link["latency_us"].non_negative() * 1e-6;
+    spec.latency_s = link["latency_us"].in(limits::kLatencyUs) * 1e-6;
   } else if (auto latency = link.get("latency_us")) {
-    spec.latency_s = latency->non_negative() * 1e-6;
+    spec.latency_s = latency->in(limits::kLatencyUs) * 1e-6;
   }
   return spec;
 }
@@ -257,12 +260,13 @@ std::vector<CollectiveCost> collective_costs(const YamlNode& list, int devices_p
         c.kind != "all_to_all")
       kind.fail("must be all_reduce, reduce_scatter, all_gather, broadcast or all_to_all, got '" + c.kind + "'");
     const YamlNode ranks = item["ranks"];
-    const long long n = ranks.positive_int();
+    const long long n = ranks.as_int();
     if (n < 2 || n > devices_per_node)
-      ranks.fail("must be between 2 and devices_per_node (" + std::to_string(devices_per_node) + ")");
+      ranks.fail("must be between 2 and devices_per_node (" + std::to_string(devices_per_node) + "), got " +
+                 ranks.as_string());
     c.ranks = static_cast<int>(n);
-    c.latency_s = item["latency_us"].non_negative() * 1e-6;
-    c.bandwidth_bytes_per_s = item["bandwidth_gb_per_s"].positive() * kGB;
+    c.latency_s = item["latency_us"].in(limits::kLatencyUs) * 1e-6;
+    c.bandwidth_bytes_per_s = item["bandwidth_gb_per_s"].in(limits::kLinkBandwidthGbPerS) * kGB;
     for (const CollectiveCost& earlier : costs)
       if (earlier.kind == c.kind && earlier.ranks == c.ranks)
         item.fail("a second cost for " + c.kind + " over " + std::to_string(c.ranks) + " ranks");
@@ -325,23 +329,22 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
     }
     group.device = load_device_profile(profile);  // its own errors name the profile's file
     if (auto cores = g.get("shared_cores")) {
-      const long long n = cores->positive_int();
-      if (n > kMaxDevices) cores->fail("is implausibly large");
-      group.shared_cores = static_cast<int>(n);
+      group.shared_cores = static_cast<int>(cores->count(limits::kClusterDevices));
     }
     if (auto load = g.get("background_load")) {
       if (!g.has("shared_cores")) load->fail("needs shared_cores (the cores the load competes for)");
-      group.background_load = load->non_negative();
+      group.background_load = load->in(limits::Range{0, static_cast<double>(limits::kMaxClusterDevices), "cores"});
       if (group.background_load >= group.shared_cores) load->fail("must be below shared_cores (the cores it takes)");
     }
 
     const YamlNode nodes = g["nodes"];
     const YamlNode per_node = g["devices_per_node"];
-    const long long node_count = nodes.positive_int();
-    const long long devices_per_node = per_node.positive_int();
-    if (devices_per_node > kMaxDevices) per_node.fail("is implausibly large");
-    if (node_count > kMaxDevices || total_devices + node_count * devices_per_node > kMaxDevices) {
-      nodes.fail("the cluster would exceed " + std::to_string(kMaxDevices) + " devices");
+    const long long node_count = nodes.count(limits::kClusterDevices);
+    const long long devices_per_node = per_node.count(limits::kClusterDevices);
+    if (total_devices + node_count * devices_per_node > limits::kMaxClusterDevices) {  // each <= 2^18: no overflow
+      nodes.fail("the cluster would have " + std::to_string(total_devices + node_count * devices_per_node) +
+                 " devices, more than the " + std::to_string(limits::kMaxClusterDevices) +
+                 " Tandem simulates (common/input_limits.hpp)");
     }
     group.node_count = static_cast<int>(node_count);
     group.devices_per_node = static_cast<int>(devices_per_node);
@@ -416,17 +419,15 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
       topology.fail("must be star or fat_tree, got '" + topology.as_string() + "'");
     }
     if (auto latency = network->get("switch_latency_us")) {
-      cluster.network.switch_latency_s = latency->non_negative() * 1e-6;
+      cluster.network.switch_latency_s = latency->in(limits::kLatencyUs) * 1e-6;
     }
     const bool fat_tree = cluster.network.topology == InterNodeTopology::fat_tree;
     auto per_leaf = network->get("nodes_per_leaf");
     auto oversubscription = network->get("oversubscription");
     if (fat_tree) {
       const YamlNode n = (*network)["nodes_per_leaf"];
-      const long long value = n.positive_int();
-      if (value > kMaxDevices) n.fail("is implausibly large");
-      cluster.network.nodes_per_leaf = static_cast<int>(value);
-      if (oversubscription) cluster.network.oversubscription = oversubscription->positive();
+      cluster.network.nodes_per_leaf = static_cast<int>(n.count(limits::kClusterDevices));
+      if (oversubscription) cluster.network.oversubscription = oversubscription->in(limits::kOversubscription);
     } else {
       if (per_leaf) per_leaf->fail("only a fat_tree network has leaf switches");
       if (oversubscription) oversubscription->fail("only a fat_tree network has oversubscribed uplinks");

@@ -1,7 +1,5 @@
 #include "platforms/device.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -114,8 +112,8 @@ EfficiencyCurve read_curve(const YamlNode& node) {
   if (side == "flops") curve.bound = BoundSide::flops;
   else if (side == "memory") curve.bound = BoundSide::memory;
   else bound.fail("must be flops or memory, got '" + side + "'");
-  curve.max_efficiency = node["max_efficiency"].positive();
-  curve.half_work = node["half_work"].non_negative();
+  curve.max_efficiency = node["max_efficiency"].in(limits::kCurveMaxEfficiency);
+  curve.half_work = node["half_work"].in(limits::kCurveHalfWork);
   return curve;
 }
 
@@ -130,11 +128,6 @@ void read_provenance(const YamlNode& node, DeviceProfile::Provenance& p) {
   p.tandem_commit = text("tandem_commit");
 }
 
-double fraction(const YamlNode& node) {
-  const double v = node.as_double();
-  if (!(v > 0) || v > 1) node.fail("must be a fraction in (0, 1], got " + node.as_string());
-  return v;
-}
 
 }  // namespace
 
@@ -154,21 +147,22 @@ DeviceProfile load_device_profile(const std::string& path) {
   p.kind = kind.as_string();
   if (p.kind != "gpu" && p.kind != "cpu") kind.fail("must be gpu or cpu, got '" + p.kind + "'");
 
-  p.peak_fp32_flops_per_s = root["peak_fp32_tflops"].positive() * kTera;
-  p.peak_bf16_flops_per_s = root["peak_bf16_tflops"].positive() * kTera;
-  p.peak_fp16_flops_per_s = root["peak_fp16_tflops"].positive() * kTera;
-  p.memory_bandwidth_bytes_per_s = root["memory_bandwidth_gb_per_s"].positive() * kGB;
-  p.memory_capacity_bytes = root["memory_capacity_gb"].positive() * kGB;
-  p.idle_power_w = root["idle_power_w"].non_negative();
+  p.peak_fp32_flops_per_s = root["peak_fp32_tflops"].in(limits::kPeakTflops) * kTera;
+  p.peak_bf16_flops_per_s = root["peak_bf16_tflops"].in(limits::kPeakTflops) * kTera;
+  p.peak_fp16_flops_per_s = root["peak_fp16_tflops"].in(limits::kPeakTflops) * kTera;
+  p.memory_bandwidth_bytes_per_s = root["memory_bandwidth_gb_per_s"].in(limits::kMemoryBandwidthGbPerS) * kGB;
+  p.memory_capacity_bytes = root["memory_capacity_gb"].in(limits::kMemoryCapacityGb) * kGB;
+  p.idle_power_w = root["idle_power_w"].in(limits::kPowerW);
   const YamlNode busy = root["busy_power_w"];
-  p.busy_power_w = busy.positive();
+  p.busy_power_w = busy.in(limits::kPowerW);
+  if (!(p.busy_power_w > 0)) busy.fail("must be positive, got " + busy.as_string());
   if (p.busy_power_w < p.idle_power_w) {
     busy.fail("must not be below idle_power_w (" + root["idle_power_w"].as_string() + ")");
   }
-  if (auto price = root.get("price_per_hour_usd")) p.price_per_hour_usd = price->non_negative();
-  p.launch_overhead_s = root["launch_overhead_us"].non_negative() * 1e-6;
-  if (root.has("core_handoff_us")) p.core_handoff_s = root["core_handoff_us"].non_negative() * 1e-6;
-  if (root.has("core_wake_us")) p.core_wake_s = root["core_wake_us"].non_negative() * 1e-6;
+  if (auto price = root.get("price_per_hour_usd")) p.price_per_hour_usd = price->in(limits::kPricePerHourUsd);
+  p.launch_overhead_s = root["launch_overhead_us"].in(limits::kOverheadUs) * 1e-6;
+  if (root.has("core_handoff_us")) p.core_handoff_s = root["core_handoff_us"].in(limits::kOverheadUs) * 1e-6;
+  if (root.has("core_wake_us")) p.core_wake_s = root["core_wake_us"].in(limits::kOverheadUs) * 1e-6;
 
   for (int i = 0; i < kOpKindCount; ++i) {
     const OpEfficiency e = default_efficiency(p.kind, static_cast<OpKind>(i));
@@ -183,8 +177,8 @@ DeviceProfile load_device_profile(const std::string& path) {
       if (!entry) continue;
       entry->only_keys({"flops", "memory"});
       const int i = static_cast<int>(op);
-      if (auto f = entry->get("flops")) p.flop_efficiency[i] = fraction(*f);
-      if (auto m = entry->get("memory")) p.memory_efficiency[i] = fraction(*m);
+      if (auto f = entry->get("flops")) p.flop_efficiency[i] = f->in(limits::kEfficiencyFraction);
+      if (auto m = entry->get("memory")) p.memory_efficiency[i] = m->in(limits::kEfficiencyFraction);
     }
   }
   if (auto curves = root.get("efficiency_curves")) {
@@ -220,12 +214,9 @@ std::string device_profile_path(const std::string& name, const std::string& sear
   // not parse are skipped here; loading them by their own name reports their errors.
   for (const auto& file : files) {
     try {
-      const YAML::Node root = YAML::LoadFile(file.string());
-      if (root.IsMap() && root["name"] && root["name"].IsScalar() &&
-          lower(root["name"].Scalar()) == wanted) {
-        return file.string();
-      }
-    } catch (const YAML::Exception&) {
+      const YamlNode root = YamlNode::load_file(file.string());  // size-capped, like every input
+      if (auto n = root.get("name"); n && lower(n->as_string()) == wanted) return file.string();
+    } catch (const InputError&) {
     }
   }
   return "";

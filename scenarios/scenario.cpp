@@ -1,9 +1,11 @@
 #include "scenarios/scenario.hpp"
 
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "common/yaml_reader.hpp"
+#include "scenarios/scenario_limits.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 
@@ -60,11 +62,11 @@ class SectionReader {
   void read(const std::string& key, T& target, Read read_value) {
     if (auto n = get(key)) target = read_value(*n);
   }
-  void positive_int(const std::string& key, std::int64_t& target) {
-    read(key, target, [](const YamlNode& n) { return n.positive_int(); });
-  }
-  void positive_int(const std::string& key, int& target) {
-    read(key, target, [](const YamlNode& n) { return static_cast<int>(n.positive_int()); });
+  // A whole number within `range`, read as 64-bit and checked before it is narrowed to T.
+  template <class T>
+  void count(const std::string& key, T& target, const limits::CountRange& range) {
+    if (range.max > std::numeric_limits<T>::max()) throw std::logic_error("the range of '" + key + "' exceeds its type");
+    read(key, target, [&](const YamlNode& n) { return static_cast<T>(n.count(range)); });
   }
   void flag(const std::string& key, bool& target) {
     read(key, target, [](const YamlNode& n) { return n.as_bool(); });
@@ -97,7 +99,8 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   }
   node.only_keys({"type", "preset", "name", "num_layers", "hidden_size", "num_attention_heads",
                   "num_query_groups", "kv_channels", "ffn_hidden_size", "vocab_size", "seq_length", "norm",
-                  "activation", "position", "tied_embeddings", "bias", "use_flash_attn"});
+                  "activation", "position", "tied_embeddings", "bias", "use_flash_attn",
+                  "hidden_dropout", "attention_dropout"});
   SectionReader r(node, scenario);
   if (auto preset = r.get("preset")) {
     try {
@@ -110,22 +113,30 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
     cfg.name = "custom";
   }
   r.read("name", cfg.name, [](const YamlNode& n) { return n.as_string(); });
-  r.positive_int("num_layers", cfg.num_layers);
-  r.positive_int("hidden_size", cfg.hidden_size);
-  r.positive_int("num_attention_heads", cfg.num_attention_heads);
+  r.count("num_layers", cfg.num_layers, limits::kNumLayers);
+  r.count("hidden_size", cfg.hidden_size, limits::kHiddenSize);
+  r.count("num_attention_heads", cfg.num_attention_heads, limits::kAttentionHeads);
   if (!node.has("num_query_groups") && node.has("num_attention_heads")) cfg.num_query_groups = cfg.num_attention_heads;
-  r.positive_int("num_query_groups", cfg.num_query_groups);
-  r.positive_int("kv_channels", cfg.kv_channels);  // the head dim, when not hidden / heads
+  r.count("num_query_groups", cfg.num_query_groups, limits::kAttentionHeads);
+  r.count("kv_channels", cfg.kv_channels, limits::kHeadDim);  // the head dim, when not hidden / heads
   if (!node.has("ffn_hidden_size") && node.has("hidden_size") && !node.has("preset")) cfg.ffn_hidden_size = 4 * cfg.hidden_size;
-  r.positive_int("ffn_hidden_size", cfg.ffn_hidden_size);
-  r.positive_int("vocab_size", cfg.vocab_size);
-  r.positive_int("seq_length", cfg.seq_length);
+  r.count("ffn_hidden_size", cfg.ffn_hidden_size, limits::kFfnHiddenSize);
+  r.count("vocab_size", cfg.vocab_size, limits::kVocabSize);
+  r.count("seq_length", cfg.seq_length, limits::kSeqLength);
   r.choice("norm", [&](const std::string& v) { cfg.norm = parse_norm(v); });
   r.choice("activation", [&](const std::string& v) { cfg.activation = parse_activation(v); });
   r.choice("position", [&](const std::string& v) { cfg.position = parse_position(v); });
   r.flag("tied_embeddings", cfg.tied_embeddings);
   r.flag("bias", cfg.bias);
   r.flag("use_flash_attn", cfg.use_flash_attn);
+  // Megatron-LM's --hidden-dropout / --attention-dropout: probabilities in [0, 1).
+  auto probability = [](const YamlNode& n) {
+    const double p = n.as_double();
+    if (!(p >= 0 && p < 1)) n.fail("must be a dropout probability in [0, 1), got " + n.as_string());
+    return p;
+  };
+  r.read("hidden_dropout", cfg.hidden_dropout, probability);
+  r.read("attention_dropout", cfg.attention_dropout, probability);
   // Heads of hidden / heads channels each, unless kv_channels says otherwise (GPT-3 13B: 5140
   // wide, 40 heads of 128, as its preset has it).
   if (cfg.kv_channels == 0 && cfg.hidden_size % cfg.num_attention_heads != 0)
@@ -142,10 +153,14 @@ MlpConfig read_mlp(const YamlNode& node, Scenario& scenario) {
   SectionReader r(node, scenario);
   MlpConfig cfg;
   cfg.name = node.str_or("name", "mlp");
-  cfg.input_size = node["input_size"].positive_int();
-  cfg.output_size = node["output_size"].positive_int();
+  cfg.input_size = node["input_size"].count(limits::kMlpWidth);
+  cfg.output_size = node["output_size"].count(limits::kMlpWidth);
   cfg.hidden_sizes.clear();
-  for (const auto& item : node["hidden_sizes"].items()) cfg.hidden_sizes.push_back(item.positive_int());
+  const YamlNode hidden = node["hidden_sizes"];
+  const std::vector<YamlNode> widths = hidden.items();
+  if (static_cast<long long>(widths.size()) > limits::kMlpLayers.max)
+    hidden.fail("more than " + std::to_string(limits::kMlpLayers.max) + " hidden layers");
+  for (const auto& item : widths) cfg.hidden_sizes.push_back(item.count(limits::kMlpWidth));
   return cfg;
 }
 
@@ -183,10 +198,10 @@ void read_training(const YamlNode& node, Scenario& s) {
   SectionReader r(node, s);
   TrainingConfig& t = s.training;
   node["global_batch_size"];
-  r.positive_int("global_batch_size", t.global_batch_size);
-  r.positive_int("micro_batch_size", t.micro_batch_size);
+  r.count("global_batch_size", t.global_batch_size, limits::kGlobalBatchSize);
+  r.count("micro_batch_size", t.micro_batch_size, limits::kGlobalBatchSize);
   t.seq_length = s.model.kind == ModelSpec::Kind::transformer ? s.model.transformer.seq_length : 1;
-  r.positive_int("seq_length", t.seq_length);
+  r.count("seq_length", t.seq_length, limits::kSeqLength);
   r.choice("precision", [&](const std::string& v) { t.precision = parse_dtype(v); });
   if (t.precision == DType::int32) node["precision"].fail("int32 is not a training precision");
   r.choice("optimizer", [&](const std::string& v) {
@@ -194,10 +209,18 @@ void read_training(const YamlNode& node, Scenario& s) {
     t.optimizer = "adam";
   });
   r.flag("accumulate_allreduce_grads_in_fp32", t.accumulate_allreduce_grads_in_fp32);
-  r.read("lr", t.lr, [](const YamlNode& n) { return static_cast<float>(n.positive()); });
-  r.read("weight_decay", t.weight_decay, [](const YamlNode& n) { return static_cast<float>(n.non_negative()); });
-  if (s.model.kind == ModelSpec::Kind::transformer)
-    s.model.transformer.seq_length = t.seq_length;
+  r.read("lr", t.lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kLearningRate)); });
+  r.read("weight_decay", t.weight_decay, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kWeightDecay)); });
+  if (s.model.kind == ModelSpec::Kind::transformer) {
+    TransformerConfig& m = s.model.transformer;
+    m.seq_length = t.seq_length;
+    // A learned position table has max_position_embeddings rows: a longer sequence has no row to read.
+    if (m.position == PositionEmbeddingType::learned && m.max_position_embeddings > 0 &&
+        t.seq_length > m.max_position_embeddings)
+      s.fail(node.has("seq_length") ? "training.seq_length" : "model.seq_length",
+             "seq_length " + std::to_string(t.seq_length) + " exceeds the " + std::to_string(m.max_position_embeddings) +
+                 " learned positions (max_position_embeddings) of model '" + m.name + "'");
+  }
 }
 
 void read_strategy(const YamlNode& node, Scenario& s) {
@@ -215,8 +238,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     else throw std::invalid_argument("unknown strategy type '" + v + "' (expected data_parallel or hybrid)");
   });
   r.choice("pipeline_schedule", [&](const std::string& v) { h.schedule = parse_pipeline_schedule(v); });
-  r.read("virtual_pipeline_model_parallel_size", h.virtual_stages,
-         [](const YamlNode& n) { return static_cast<int>(n.positive_int()); });
+  r.count("virtual_pipeline_model_parallel_size", h.virtual_stages, limits::kVirtualStages);
   if (h.virtual_stages > 1 && !node.has("pipeline_schedule")) h.schedule = PipelineSchedule::interleaved_1f1b;
   r.choice("rank_order", [&](const std::string& v) { h.order = parse_rank_order(v); });
   r.choice("pipeline_partition", [&](const std::string& v) {
@@ -225,10 +247,11 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     else throw std::invalid_argument("unknown pipeline partition '" + v + "' (expected uniform or proportional)");
   });
   if (auto layers = r.get("pipeline_layers"))
-    for (const auto& item : layers->items()) h.layers_per_stage.push_back(static_cast<int>(item.positive_int()));
-  r.positive_int("data_parallel_size", p.data_parallel_size);
-  r.positive_int("tensor_model_parallel_size", p.tensor_model_parallel_size);
-  r.positive_int("pipeline_model_parallel_size", p.pipeline_model_parallel_size);
+    for (const auto& item : layers->items())
+      h.layers_per_stage.push_back(static_cast<int>(item.count(limits::kNumLayers)));
+  r.count("data_parallel_size", p.data_parallel_size, limits::kParallelSize);
+  r.count("tensor_model_parallel_size", p.tensor_model_parallel_size, limits::kParallelSize);
+  r.count("pipeline_model_parallel_size", p.pipeline_model_parallel_size, limits::kParallelSize);
   r.flag("sequence_parallel", p.sequence_parallel);
   r.read("zero_stage", p.zero_stage, [](const YamlNode& n) {
     const long long v = n.as_int();
@@ -242,7 +265,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     else throw std::invalid_argument("unknown recompute granularity '" + v + "' (expected none, selective or full)");
   });
   r.flag("overlap_grad_reduce", p.overlap_grad_reduce);
-  r.positive_int("ddp_bucket_size", p.ddp_bucket_size);
+  r.count("ddp_bucket_size", p.ddp_bucket_size, limits::kDdpBucketSize);
   r.choice("batch_split", [&](const std::string& v) {
     if (v == "even") p.batch_split = BatchSplit::even;
     else if (v == "proportional") p.batch_split = BatchSplit::proportional;
@@ -252,19 +275,16 @@ void read_strategy(const YamlNode& node, Scenario& s) {
 
 void read_simulation(const YamlNode& node, Scenario& s) {
   node.only_keys({"iterations", "warmup_iterations", "collective_algorithm", "collective_fidelity",
-                  "compute_fidelity", "replica_folding"});
+                  "compute_fidelity", "replica_folding", "tensor_folding"});
   SectionReader r(node, s);
   sim::SimulationOptions& o = s.simulation;
-  r.positive_int("iterations", o.iterations);
-  r.read("warmup_iterations", o.warmup_iterations, [](const YamlNode& n) {
-    const long long v = n.as_int();
-    if (v < 0) n.fail("must not be negative");
-    return static_cast<int>(v);
-  });
+  r.count("iterations", o.iterations, limits::kIterations);
+  r.count("warmup_iterations", o.warmup_iterations, limits::kWarmupIterations);
   r.choice("collective_algorithm", [&](const std::string& v) { o.algorithm = sim::parse_collective_algorithm(v); });
   r.choice("collective_fidelity", [&](const std::string& v) { o.collective_fidelity = sim::parse_collective_fidelity(v); });
   r.choice("compute_fidelity", [&](const std::string& v) { o.compute_fidelity = sim::parse_compute_fidelity(v); });
   r.choice("replica_folding", [&](const std::string& v) { o.replica_folding = sim::parse_replica_folding(v); });
+  r.choice("tensor_folding", [&](const std::string& v) { o.tensor_folding = sim::parse_folding_mode(v); });
 }
 
 std::string resolve_scenario(const std::string& name_or_path) {
@@ -280,8 +300,10 @@ Scenario load_scenario(const std::string& name_or_path) {
   Scenario s;
   s.file = resolve_scenario(name_or_path);
   const YamlNode root = YamlNode::load_file(s.file);
-  // `search:` is read by load_search_scenario (search_spec.hpp); a plain load ignores it.
-  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation", "search"});
+  // `search:` is read by load_search_scenario (search_spec.hpp), `validation:` (a published
+  // measurement of this scenario) by validation/validation_case.hpp; a plain load ignores both.
+  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation", "search",
+                  "validation"});
   s.name = root.str_or("name", fs::path(s.file).stem().string());
   s.description = root.str_or("description", "");
   read_model(root["model"], s);
@@ -289,7 +311,9 @@ Scenario load_scenario(const std::string& name_or_path) {
   read_training(root["training"], s);
   read_strategy(root["strategy"], s);
   if (auto sim = root.get("simulation")) read_simulation(*sim, s);
-  make_strategy(s);  // an impossible strategy is refused at load time, at the faulty knob
+  check_model_size(s);  // before anything computes with the model's sizes
+  make_strategy(s);     // an impossible strategy is refused at load time, at the faulty knob
+  check_simulation_size(s, s.simulation);
   return s;
 }
 
@@ -301,8 +325,9 @@ std::shared_ptr<const Model> make_model(const ModelSpec& spec) {
 std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
   try {
     const int device_count = s.cluster.device_count();
-    const int world = s.parallel.data_parallel_size * s.parallel.tensor_model_parallel_size *
-                      s.parallel.pipeline_model_parallel_size;
+    // In 64 bits: each knob may be up to 2^18, their product not.
+    const long long world = static_cast<long long>(s.parallel.data_parallel_size) *
+                            s.parallel.tensor_model_parallel_size * s.parallel.pipeline_model_parallel_size;
     if (world > device_count)
       throw StrategyError("strategy.data_parallel_size",
                           "the strategy needs " + std::to_string(world) + " devices; cluster '" +
@@ -323,6 +348,9 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
   } catch (const StrategyError& e) {
     const std::string field = e.field();
     s.fail(field, e.what());
+  } catch (const std::invalid_argument& e) {
+    // The model refused its own configuration (TransformerConfig / MlpConfig validate()).
+    s.fail("model", e.what());
   }
 }
 

@@ -129,7 +129,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
     read_numeric(n, "pipeline_model_parallel_size", s.pp, bounds["pp"], 1, devices);
     read_numeric(n, "data_parallel_size", s.dp, bounds["dp"], 1, devices);
     read_numeric(n, "micro_batch_size", s.micro_batch_size, bounds["mbs"], 1, out.base.training.global_batch_size);
-    read_numeric(n, "virtual_pipeline_model_parallel_size", s.virtual_stages, bounds["v"], 1, 1 << 20);
+    read_numeric(n, "virtual_pipeline_model_parallel_size", s.virtual_stages, bounds["v"], 1, limits::kVirtualStages.max);
     read_numeric(n, "zero_stage", s.zero_stage, bounds["zero"], 0, 3);
     read_list(n, "pipeline_schedule", s.schedule, choice<PipelineSchedule>(parse_pipeline_schedule));
     read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
@@ -139,7 +139,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
     if (refined) settings.refine_evaluations = kDefaultRefineEvaluations;
     if (auto v = n.get("refine_evaluations")) {
       if (!refined) v->fail("needs `refined` among the pipeline_partition values");
-      settings.refine_evaluations = static_cast<int>(v->positive_int());
+      settings.refine_evaluations = static_cast<int>(v->count(limits::kEvaluations));
     }
     read_list(n, "batch_split", s.batch_split, choice<BatchSplit>(parse_batch_split));
     if (auto v = n.get("objective")) {
@@ -147,13 +147,13 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
       objective_node = v;
     }
     if (auto v = n.get("algorithm")) settings.algorithm = choice<search::Algorithm>(search::parse_algorithm)(*v);
-    if (auto v = n.get("top_k")) settings.top_k = static_cast<int>(v->positive_int());
-    if (auto v = n.get("exhaustive_limit")) settings.exhaustive_limit = static_cast<int>(v->positive_int());
-    if (auto v = n.get("max_evaluations")) settings.max_evaluations = static_cast<int>(v->positive_int());
-    if (auto v = n.get("seed")) settings.seed = static_cast<std::uint64_t>(v->positive_int());
+    if (auto v = n.get("top_k")) settings.top_k = static_cast<int>(v->count(limits::kTopK));
+    if (auto v = n.get("exhaustive_limit")) settings.exhaustive_limit = static_cast<int>(v->count(limits::kEvaluations));
+    if (auto v = n.get("max_evaluations")) settings.max_evaluations = static_cast<int>(v->count(limits::kEvaluations));
+    if (auto v = n.get("seed")) settings.seed = static_cast<std::uint64_t>(v->count(limits::kSeed));
     if (auto v = n.get("memory_headroom")) {
       const double h = v->non_negative();
-      if (h >= 1) v->fail("must be a fraction below 1");
+      if (h >= 1) v->fail("must be a fraction below 1, got " + v->as_string());
       settings.constraints.memory_headroom = h;
     }
   }

@@ -7,12 +7,12 @@
 
 namespace tandem::sim {
 
-const char* to_string(ReplicaFolding folding) { return folding == ReplicaFolding::off ? "off" : "auto"; }
+const char* to_string(FoldingMode folding) { return folding == FoldingMode::off ? "off" : "auto"; }
 
-ReplicaFolding parse_replica_folding(const std::string& text) {
-  if (text == "auto") return ReplicaFolding::automatic;
-  if (text == "off") return ReplicaFolding::off;
-  throw std::invalid_argument("unknown replica folding '" + text + "' (expected auto or off)");
+FoldingMode parse_folding_mode(const std::string& text) {
+  if (text == "auto") return FoldingMode::automatic;
+  if (text == "off") return FoldingMode::off;
+  throw std::invalid_argument("unknown folding '" + text + "' (expected auto or off)");
 }
 
 int FoldPlan::simulated_ranks() const {

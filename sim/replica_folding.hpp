@@ -21,9 +21,12 @@
 
 namespace tandem::sim {
 
-enum class ReplicaFolding { automatic, off };
-const char* to_string(ReplicaFolding folding);
-ReplicaFolding parse_replica_folding(const std::string& text);  // "auto", "off"; std::invalid_argument
+// Whether a folding (of replicas here, of tensor groups in tensor_folding.hpp) may be used.
+enum class FoldingMode { automatic, off };
+using ReplicaFolding = FoldingMode;
+const char* to_string(FoldingMode folding);
+FoldingMode parse_folding_mode(const std::string& text);  // "auto", "off"; std::invalid_argument
+inline FoldingMode parse_replica_folding(const std::string& text) { return parse_folding_mode(text); }
 
 struct FoldPlan {
   bool active = false;
@@ -31,6 +34,11 @@ struct FoldPlan {
   int simulated_replicas = 0;    // replicas in the simulated block
   std::vector<int> mirror_of;    // per rank: the simulated rank it mirrors (itself when simulated)
   std::string note;              // how it folds, or why it does not
+  // Tensor folding (tensor_folding.hpp): per rank, the leader of its tensor group when groups are
+  // folded (a group's collectives are then priced alone: nothing else uses its links), else empty.
+  std::vector<int> tensor_leader_of;
+  int tensor_group_size = 1;
+  std::string tensor_note;
 
   bool simulated(int rank) const { return !active || mirror_of[rank] == rank; }
   int simulated_ranks() const;

@@ -118,6 +118,7 @@ void SimDevice::flush_compute() {
     return;
   }
   s4u::this_actor::execute(seconds * kSimHostSpeedFlopsPerS);
+  retire_priced();
 }
 
 // The kernel starts once the backend has dispatched it (launch overhead): the trace shows the
@@ -160,7 +161,9 @@ void SimDevice::leave_cores() {
 // ---------------------------------------------------------------- communication
 
 Handle SimDevice::communicate(CommOp op, const Issue& issue) {
-  flush_compute();  // the op may only start after the compute issued before it
+  // The op may only start after the compute issued before it: run that first, unless the op is
+  // priced on issue (price_on_issue), which starts it after the pending compute without running it.
+  if (!may_price_on_issue(op, issue)) flush_compute();
   ++comm_ops_;
   PendingComm pending;
   pending.after = issue.after;
@@ -209,6 +212,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   }
 
   StreamQueue& queue = streams_[static_cast<int>(issue.stream)];
+  if (price_on_issue(pending, queue)) return Handle{handle};
   queue.last_handle = handle;
   queue.queue.push_back(std::move(pending));
   if (!queue.started) {
@@ -230,12 +234,22 @@ void SimDevice::stream_loop(Stream stream) {
     while (queue.queue.empty()) queue.has_work->wait(lock);
     PendingComm pending = std::move(queue.queue.front());
     queue.queue.pop_front();
-    for (const Handle& h : pending.after)
+    queue.running = true;
+    for (const Handle& h : pending.after) {
+      if (h.valid() && ops_[h.id].priced) {  // ends at a known time: no one signals it
+        lock.unlock();
+        finish_priced(h.id);
+        lock.lock();
+      }
       while (h.valid() && !ops_[h.id].done) op_done_->wait(lock);
+    }
     lock.unlock();
 
+    // After the ops priced on issue on this stream (they hold it until they end).
+    if (s4u::Engine::get_clock() < queue.busy_until_s) s4u::this_actor::sleep_until(queue.busy_until_s);
     OpState& state = ops_[pending.handle];
     run_comm(pending, state);
+    queue.running = false;
     if (measuring()) totals_.comm_busy_s += state.end_s - state.start_s;
     op_done_->notify_all();
   }
@@ -264,6 +278,19 @@ void SimDevice::run_measured_collective(const PendingComm& pending, const Collec
   barrier->wait();
   // The last member's work, on its core: its host keeps the core meanwhile (wait_off_core).
   s4u::this_actor::sleep_for(cost.seconds(pending.op.bytes));
+}
+
+const SimulationContext::Choice& SimDevice::choice_for(const CommOp& op) {
+  const auto key = std::make_tuple(op.group.id, static_cast<int>(op.kind), op.bytes);
+  auto chosen = context_.choices.find(key);
+  if (chosen == context_.choices.end()) {
+    SimulationContext::Choice choice{context_.options.algorithm, context_.options.collective_fidelity};
+    if (choice.algorithm == CollectiveAlgorithm::automatic)
+      choice.algorithm = choose_algorithm(op.kind, op.bytes, op.group.ranks, context_.topology);
+    // An automatic fidelity stays automatic: run_collective decides it from the message size.
+    chosen = context_.choices.emplace(key, choice).first;
+  }
+  return chosen->second;
 }
 
 void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
@@ -295,22 +322,15 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
     call.me = op.group.index_of(rank_);
     call.root = op.root >= 0 ? std::max(0, op.group.index_of(op.root)) : 0;
     call.channel = pending.channel;
-    const auto key = std::make_tuple(op.group.id, static_cast<int>(op.kind), op.bytes);
-    auto chosen = context_.choices.find(key);
-    if (chosen == context_.choices.end()) {
-      SimulationContext::Choice choice{context_.options.algorithm, context_.options.collective_fidelity};
-      if (choice.algorithm == CollectiveAlgorithm::automatic)
-        choice.algorithm = choose_algorithm(op.kind, op.bytes, op.group.ranks, context_.topology);
-      // An automatic fidelity stays automatic: run_collective decides it from the message size.
-      chosen = context_.choices.emplace(key, choice).first;
-    }
+    const SimulationContext::Choice& chosen = choice_for(op);
     // With ghosts in the group only the aggregated form is sound: it times the collective from
     // every member's schedule (ghosts included), where the exact form would need ghosts to pace
     // their steps.
-    CollectiveFidelity fidelity = chosen->second.fidelity;
+    CollectiveFidelity fidelity = chosen.fidelity;
     if (std::any_of(op.group.ranks.begin(), op.group.ranks.end(), [&](int r) { return is_ghost(r); }))
       fidelity = CollectiveFidelity::aggregated;
-    run_collective(call, chosen->second.algorithm, fidelity, *this, context_.topology);
+    if (in_folded_tensor_group(op)) run_folded_tensor_collective(call, chosen.algorithm, fidelity);
+    else run_collective(call, chosen.algorithm, fidelity, *this, context_.topology);
   } else if (op.kind == OpKind::send) {
     send_async(op.peer, op.bytes, pending.channel)->wait();
   } else {
@@ -330,6 +350,91 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   if (context_.options.record_trace) {
     add_trace(op_trace_record(rank_, iteration_, op, pending.stream, state.start_s, state.end_s));
   }
+}
+
+bool SimDevice::in_folded_tensor_group(const CommOp& op) const {
+  const FoldPlan* fold = context_.fold;
+  if (fold == nullptr || fold->tensor_leader_of.empty() || op.group.size() != fold->tensor_group_size) return false;
+  for (int member : op.group.ranks)
+    if (fold->tensor_leader_of[member] != rank_) return false;
+  return true;
+}
+
+TensorCollectiveMemo::Key SimDevice::tensor_memo_key(OpKind kind, Bytes bytes, CollectiveAlgorithm algorithm) const {
+  return {context_.cluster->locate(rank_).group, static_cast<int>(kind), bytes, static_cast<int>(algorithm)};
+}
+
+void SimDevice::run_folded_tensor_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm,
+                                             CollectiveFidelity fidelity) {
+  const TensorCollectiveMemo::Key key = tensor_memo_key(call.kind, call.bytes, algorithm);
+  const bool alone = tensor_in_flight_ == 0 && s4u::Engine::get_clock() >= tensor_busy_until_s_;
+  ++tensor_in_flight_;
+  const std::int64_t started = ++tensor_started_;
+  const Seconds* priced = alone ? context_.tensor_collectives.find(key) : nullptr;
+  if (priced != nullptr) {
+    s4u::this_actor::sleep_for(*priced);
+  } else {
+    const Seconds t0 = s4u::Engine::get_clock();
+    run_collective(call, algorithm, fidelity, *this, context_.topology);
+    // Remembered only when nothing else of the group shared its links from start to end.
+    if (alone && tensor_started_ == started)
+      context_.tensor_collectives.store(key, s4u::Engine::get_clock() - t0);
+  }
+  --tensor_in_flight_;
+}
+
+bool SimDevice::may_price_on_issue(const CommOp& op, const Issue& issue) const {
+  if (issue.stream == Stream::compute || !is_collective(op.kind) || !in_folded_tensor_group(op)) return false;
+  const StreamQueue& queue = streams_[static_cast<int>(issue.stream)];
+  if (queue.running || !queue.queue.empty() || tensor_in_flight_ > 0) return false;
+  // Only after work that is done, or that runs on the host's own timeline (the pending compute).
+  for (const Handle& h : issue.after)
+    if (h.valid() && !ops_[h.id].done) return false;
+  return true;
+}
+
+bool SimDevice::price_on_issue(const PendingComm& pending, StreamQueue& queue) {
+  if (!may_price_on_issue(pending.op, Issue{pending.stream, pending.after})) return false;
+  const Seconds start = std::max(s4u::Engine::get_clock() + pending_compute_s_, queue.busy_until_s);
+  // Alone on the group's links: after every other priced collective of the group.
+  if (start < tensor_busy_until_s_) return false;
+  const CommOp& op = pending.op;
+  const Seconds* seconds =
+      context_.tensor_collectives.find(tensor_memo_key(op.kind, op.bytes, choice_for(op).algorithm));
+  if (seconds == nullptr) {  // not priced yet: it runs as flows (and is remembered)
+    flush_compute();
+    return false;
+  }
+  OpState& state = ops_[pending.handle];
+  state.priced = true;
+  state.arrived = true;
+  state.start_s = state.effective_start_s = start;
+  state.end_s = start + *seconds;
+  queue.busy_until_s = tensor_busy_until_s_ = state.end_s;
+  queue.last_handle = pending.handle;
+  priced_.push_back(pending.handle);
+  if (measuring()) totals_.comm_busy_s += state.end_s - state.start_s;
+  return true;
+}
+
+void SimDevice::finish_priced(std::int64_t handle) {
+  OpState& state = ops_[handle];
+  if (state.done) return;
+  if (s4u::Engine::get_clock() < state.end_s) s4u::this_actor::sleep_until(state.end_s);
+  retire_priced();
+}
+
+void SimDevice::retire_priced() {
+  // In issue order, as their stream would complete them.
+  const Seconds now = s4u::Engine::get_clock();
+  while (!priced_.empty() && ops_[priced_.front()].end_s <= now) {
+    OpState& state = ops_[priced_.front()];
+    priced_.pop_front();
+    state.done = true;
+    for (int id : state.release_on_completion) memory_.release(id);
+    state.release_on_completion.clear();
+  }
+  op_done_->notify_all();
 }
 
 void SimulationContext::Arrivals::arrive(int rank) {
@@ -376,7 +481,9 @@ void SimDevice::block_on(std::int64_t handle) {
   flush_compute();
   if (handle < 0) return;
   const Seconds t0 = s4u::Engine::get_clock();
-  if (!ops_[handle].done) {
+  if (ops_[handle].priced) {
+    finish_priced(handle);
+  } else if (!ops_[handle].done) {
     wait_off_core(ops_[handle], [&] {
       std::unique_lock<s4u::Mutex> lock(*mutex_);
       while (!ops_[handle].done) op_done_->wait(lock);

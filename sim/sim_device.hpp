@@ -24,6 +24,7 @@
 #include "sim/collectives/collective.hpp"
 #include "sim/core_turns.hpp"
 #include "sim/simulation.hpp"
+#include "sim/tensor_folding.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/runtime.hpp"
 
@@ -63,6 +64,9 @@ struct SimulationContext {
     CollectiveFidelity fidelity;
   };
   std::map<std::tuple<int, int, Bytes>, Choice> choices;
+
+  // Durations of folded tensor groups' collectives (tensor_folding.hpp).
+  TensorCollectiveMemo tensor_collectives;
 
   // Per shared-cores machine (NodeGroup::shared_cores) whose ranks outnumber its cores: their turns.
   std::map<std::string, std::unique_ptr<CoreTurns>> core_turns;
@@ -116,6 +120,7 @@ class SimDevice final : public Runtime, public PointToPoint {
     std::string rendezvous_key;  // its entry in SimulationContext::rendezvous
     int expected = 0;            // members that arrive there (ghosts excepted)
     bool arrived = false;        // this member has (run_comm started)
+    bool priced = false;         // priced on issue: runs [start_s, end_s] without an actor
   };
   struct PendingComm {
     CommOp op;
@@ -130,6 +135,8 @@ class SimDevice final : public Runtime, public PointToPoint {
     std::deque<PendingComm> queue;
     simgrid::s4u::ConditionVariablePtr has_work;
     bool started = false;
+    bool running = false;       // its actor is running an op
+    Seconds busy_until_s = 0;   // end of the last op priced on issue on it
     std::int64_t last_handle = -1;
   };
 
@@ -150,6 +157,23 @@ class SimDevice final : public Runtime, public PointToPoint {
   const CollectiveCost* measured_cost(const CommOp& op) const;
   // A collective with a measured cost: every member waits for the last, which does the work.
   void run_measured_collective(const PendingComm& pending, const CollectiveCost& cost);
+  const SimulationContext::Choice& choice_for(const CommOp& op);  // algorithm and fidelity
+  // A folded tensor group's collective whose duration is known (TensorCollectiveMemo) runs
+  // without its stream's actor when nothing else of the group or the stream is in flight: it
+  // starts after the pending compute block, ends a known time later, and completes when the host
+  // next waits (finish_priced) or time passes its end (retire_priced). Exact: the stream's actor
+  // would start it at the same moment and sleep the same time.
+  bool may_price_on_issue(const CommOp& op, const Issue& issue) const;
+  bool price_on_issue(const PendingComm& pending, StreamQueue& queue);
+  void finish_priced(std::int64_t handle);  // waits for its end
+  void retire_priced();                     // completes those whose end has passed
+  TensorCollectiveMemo::Key tensor_memo_key(OpKind kind, Bytes bytes, CollectiveAlgorithm algorithm) const;
+  // Whether `op` is a collective of this rank's folded tensor group (tensor_folding.hpp).
+  bool in_folded_tensor_group(const CommOp& op) const;
+  // Runs such a collective: priced from the first identical one when it is alone on the group's
+  // links, else as flows (and remembered when it was alone from start to end).
+  void run_folded_tensor_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm,
+                                    CollectiveFidelity fidelity);
   void add_trace(TraceRecord record);  // but for the unmeasured iteration after the measured ones
   bool measuring() const;
   bool cooling_down() const;  // past the measured iterations
@@ -177,6 +201,11 @@ class SimDevice final : public Runtime, public PointToPoint {
   std::map<std::string, int> channel_instances_;  // per channel: collectives issued so far
   // Per channel: the arrivals of the collective this device is running on it.
   std::map<std::string, std::shared_ptr<SimulationContext::Arrivals>> running_arrivals_;
+
+  int tensor_in_flight_ = 0;              // this group's collectives running (folded tensor groups)
+  Seconds tensor_busy_until_s_ = 0;       // end of its last collective priced on issue
+  std::deque<std::int64_t> priced_;       // ops priced on issue, not yet complete, in issue order
+  std::int64_t tensor_started_ = 0;      // and started so far
 
   int iteration_ = -1;
   Seconds iteration_start_s_ = 0;

@@ -15,6 +15,7 @@
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
 
+#include "sim/tensor_folding.hpp"
 namespace tandem::sim {
 
 namespace s4u = simgrid::s4u;
@@ -67,7 +68,8 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   if (options.iterations < 1) throw std::invalid_argument("at least one measured iteration");
 
   s4u::Engine& engine = make_engine();
-  const FoldPlan fold = plan_replica_folding(strategy, cluster, options.replica_folding, options.record_trace);
+  FoldPlan fold = plan_replica_folding(strategy, cluster, options.replica_folding, options.record_trace);
+  plan_tensor_folding(strategy, cluster, options.tensor_folding, options.record_trace, fold);
   SimulationContext context;
   context.cluster = &cluster;
   context.options = options;
@@ -169,7 +171,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   //    ghost's figures are those of the rank it mirrors.
   SimulationResult result;
   result.simulated_ranks = fold.simulated_ranks();
-  result.folding = fold.note;
+  result.folding = fold.note + "; " + fold.tensor_note;
   const auto device_of = [&](int r) -> SimDevice& { return *outcomes[fold.mirror_of[r]].device; };
   // An iteration's time is the period training advances by, as the real backends measure it
   // (analysis/iteration_view.hpp): ranks that take turns on shared cores start an iteration at

@@ -33,6 +33,7 @@ struct SimulationOptions {
   CollectiveFidelity collective_fidelity = CollectiveFidelity::automatic;
   ComputeFidelity compute_fidelity = ComputeFidelity::fused;
   ReplicaFolding replica_folding = ReplicaFolding::automatic;  // see replica_folding.hpp
+  FoldingMode tensor_folding = FoldingMode::automatic;         // see tensor_folding.hpp
   bool record_trace = false;
 };
 
@@ -59,7 +60,7 @@ struct SimulationResult {
   std::size_t comm_ops = 0;
   double wall_time_s = 0;  // how long the simulation itself took
   int simulated_ranks = 0;  // ranks run by an actor (fewer than the world when replicas are folded)
-  std::string folding;      // how replicas were folded, or why not
+  std::string folding;      // how replicas and tensor groups were folded, or why not
   Trace trace;             // filled when record_trace
 };
 

@@ -353,6 +353,18 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
   return r;
 }
 
+std::optional<TensorStructure> HybridParallel::tensor_structure() const {
+  if (layout_.tp_size() < 2) return std::nullopt;
+  TensorStructure t;
+  t.group_size = layout_.tp_size();
+  for (int rank = 0; rank < layout_.world_size(); ++rank) {
+    RankCoord c = layout_.coord_of(rank);
+    c.tp = 0;
+    t.leader_of.push_back(layout_.rank_of(c));
+  }
+  return t;
+}
+
 BatchShape HybridParallel::batch_shape() const { return batch_shape_of(training_); }
 
 void HybridParallel::check_tensor_groups(const std::vector<RankDevice>& devices) const {

@@ -70,6 +70,10 @@ class HybridParallel final : public Strategy {
   // Replicas are the data-parallel coordinate; a position is a (tensor, pipeline) pair (stages
   // are partitioned per stage, the same in every replica).
   std::optional<ReplicaStructure> replica_structure() const override;
+  // Tensor groups are members with the same (dp, pp): layers are sharded evenly over them (the
+  // model checks divisibility), and every other group (data, pipeline, embedding) joins ranks of
+  // one tensor position.
+  std::optional<TensorStructure> tensor_structure() const override;
 
   const RankLayout& layout() const { return layout_; }
   // Transformer layers held by each virtual stage (chunk c of stage s is virtual stage c*p+s).

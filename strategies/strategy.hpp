@@ -77,6 +77,16 @@ struct ReplicaStructure {
   std::vector<std::int64_t> work_of;    // per replica: micro-batches per iteration
 };
 
+// The tensor-parallel groups of a strategy. Members of one group run the same program on shards
+// of the same shapes, issue their group's collectives together, and talk to ranks outside their
+// group only to ranks at their own tensor position (pipeline neighbours, data-parallel peers). So
+// a backend may execute the group's first member and mirror the others (the simulator's tensor
+// folding): rank r does at the same moments what leader_of[r] does, on its own device and links.
+struct TensorStructure {
+  std::vector<int> leader_of;  // per rank: the first rank of its tensor-parallel group
+  int group_size = 1;          // ranks per tensor-parallel group
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -87,6 +97,8 @@ class Strategy {
   virtual std::int64_t sequences_per_iteration() const = 0;
   // Its data-parallel replicas; nullopt for a strategy without replicas to mirror.
   virtual std::optional<ReplicaStructure> replica_structure() const { return std::nullopt; }
+  // Its tensor-parallel groups; nullopt for a strategy without them (or whose members differ).
+  virtual std::optional<TensorStructure> tensor_structure() const { return std::nullopt; }
 };
 
 // The micro-batch shape every strategy derives from the training configuration.

@@ -1,6 +1,7 @@
 #include "analysis/report/run_summary.hpp"
 
 #include "analysis/json_file.hpp"
+#include "common/input_limits.hpp"
 
 namespace tandem::report {
 
@@ -25,7 +26,7 @@ RunSummary headline(const JsonFields& doc, const std::string& path, const char* 
   s.scenario = doc.string("scenario");
   s.strategy = doc.optional_string("strategy");
   s.model = doc.optional_string("model");
-  s.devices = static_cast<int>(doc.number(devices_key));
+  s.devices = static_cast<int>(doc.whole(devices_key, 0, limits::kMaxClusterDevices));
   s.iteration_time_s = doc.number("iteration_time_s");
   s.tokens_per_s = doc.number("tokens_per_s");
   s.mfu = doc.optional_number("mfu");
@@ -35,18 +36,18 @@ RunSummary headline(const JsonFields& doc, const std::string& path, const char* 
 }  // namespace
 
 RunSummary read_prediction_json(const std::string& path) {
-  const nlohmann::json json = read_json_file(path);
-  const JsonFields doc(json, path);
+  const JsonInput input = read_json_input(path);
+  const JsonFields doc(input);
   RunSummary s = headline(doc, path, "devices");
   s.breakdown.push_back(breakdown_row("mean over ranks", doc.object("time_breakdown_mean")));
   if (doc.has("time_breakdown_slowest_rank"))
-    s.breakdown.push_back(breakdown_row("slowest rank (" + std::to_string(static_cast<int>(doc.number("slowest_rank"))) + ")",
+    s.breakdown.push_back(breakdown_row("slowest rank (" + std::to_string(doc.whole("slowest_rank", 0, limits::kMaxClusterDevices)) + ")",
                                         doc.object("time_breakdown_slowest_rank")));
   for (std::size_t i = 0; i < doc.array("memory").size(); ++i) {
     const JsonFields g = doc.element("memory", i);
     MemoryRow row;
     row.label = g.string("group") + " [" + g.optional_string("device") + " x" +
-                std::to_string(static_cast<int>(g.number("ranks"))) + "]";
+                std::to_string(g.whole("ranks", 0, limits::kMaxClusterDevices)) + "]";
     row.peak_bytes = g.number("peak_max_bytes");
     row.capacity_bytes = g.number("capacity_bytes");
     row.by_category = categories(g.object("at_peak_bytes"));
@@ -57,13 +58,13 @@ RunSummary read_prediction_json(const std::string& path) {
 }
 
 RunSummary read_measured_summary_json(const std::string& path) {
-  const nlohmann::json json = read_json_file(path);
-  const JsonFields doc(json, path);
+  const JsonInput input = read_json_input(path);
+  const JsonFields doc(input);
   RunSummary s = headline(doc, path, "world_size");
   for (std::size_t i = 0; i < doc.array("ranks").size(); ++i) {
     const JsonFields r = doc.element("ranks", i);
     MemoryRow row;
-    row.label = "rank " + std::to_string(static_cast<int>(r.number("rank")));
+    row.label = "rank " + std::to_string(r.whole("rank", 0, limits::kMaxClusterDevices));
     row.peak_bytes = r.number("peak_memory_bytes");
     if (r.has("memory_at_peak")) row.by_category = categories(r.object("memory_at_peak"));
     s.memory.push_back(std::move(row));

@@ -12,8 +12,8 @@ constexpr const char* kSchema = "tandem-search/1";
 }
 
 SearchResults read_search_json(const std::string& path) {
-  const nlohmann::json json = read_json_file(path);
-  const JsonFields doc(json, path);
+  const JsonInput input = read_json_input(path);
+  const JsonFields doc(input);
   if (doc.optional_string("schema") != kSchema) doc.fail("schema", std::string("expected \"") + kSchema + "\"");
   SearchResults s;
   s.file = path;
@@ -23,7 +23,7 @@ SearchResults read_search_json(const std::string& path) {
   for (std::size_t i = 0; i < doc.array("candidates").size(); ++i) {
     const JsonFields c = doc.element("candidates", i);
     SearchCandidate candidate;
-    candidate.rank = c.has("rank") ? static_cast<int>(c.number("rank")) : static_cast<int>(i) + 1;
+    candidate.rank = c.has("rank") ? static_cast<int>(c.whole("rank", 1, 1LL << 30)) : static_cast<int>(i) + 1;
     candidate.strategy = c.string("strategy");
     candidate.iteration_time_s = c.number("iteration_time_s");
     if (candidate.iteration_time_s < 0) c.fail("iteration_time_s", "must not be negative");

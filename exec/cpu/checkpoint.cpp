@@ -3,16 +3,20 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "common/input_error.hpp"
+#include "common/input_file.hpp"
+#include "common/input_limits.hpp"
 #include "common/output_set.hpp"
 #include "exec/cpu/data.hpp"
 
@@ -38,24 +42,6 @@ std::uint64_t checksum(const char* data, std::size_t size) {
 template <class T>
 void put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
-}
-
-[[noreturn]] void bad(const std::string& path, const std::string& why) {
-  throw InputError(path, 0, "", "not a usable checkpoint: " + why);
-}
-
-std::string errno_text() { return std::strerror(errno); }
-
-void write_all(int fd, const std::string& data, const std::string& path) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("cannot write checkpoint " + path + ": " + errno_text());
-    }
-    done += static_cast<std::size_t>(n);
-  }
 }
 
 }  // namespace
@@ -93,13 +79,17 @@ void save_checkpoint(const Checkpoint& ck, const std::string& path) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open checkpoint");
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A regular file of bounded size: /dev/zero or a FIFO must not be read until memory runs out.
+  const std::string data = read_input_file(path, kMaxCheckpointBytes);
   const std::size_t size = data.size();
+  // Every error names the field and the byte offset where it lies (checkpoints are binary).
+  auto bad_at = [&](std::size_t offset, const std::string& field, const std::string& why) {
+    throw InputError(path, 0, field, "not a usable checkpoint: at byte " + std::to_string(offset) + ": " + why);
+  };
   std::size_t at = 0;
   auto take = [&](std::size_t n, const char* what) {
-    if (n > size - at) bad(path, std::string("truncated (") + what + " missing; file has " + std::to_string(size) + " bytes)");
+    if (n > size - at)
+      bad_at(at, what, std::string("truncated (") + what + " missing; file has " + std::to_string(size) + " bytes)");
     const std::size_t start = at;
     at += n;
     return start;
@@ -110,48 +100,77 @@ Checkpoint load_checkpoint(const std::string& path) {
     return v;
   };
   if (size < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
-    bad(path, "not a Tandem checkpoint (wrong magic)");
+    bad_at(0, "magic", "not a Tandem checkpoint (wrong magic)");
   at = sizeof kMagic;
   std::uint32_t version;
-  std::memcpy(&version, data.data() + take(4, "version"), 4);
+  const std::size_t version_at = take(4, "version");
+  std::memcpy(&version, data.data() + version_at, 4);
   if (version != kVersion)
-    bad(path, "format version " + std::to_string(version) + ", this build reads " + std::to_string(kVersion));
+    bad_at(version_at, "version",
+           "format version " + std::to_string(version) + ", this build reads " + std::to_string(kVersion));
+  const std::size_t header_size_at = at;
   const std::uint64_t header_size = read_u64("header length");
-  if (header_size > size) bad(path, "truncated (header of " + std::to_string(header_size) + " bytes)");
+  if (header_size > size - at)
+    bad_at(header_size_at, "header length", "truncated (header of " + std::to_string(header_size) + " bytes)");
   const std::size_t header_at = take(static_cast<std::size_t>(header_size), "header");
+  const std::size_t payload_size_at = at;
   const std::uint64_t payload_size = read_u64("payload length");
-  if (payload_size > size || payload_size % sizeof(float) != 0)
-    bad(path, "truncated or corrupted (payload of " + std::to_string(payload_size) + " bytes)");
+  if (payload_size > size - at || payload_size % sizeof(float) != 0)
+    bad_at(payload_size_at, "payload length",
+           "truncated or corrupted (payload of " + std::to_string(payload_size) + " bytes)");
   const std::size_t payload_at = take(static_cast<std::size_t>(payload_size), "payload");
   const std::size_t checksum_at = at;
   const std::uint64_t stored = read_u64("checksum");
-  if (at != size) bad(path, std::to_string(size - at) + " unexpected bytes after the checksum");
-  if (checksum(data.data(), checksum_at) != stored) bad(path, "corrupted (checksum mismatch)");
+  if (at != size) bad_at(at, "checksum", std::to_string(size - at) + " unexpected bytes after the checksum");
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION  // fuzz/run.sh: mutated inputs reach the header parsing
+  if (checksum(data.data(), checksum_at) != stored) bad_at(checksum_at, "checksum", "corrupted (checksum mismatch)");
+#endif
 
-  Checkpoint ck;
+  // The header is JSON; each field is type- and range-checked here (nlohmann's own conversions
+  // narrow silently and its exceptions are not messages for a user).
+  nlohmann::json h;
   try {
-    const nlohmann::json h = nlohmann::json::parse(data.substr(header_at, header_size));
-    ck.strategy = h.at("strategy").get<std::string>();
-    ck.world_size = h.at("world_size").get<int>();
-    ck.next_iteration = h.at("next_iteration").get<int>();
-    ck.seed = h.at("seed").get<std::uint64_t>();
-    ck.sequences_per_iteration = h.at("sequences_per_iteration").get<std::int64_t>();
-    const auto& list = h.at("tensors");
-    if (!list.is_array() || ck.world_size < 1 || ck.next_iteration < 0 || ck.sequences_per_iteration < 1)
-      bad(path, "inconsistent header");
-    const std::uint64_t floats = payload_size / sizeof(float);
-    for (const auto& entry : list) {
-      const auto name = entry.at(0).get<std::string>();
-      const auto numel = entry.at(1).get<std::uint64_t>();
-      const auto offset = entry.at(2).get<std::uint64_t>();
-      if (offset > floats || numel > floats - offset)
-        bad(path, "tensor '" + name + "' lies outside the payload");
-      std::vector<float> values(numel);
-      std::memcpy(values.data(), data.data() + payload_at + offset * sizeof(float), numel * sizeof(float));
-      if (!ck.tensors.emplace(name, std::move(values)).second) bad(path, "tensor '" + name + "' appears twice");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    bad(path, std::string("malformed header: ") + e.what());
+    h = nlohmann::json::parse(data.substr(header_at, header_size));
+  } catch (const nlohmann::json::parse_error& e) {
+    bad_at(header_at + std::min<std::size_t>(e.byte, header_size), "header", "malformed JSON header");
+  }
+  auto header_error = [&](const std::string& field, const std::string& why) { bad_at(header_at, "header." + field, why); };
+  if (!h.is_object()) header_error("", "expected a JSON object");
+  auto whole = [&](const nlohmann::json& v, const std::string& field, std::uint64_t lo, std::uint64_t hi) {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      header_error(field, "expected a whole number >= 0");
+    const std::uint64_t n = v.get<std::uint64_t>();
+    if (n < lo || n > hi)
+      header_error(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(n));
+    return n;
+  };
+  auto field = [&](const char* key) -> const nlohmann::json& {
+    if (!h.contains(key)) header_error(key, "missing");
+    return h[key];
+  };
+  if (!field("strategy").is_string()) header_error("strategy", "expected a string");
+  Checkpoint ck;
+  ck.strategy = h["strategy"].get<std::string>();
+  ck.world_size = static_cast<int>(whole(field("world_size"), "world_size", 1, limits::kMaxClusterDevices));
+  ck.next_iteration = static_cast<int>(whole(field("next_iteration"), "next_iteration", 0, limits::kIterations.max));
+  ck.seed = whole(field("seed"), "seed", 0, std::numeric_limits<std::uint64_t>::max());
+  ck.sequences_per_iteration = static_cast<std::int64_t>(
+      whole(field("sequences_per_iteration"), "sequences_per_iteration", 1, limits::kGlobalBatchSize.max));
+  const nlohmann::json& list = field("tensors");
+  if (!list.is_array()) header_error("tensors", "expected a list");
+  const std::uint64_t floats = payload_size / sizeof(float);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at_entry = "tensors[" + std::to_string(i) + "]";
+    const nlohmann::json& entry = list[i];
+    if (!entry.is_array() || entry.size() != 3 || !entry[0].is_string())
+      header_error(at_entry, "expected [name, element count, offset in floats]");
+    const auto name = entry[0].get<std::string>();
+    const std::uint64_t numel = whole(entry[1], at_entry + "[1]", 0, floats);
+    const std::uint64_t offset = whole(entry[2], at_entry + "[2]", 0, floats);
+    if (numel > floats - offset) header_error(at_entry, "tensor '" + name + "' lies outside the payload");
+    std::vector<float> values(numel);
+    std::memcpy(values.data(), data.data() + payload_at + offset * sizeof(float), numel * sizeof(float));
+    if (!ck.tensors.emplace(name, std::move(values)).second) header_error(at_entry, "tensor '" + name + "' appears twice");
   }
   return ck;
 }

@@ -13,7 +13,7 @@
 #include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
-#include "tests/sim/sim_test_support.hpp"
+#include "tests/sim/folding_test_support.hpp"
 
 namespace tandem {
 namespace {
@@ -132,63 +132,14 @@ TEST(ReplicaFoldingPlan, RefusedWhenNoBlockHasATwin) {
 
 // ---- folded against unfolded ----
 
-struct Outcome {
-  double iteration_s = 0, energy_j = 0;
-  int simulated_ranks = 0;
-  std::vector<double> compute_s, exposed_s, idle_s, peak_bytes;
-};
+using sim_test::Outcome;
+using sim_test::expect_same_prediction;
 
 template <class Make>
 Outcome simulate_child(const std::string& cluster_name, sim::ReplicaFolding folding, Make make) {
-  auto child = sim_test::run_in_child([&] {
-    const Cluster cluster = find_cluster(cluster_name);
-    auto strategy = make(cluster);
-    sim::SimulationOptions options;
-    options.replica_folding = folding;
-    const sim::SimulationResult r = sim::simulate(*strategy, cluster, options);
-    nlohmann::json j;
-    j["iteration_s"] = r.iteration_time_s;
-    j["energy_j"] = r.energy_per_iteration_j;
-    j["simulated_ranks"] = r.simulated_ranks;
-    for (const auto& rank : r.ranks) {
-      j["compute"].push_back(rank.compute_s);
-      j["exposed"].push_back(rank.exposed_comm_s);
-      j["idle"].push_back(rank.idle_s);
-      j["peak"].push_back(rank.peak_memory_bytes);
-    }
-    return j.dump();
-  });
-  if (!child.ok) throw std::runtime_error(child.describe());
-  const nlohmann::json j = nlohmann::json::parse(std::string(child.output));
-  Outcome o;
-  o.iteration_s = j["iteration_s"];
-  o.energy_j = j["energy_j"];
-  o.simulated_ranks = j["simulated_ranks"];
-  o.compute_s = j["compute"].get<std::vector<double>>();
-  o.exposed_s = j["exposed"].get<std::vector<double>>();
-  o.idle_s = j["idle"].get<std::vector<double>>();
-  o.peak_bytes = j["peak"].get<std::vector<double>>();
-  return o;
-}
-
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
-
-// Folding is exact up to traffic between two ghosts, which on a full-bisection fabric shares no
-// link with simulated traffic: iteration time within 0.1%, per-rank figures within 1% of the
-// iteration, memory exactly.
-void expect_same_prediction(const Outcome& folded, const Outcome& full, int world) {
-  EXPECT_LT(folded.simulated_ranks, world);
-  EXPECT_EQ(full.simulated_ranks, world);
-  EXPECT_LT(relative(folded.iteration_s, full.iteration_s), 1e-3)
-      << folded.iteration_s << " folded vs " << full.iteration_s << " unfolded";
-  EXPECT_LT(relative(folded.energy_j, full.energy_j), 1e-2);
-  ASSERT_EQ(folded.compute_s.size(), full.compute_s.size());
-  for (int r = 0; r < world; ++r) {
-    EXPECT_NEAR(folded.compute_s[r], full.compute_s[r], 1e-2 * full.iteration_s) << "rank " << r;
-    EXPECT_NEAR(folded.exposed_s[r], full.exposed_s[r], 1e-2 * full.iteration_s) << "rank " << r;
-    EXPECT_NEAR(folded.idle_s[r], full.idle_s[r], 1e-2 * full.iteration_s) << "rank " << r;
-    EXPECT_EQ(folded.peak_bytes[r], full.peak_bytes[r]) << "rank " << r;
-  }
+  sim::SimulationOptions options;
+  options.replica_folding = folding;
+  return sim_test::simulate_outcome(cluster_name, options, make);
 }
 
 TEST(ReplicaFoldingSim, DataParallelFoldedPredictsTheUnfoldedIteration) {

@@ -1,0 +1,139 @@
+#include "scenarios/scenario_limits.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/input_limits.hpp"
+
+namespace tandem {
+
+namespace {
+
+// Ops a rank issues per layer it holds and micro-batch it runs (forward and backward kernels,
+// tensor-parallel collectives, pipeline sends), and per layer once per iteration (gradient
+// reduction, optimizer): counted on the bundled transformer scenarios
+// (SimulationResult::compute_ops + comm_ops), rounded up.
+constexpr long double kOpsPerLayerMicroBatch = 40;
+constexpr long double kOpsPerLayerStep = 10;
+// This process's memory: SimGrid's hosts, links and routes per device of the cluster, what a
+// simulated rank keeps of every op it issued (each communication op's state stays until the
+// end: sim/sim_device.hpp, OpState), and one trace record (measured with /usr/bin/time on
+// bundled scenarios, rounded up).
+constexpr long double kBytesPerDevice = 64e3;
+constexpr long double kBytesPerOp = 400;
+constexpr long double kBytesPerTraceRecord = 400;
+// The share of this machine's memory a simulation may plan to use.
+constexpr long double kMemoryShare = 0.5;
+
+std::string number(long double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3Lg", value);
+  return text;
+}
+
+long double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<long double>(pages) * page : 1e12L;  // unknown: 1 TB
+}
+
+long double ceil_div(long double a, long double b) { return std::ceil(a / b); }
+
+bool folds(const Scenario& s, const sim::SimulationOptions& options) {
+  if (options.record_trace || options.replica_folding == sim::ReplicaFolding::off || s.cluster.is_heterogeneous())
+    return false;
+  return std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
+                      [](const NodeGroup& g) { return g.shared_cores > 0; });
+}
+
+long double model_layers(const ModelSpec& m) {
+  return m.kind == ModelSpec::Kind::mlp ? static_cast<long double>(m.mlp.hidden_sizes.size()) + 1
+                                        : static_cast<long double>(m.transformer.num_layers);
+}
+
+}  // namespace
+
+void check_model_size(const Scenario& s) {
+  if (s.model.kind == ModelSpec::Kind::mlp) {
+    long double params = 0, in = static_cast<long double>(s.model.mlp.input_size);
+    for (auto width : s.model.mlp.hidden_sizes) {
+      params += in * width;
+      in = static_cast<long double>(width);
+    }
+    params += in * s.model.mlp.output_size;
+    if (params > limits::kMaxParameters)
+      s.fail("model.hidden_sizes", "the model would have " + number(params) + " parameters, more than the " +
+                                       number(limits::kMaxParameters) + " Tandem computes with (common/input_limits.hpp)");
+    return;
+  }
+  const TransformerConfig& c = s.model.transformer;
+  const long double h = c.hidden_size, layers = c.num_layers, vocab = c.vocab_size;
+  const long double heads = c.num_attention_heads;
+  const long double head_dim = c.kv_channels > 0 ? c.kv_channels : h / heads;
+  const long double kv = (c.num_query_groups > 0 ? c.num_query_groups : heads) * head_dim;
+  const long double ffn = c.ffn_hidden_size > 0 ? c.ffn_hidden_size : 4 * h;
+  const long double positions = c.max_position_embeddings > 0 ? c.max_position_embeddings : c.seq_length;
+  const long double per_layer = 2 * h * heads * head_dim + 2 * h * kv + 3 * h * ffn + 4 * h;
+  const long double embeddings = vocab * h * 2 + positions * h;
+  if (layers * per_layer + embeddings > limits::kMaxParameters)
+    s.fail(layers * per_layer >= embeddings ? "model.num_layers" : "model.vocab_size",
+           "the model would have " + number(layers * per_layer + embeddings) + " parameters, more than the " +
+               number(limits::kMaxParameters) + " Tandem computes with (common/input_limits.hpp)");
+  // One micro-batch's activations through every layer (Korthikanti et al.: 34 h + 5 heads seq per
+  // token and layer, scores included) and the logits.
+  const long double seq = s.training.seq_length, tokens = static_cast<long double>(s.training.micro_batch_size) * seq;
+  const long double activations = layers * tokens * (34 * h + 5 * heads * seq) + tokens * vocab;
+  if (activations > limits::kMaxActivationElements)
+    s.fail(s.training.micro_batch_size > 1        ? "training.micro_batch_size"
+           : s.lines.count("training.seq_length") ? "training.seq_length"
+                                                   : "model.seq_length",
+           "one micro-batch's activations would be " + number(activations) + " elements, more than the " +
+               number(limits::kMaxActivationElements) + " Tandem computes with (common/input_limits.hpp)");
+}
+
+SimulationSize estimate_simulation_size(const Scenario& s, const sim::SimulationOptions& options) {
+  const bool record_trace = options.record_trace;
+  const ParallelConfig& p = s.parallel;
+  const long double dp = p.data_parallel_size, tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
+  SimulationSize size;
+  size.simulated_ranks = folds(s, options) ? tp * pp : dp * tp * pp;
+  size.micro_batches = ceil_div(static_cast<long double>(s.training.global_batch_size),
+                                static_cast<long double>(s.training.micro_batch_size) * dp);
+  size.layers_per_rank = ceil_div(model_layers(s.model), pp) + 2;  // + embedding and head
+  size.iterations = static_cast<long double>(options.warmup_iterations) + options.iterations;
+  const long double ops_per_iteration =
+      size.layers_per_rank * (size.micro_batches * kOpsPerLayerMicroBatch + kOpsPerLayerStep);
+  size.ops = size.simulated_ranks * size.iterations * ops_per_iteration;
+  size.memory_bytes = s.cluster.device_count() * kBytesPerDevice +
+                      size.ops * (kBytesPerOp + (record_trace ? kBytesPerTraceRecord : 0));
+  return size;
+}
+
+void check_simulation_size(const Scenario& s, const sim::SimulationOptions& options) {
+  const bool record_trace = options.record_trace;
+  const SimulationSize size = estimate_simulation_size(s, options);
+  const long double memory_limit = physical_memory_bytes() * kMemoryShare;
+  const bool too_many_ops = size.ops > limits::kMaxSimulatedOps;
+  if (!too_many_ops && size.memory_bytes <= memory_limit) return;
+  // Blame the factor that is furthest above a usual value (ranks 64, micro-batches 64, layers
+  // 128, iterations 10).
+  const std::pair<long double, const char*> factors[] = {
+      {size.simulated_ranks / 64, "strategy.data_parallel_size"},
+      {size.micro_batches / 64, "training.global_batch_size"},
+      {size.layers_per_rank / 128, "model.num_layers"},
+      {size.iterations / 10, "simulation.iterations"}};
+  const char* field = std::max_element(std::begin(factors), std::end(factors))->second;
+  const std::string shape = number(size.simulated_ranks) + " simulated ranks x " + number(size.micro_batches) +
+                            " micro-batches x " + number(size.layers_per_rank) + " layers per rank x " +
+                            number(size.iterations) + " iterations" + (record_trace ? ", every op traced" : "");
+  if (too_many_ops)
+    s.fail(field, "the simulation would issue about " + number(size.ops) + " ops (" + shape + "), more than the " +
+                      number(limits::kMaxSimulatedOps) + " Tandem simulates (common/input_limits.hpp)");
+  s.fail(field, "the simulation would need about " + number(size.memory_bytes / 1e9) + " GB of memory (" + shape +
+                    "), more than half of this machine's " + number(physical_memory_bytes() / 1e9) + " GB");
+}
+
+}  // namespace tandem
