@@ -4,40 +4,16 @@
 #include <xbt/log.h>
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "sim/collectives/algorithms.hpp"
+#include "sim/collectives/mailbox_p2p.hpp"
 #include "sim/collectives/nccl_fabric.hpp"
 #include "sim/platform_builder.hpp"
 
 namespace tandem::sim {
-
-namespace {
-
-// Point-to-point on mailboxes, one per (sender, receiver): enough for one collective alone.
-class MailboxPointToPoint final : public PointToPoint {
- public:
-  explicit MailboxPointToPoint(int me) : me_(me) {}
-  simgrid::s4u::CommPtr send_async(int dst_rank, Bytes bytes, const std::string& channel) override {
-    return box(channel, me_, dst_rank)->put_async(&token_, static_cast<std::uint64_t>(std::llround(bytes)));
-  }
-  simgrid::s4u::CommPtr recv_async(int src_rank, Bytes, const std::string& channel) override {
-    return box(channel, src_rank, me_)->get_async<void>(&sink_);
-  }
-
- private:
-  static simgrid::s4u::Mailbox* box(const std::string& channel, int src, int dst) {
-    return simgrid::s4u::Mailbox::by_name(channel + ":" + std::to_string(src) + ">" + std::to_string(dst));
-  }
-  int me_;
-  int token_ = 0;
-  void* sink_ = nullptr;
-};
-
-}  // namespace
 
 CollectiveBenchmark benchmark_collective(const Cluster& cluster, OpKind kind, Bytes bytes, int ranks,
                                          CollectiveAlgorithm algorithm) {

@@ -23,14 +23,7 @@ TEST(Calibrate, RecoversKnownEfficiencyCurvesLaunchOverheadAndLinkWithinTwoPerce
   CalibrationOptions options;
   const CalibrationResult r = calibrate(device, find_device_profile("cpu-generic"), options);
   EXPECT_NEAR(r.profile.launch_overhead_s / truth.profile.launch_overhead_s, 1.0, 0.02);
-  ASSERT_EQ(r.profile.efficiency_curves.size(), truth.profile.efficiency_curves.size());
-  for (const auto& [cls, expected] : truth.profile.efficiency_curves) {
-    const auto it = r.profile.efficiency_curves.find(cls);
-    ASSERT_NE(it, r.profile.efficiency_curves.end()) << cls;
-    EXPECT_EQ(it->second.bound, expected.bound) << cls;
-    EXPECT_NEAR(it->second.max_efficiency / expected.max_efficiency, 1.0, 0.02) << cls;
-    EXPECT_NEAR(it->second.half_work / expected.half_work, 1.0, 0.02) << cls;
-  }
+  expect_curves_recovered(truth, r, 0.02);
   EXPECT_NEAR(r.intra_link.latency_s / truth.latency_s, 1.0, 0.02);
   EXPECT_NEAR(r.intra_link.bandwidth_bytes_per_s / truth.bandwidth_bytes_per_s, 1.0, 0.02);
   // The costs of passing a core between ranks' threads go into the profile as measured.

@@ -46,14 +46,7 @@ TEST(GpuCalibrate, RecoversKnownCurvesAndLaunchOverheadWithinTwoPercent) {
   SimulatedDevice device(truth, 0.0, gpu(4));
   const CalibrationResult r = calibrate(device, find_device_profile("h100-sxm"), bf16());
   EXPECT_NEAR(r.profile.launch_overhead_s / truth.profile.launch_overhead_s, 1.0, 0.02);
-  ASSERT_EQ(r.profile.efficiency_curves.size(), truth.profile.efficiency_curves.size());
-  for (const auto& [cls, expected] : truth.profile.efficiency_curves) {
-    const auto it = r.profile.efficiency_curves.find(cls);
-    ASSERT_NE(it, r.profile.efficiency_curves.end()) << cls;
-    EXPECT_EQ(it->second.bound, expected.bound) << cls;
-    EXPECT_NEAR(it->second.max_efficiency / expected.max_efficiency, 1.0, 0.02) << cls;
-    EXPECT_NEAR(it->second.half_work / expected.half_work, 1.0, 0.02) << cls;
-  }
+  expect_curves_recovered(truth, r, 0.02);
 }
 
 TEST(GpuCalibrate, CollectiveFitsTimeTheLargestMessagesWithinNcclsProtocolSpread) {

@@ -122,4 +122,17 @@ inline Truth make_truth_for(const std::string& base, const std::vector<Workload>
   return t;
 }
 
+// Every curve of the truth found again, on the same side, within `tolerance` (relative).
+template <class Result>
+void expect_curves_recovered(const Truth& truth, const Result& r, double tolerance) {
+  ASSERT_EQ(r.profile.efficiency_curves.size(), truth.profile.efficiency_curves.size());
+  for (const auto& [cls, expected] : truth.profile.efficiency_curves) {
+    const auto it = r.profile.efficiency_curves.find(cls);
+    ASSERT_NE(it, r.profile.efficiency_curves.end()) << cls;
+    EXPECT_EQ(it->second.bound, expected.bound) << cls;
+    EXPECT_NEAR(it->second.max_efficiency / expected.max_efficiency, 1.0, tolerance) << cls;
+    EXPECT_NEAR(it->second.half_work / expected.half_work, 1.0, tolerance) << cls;
+  }
+}
+
 }  // namespace tandem::calibration

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
+#include "sim/collectives/mailbox_p2p.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 namespace tandem::sim_test::collectives {
@@ -109,24 +110,7 @@ inline std::vector<int> iota_ranks(int n, int first = 0, int stride = 1) {
 
 namespace detail {
 
-class MailboxP2P final : public sim::PointToPoint {
- public:
-  explicit MailboxP2P(int me) : me_(me) {}
-  simgrid::s4u::CommPtr send_async(int dst_rank, Bytes bytes, const std::string& channel) override {
-    return box(channel, me_, dst_rank)->put_async(&token_, static_cast<std::uint64_t>(std::llround(bytes)));
-  }
-  simgrid::s4u::CommPtr recv_async(int src_rank, Bytes, const std::string& channel) override {
-    return box(channel, src_rank, me_)->get_async<void>(&sink_);
-  }
-
- private:
-  static simgrid::s4u::Mailbox* box(const std::string& channel, int src, int dst) {
-    return simgrid::s4u::Mailbox::by_name(channel + ":" + std::to_string(src) + ">" + std::to_string(dst));
-  }
-  int me_;
-  int token_ = 0;
-  void* sink_ = nullptr;
-};
+using MailboxP2P = sim::MailboxPointToPoint;
 
 inline void build_platform(const PlatformSpec& spec, std::vector<simgrid::s4u::Host*>& hosts) {
   namespace s4u = simgrid::s4u;

@@ -9,25 +9,18 @@
 namespace tandem::sim::nccl {
 namespace {
 
-Fabric dgx_h100() {
+// An NVSwitch node with one NIC per GPU (rails), as the DGX systems.
+Fabric dgx(Arch arch, int nvlinks, BytesPerSecond nic_bytes_per_s) {
   Fabric f;
-  f.arch = Arch::hopper;
-  f.nvlinks_per_gpu = 18;
+  f.arch = arch;
+  f.nvlinks_per_gpu = nvlinks;
   f.nvswitch = true;
-  f.nic_bytes_per_s = 50e9;  // NDR
+  f.nic_bytes_per_s = nic_bytes_per_s;
   f.nics_per_node = 8;
   return f;
 }
-
-Fabric dgx_a100() {
-  Fabric f;
-  f.arch = Arch::ampere;
-  f.nvlinks_per_gpu = 12;
-  f.nvswitch = true;
-  f.nic_bytes_per_s = 25e9;  // HDR
-  f.nics_per_node = 8;
-  return f;
-}
+Fabric dgx_h100() { return dgx(Arch::hopper, 18, 50e9); }  // NVLink 4, NDR
+Fabric dgx_a100() { return dgx(Arch::ampere, 12, 25e9); }  // NVLink 3, HDR
 
 constexpr Placement kOneNode{8, 1};
 
