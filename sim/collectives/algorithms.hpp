@@ -56,14 +56,13 @@ Schedule nvls_schedule(const CollectiveCall& call, const TopologyView& topology,
 // latency beyond the route's that makes the steps add up to NCCL's latency.
 struct WireModel {
   double efficiency[2] = {1.0, 1.0};
-  Seconds step_overhead_s = 0;
+  Seconds step_overhead_s = 0;  // per step on the critical path, beyond the route's latency
   nccl::Estimate estimate;  // NCCL's choice, at its achievable bandwidth
 };
 std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveAlgorithm algorithm,
                                          const GroupShape& shape);
 // Scales one member's transfers to wire bytes and sets its phases' step overhead.
-void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, const GroupShape& shape,
-                      const TopologyView& topology);
+void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, const TopologyView& topology);
 // NCCL's algorithm for the simulator's, and back.
 nccl::Algorithm nccl_algorithm_of(CollectiveAlgorithm algorithm);
 CollectiveAlgorithm collective_algorithm_of(nccl::Algorithm algorithm);

@@ -121,7 +121,7 @@ std::shared_ptr<const Durations> replayed_durations(const CollectiveCall& call, 
   for (int g = 0; g < n; ++g) {
     other.me = g;
     members.push_back(build_schedule(other, algorithm, shape, topology, /*phase_latency=*/false));
-    if (wire) apply_wire_model(members.back(), call.ranks[g], *wire, shape, topology);
+    if (wire) apply_wire_model(members.back(), call.ranks[g], *wire, topology);
   }
   auto durations = std::make_shared<const Durations>(replay(members, call.ranks, topology));
   if (cache.size() >= 256) cache.erase(cache.begin());
@@ -234,7 +234,7 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   const bool phase_latency = fidelity == CollectiveFidelity::aggregated && !modeled;
   Schedule schedule = build_schedule(call, chosen, shape, topology, phase_latency);
   if (const std::optional<WireModel> wire = nccl_wire_model(call, chosen, shape))
-    apply_wire_model(schedule, call.ranks[call.me], *wire, shape, topology);
+    apply_wire_model(schedule, call.ranks[call.me], *wire, topology);
   execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology,
           modeled ? &(*modeled)[call.me] : nullptr);
 }

@@ -52,6 +52,19 @@ std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveA
     // The flows put S(1 + 1/n) through each port (nvls.cpp); NCCL moves S at the NVLS rate.
     if (intra_nominal > 0 && std::isfinite(intra_nominal))
       wire.efficiency[0] = real.alg_bytes_per_s * (1.0 + 1.0 / shape.size) / intra_nominal;
+  } else if (algorithm == CollectiveAlgorithm::tree || algorithm == CollectiveAlgorithm::hierarchical) {
+    // These schedules are not NCCL's own (a double binary tree over all members rather than
+    // NCCL's chain in a node and tree across nodes; a hierarchical ring for CollNet): their
+    // transfers at the links' nominal rates (the schedule's alpha-beta estimate, latencies
+    // zeroed) are scaled, on every edge alike, to take NCCL's transfer time.
+    GroupShape no_latency = shape;
+    no_latency.intra_latency = no_latency.inter_latency = 0;
+    const Seconds nominal_s = algorithm == CollectiveAlgorithm::tree
+                                  ? tree_estimate(call.kind, call.bytes, no_latency)
+                                  : hierarchical_estimate(call.kind, call.bytes, no_latency);
+    const Seconds target_s = call.bytes / real.alg_bytes_per_s;
+    if (std::isfinite(nominal_s) && nominal_s > 0 && target_s > 0)
+      wire.efficiency[0] = wire.efficiency[1] = nominal_s / target_s;
   } else {
     // The protocol's share of the Simple ring's bus bandwidth, on each class's achievable rate.
     const nccl::Estimate simple =
@@ -64,23 +77,32 @@ std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveA
   }
   for (double& e : wire.efficiency)
     if (!(e > 0) || !std::isfinite(e)) e = 1.0;
+  // NCCL's latency spread over the steps on the collective's critical path, less what the routes
+  // already charge per step.
+  int steps = 1;
+  switch (algorithm) {
+    case CollectiveAlgorithm::tree: steps = tree_steps(call.kind, shape.size, call.bytes); break;
+    case CollectiveAlgorithm::hierarchical:
+      steps = hierarchical_applies(call.kind, shape) ? hierarchical_steps(call.kind, shape)
+                                                     : ring_steps(call.kind, shape.size, call.bytes);
+      break;
+    case CollectiveAlgorithm::nvls: steps = 1; break;
+    case CollectiveAlgorithm::direct: steps = direct_steps(call.kind, shape.size); break;
+    default: steps = ring_steps(call.kind, shape.size, call.bytes); break;
+  }
+  const Seconds route = shape.spans_nodes() ? std::max(shape.intra_latency, shape.inter_latency) : shape.intra_latency;
+  wire.step_overhead_s = std::max(0.0, real.latency_s / std::max(1, steps) - route);
   return wire;
 }
 
-void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, const GroupShape& shape,
-                      const TopologyView& topology) {
-  int span = 0;
+void apply_wire_model(Schedule& schedule, int my_rank, const WireModel& wire, const TopologyView& topology) {
   for (Phase& phase : schedule.phases) {
-    span += phase.span;
+    phase.step_overhead = wire.step_overhead_s;
     for (StepRun& run : phase.runs) {
       for (Transfer& t : run.sends) t.bytes /= wire.efficiency[node_of(topology, my_rank) == node_of(topology, t.peer) ? 0 : 1];
       for (Transfer& t : run.recvs) t.bytes /= wire.efficiency[node_of(topology, my_rank) == node_of(topology, t.peer) ? 0 : 1];
     }
   }
-  // NCCL's latency spread over the member's steps, less what the routes already charge.
-  const Seconds route = shape.spans_nodes() ? std::max(shape.intra_latency, shape.inter_latency) : shape.intra_latency;
-  const Seconds per_step = span > 0 ? std::max(0.0, wire.estimate.latency_s / span - route) : 0.0;
-  for (Phase& phase : schedule.phases) phase.step_overhead = per_step;
 }
 
 }  // namespace tandem::sim::collectives
