@@ -2,13 +2,13 @@
 
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "analysis/calibration/calibrate.hpp"
 #include "analysis/calibration/profile_yaml.hpp"
 #include "analysis/calibration/provenance.hpp"
 #include "common/input_error.hpp"
 #include "common/output_set.hpp"
+#include "common/usable_cores.hpp"
 #include "cli/calibrate_cuda.hpp"
 #include "exec/cpu/calibration/cpu_microbenchmarks.hpp"
 
@@ -38,7 +38,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (o.backend != "cpu")
     throw InputError("command line", 0, "--backend", "unknown backend '" + o.backend + "' (this build calibrates: cpu)");
   const DeviceProfile base = find_device_profile(o.base);
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int cores = usable_cores();
   const int devices = o.devices.value_or(std::max(2, cores));
   const std::string device_out =
       o.device_out.empty() ? bundled_dir("platforms/devices") + "/localhost-calibrated.yaml" : o.device_out;

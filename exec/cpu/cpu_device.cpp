@@ -4,6 +4,7 @@
 #include <cstring>
 #include <variant>
 
+#include "common/usable_cores.hpp"
 #include "exec/common/op_labels.hpp"
 #include "exec/common/tensor_storage.hpp"
 #include "kernels/cpu/dispatch.hpp"
@@ -31,7 +32,7 @@ CpuRunContext::CpuRunContext(int world_size, DeviceSettings settings)
       settings_(std::move(settings)),
       comm_(settings_.timeout),
       gate_(settings_.cores > 0 ? settings_.cores
-                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+                                : usable_cores()),
       epoch_(std::chrono::steady_clock::now()) {}
 
 double CpuRunContext::now_s() const {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <thread>
 
 #include "analysis/calibration/fit.hpp"
+#include "common/usable_cores.hpp"
 #include "exec/cpu/calibration/thread_handoff.hpp"
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/models/mlp.hpp"
@@ -28,10 +28,10 @@ std::shared_ptr<const DataSource> placeholder_data() {
 
 CpuMicrobenchmarks::CpuMicrobenchmarks(int max_devices)
     : max_devices_(max_devices > 0 ? max_devices
-                                   : std::max(2, static_cast<int>(std::thread::hardware_concurrency()))) {}
+                                   : std::max(2, usable_cores())) {}
 
 int CpuMicrobenchmarks::concurrent_devices() const {
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return usable_cores();
 }
 
 calibration::CoreSwitchCosts CpuMicrobenchmarks::measure_core_switches() {

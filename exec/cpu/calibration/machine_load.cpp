@@ -1,9 +1,11 @@
 #include "exec/cpu/calibration/machine_load.hpp"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -26,6 +28,19 @@ double thread_cpu_s() {
 
 double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); }
 
+// The CPUs this process may run on, as it started (the CPU backend pins its threads later): a
+// program busy on a CPU outside them (`taskset -c 0` on 2 cores) takes nothing from this one.
+const cpu_set_t& process_cpus() {
+  static const cpu_set_t cpus = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &set);
+    return set;
+  }();
+  return cpus;
+}
+
 }  // namespace
 
 OtherProgramsMeter::OtherProgramsMeter() : start_(sample()) {}
@@ -40,13 +55,22 @@ OtherProgramsMeter::Sample OtherProgramsMeter::sample() {
   s.own_s = seconds_of(own.ru_utime) + seconds_of(own.ru_stime);
   std::ifstream stat("/proc/stat");
   std::string line;
-  if (!std::getline(stat, line) || line.rfind("cpu ", 0) != 0) return s;
-  std::istringstream fields(line.substr(4));
-  // user nice system idle iowait irq softirq steal: busy = all but idle and iowait
-  double v[8] = {};
-  for (double& x : v) fields >> x;
   const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  s.busy_s = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / ticks_per_s;
+  // Lines "cpuN user nice system idle iowait irq softirq steal ...", one per CPU: busy = all but
+  // idle and iowait (steal included: the hypervisor running another guest on our CPU).
+  double busy_ticks = 0;
+  bool any = false;
+  while (std::getline(stat, line) && line.rfind("cpu", 0) == 0) {
+    if (line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;  // "cpu  ...": the total
+    std::istringstream fields(line.substr(3));
+    int cpu = -1;
+    if (!(fields >> cpu) || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &process_cpus())) continue;
+    double v[8] = {};
+    for (double& x : v) fields >> x;
+    busy_ticks += v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    any = true;
+  }
+  if (any) s.busy_s = busy_ticks / ticks_per_s;
   return s;
 }
 
