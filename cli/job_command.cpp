@@ -116,10 +116,9 @@ bool bundled_profile_is_this_machine(std::string& why) {
     return false;
   }
   const DeviceProfile device = load_device_profile(profile.string());
-  const auto here = calibration::this_machine("cpu", "");
-  if (device.calibrated.machine != here.machine || device.calibrated.cpu_model != here.cpu_model) {
-    why = "the bundled profile was measured on '" + device.calibrated.machine + "' (" + device.calibrated.cpu_model +
-          "), this is '" + here.machine + "' (" + here.cpu_model + ")";
+  const std::string differs = calibration::not_this_machine(device.calibrated, calibration::this_machine("cpu", ""));
+  if (!differs.empty()) {
+    why = "the bundled profile was not measured on this machine: " + differs;
     return false;
   }
   why = "the bundled profile was measured on this machine (" + device.calibrated.date + ")";

@@ -118,10 +118,18 @@ EfficiencyCurve read_curve(const YamlNode& node) {
 }
 
 void read_provenance(const YamlNode& node, DeviceProfile::Provenance& p) {
-  node.only_keys({"machine", "cpu_model", "accelerator", "backend", "date", "tandem_commit"});
+  node.only_keys({"machine", "cpu_model", "cores", "kernel", "machine_id", "accelerator", "backend", "date",
+                  "tandem_commit"});
   auto text = [&](const char* key) { return node.has(key) ? node.str(key) : std::string(); };
   p.machine = text("machine");
   p.cpu_model = text("cpu_model");
+  if (node.has("cores")) {
+    const long long cores = node["cores"].positive_int();
+    if (cores > 1 << 20) node["cores"].fail("must be at most " + std::to_string(1 << 20) + ", got " + std::to_string(cores));
+    p.cores = static_cast<int>(cores);
+  }
+  p.kernel = text("kernel");
+  p.machine_id = text("machine_id");
   p.accelerator = text("accelerator");
   p.backend = text("backend");
   p.date = text("date");

@@ -62,6 +62,9 @@ struct DeviceProfile {
     std::string backend;        // "cpu", "cuda"
     std::string date;           // ISO 8601, UTC
     std::string tandem_commit;  // git commit of the tandem that calibrated
+    int cores = 0;              // cores the calibrating process could use (common/usable_cores.hpp)
+    std::string kernel;         // uname -r: a hypervisor's guest kernel names it
+    std::string machine_id;     // this installation in this boot (calibration/provenance.hpp)
   } calibrated;
 
   FlopsPerSecond peak_flops_per_s(DType dtype) const;  // int32 -> the fp32 peak

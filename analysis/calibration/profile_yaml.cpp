@@ -67,6 +67,9 @@ std::string device_profile_yaml(const DeviceProfile& p, const std::string& descr
     y += "calibrated:\n";
     y += "  machine: " + quoted(c.machine) + "\n";
     y += "  cpu_model: " + quoted(c.cpu_model) + "\n";
+    if (c.cores > 0) y += "  cores: " + std::to_string(c.cores) + "\n";
+    if (!c.kernel.empty()) y += "  kernel: " + quoted(c.kernel) + "\n";
+    if (!c.machine_id.empty()) y += "  machine_id: " + quoted(c.machine_id) + "\n";
     if (!c.accelerator.empty()) y += "  accelerator: " + quoted(c.accelerator) + "\n";
     y += "  backend: " + quoted(c.backend) + "\n";
     y += "  date: " + quoted(c.date) + "\n";

@@ -1,12 +1,16 @@
 #include "analysis/calibration/provenance.hpp"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <ctime>
+#include <cstdint>
 #include <fstream>
+#include <sstream>
 
+#include "common/usable_cores.hpp"
 #include "platforms/cluster.hpp"  // bundled_dir: the source tree, for its git commit
 
 namespace tandem::calibration {
@@ -46,7 +50,51 @@ std::string source_commit() {
   return commit.empty() ? "unknown" : commit;
 }
 
+std::string kernel_release() {
+  utsname u{};
+  return ::uname(&u) == 0 ? u.release : "unknown";
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return trim(line);
+}
+
+// FNV-1a, 64 bits: stable across compilers and runs (std::hash is not), and the raw machine id is
+// not written into a file that may be shared (systemd asks applications not to expose it).
+std::string fnv1a_hex(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 }  // namespace
+
+std::string machine_id(const std::string& root) {
+  const std::string id = first_line(root + "/etc/machine-id");
+  // "uninitialized": systemd's placeholder in an image not booted yet.
+  if (id.empty() || id == "uninitialized") return "";
+  return fnv1a_hex("tandem-calibration|" + id + "|" + first_line(root + "/proc/sys/kernel/random/boot_id"));
+}
+
+std::string not_this_machine(const DeviceProfile::Provenance& measured, const DeviceProfile::Provenance& here) {
+  std::ostringstream why;
+  auto differs = [&](const char* what, const std::string& then, const std::string& now) {
+    if (then != now) why << (why.tellp() > 0 ? ", " : "") << what << " '" << then << "' there, '" << now << "' here";
+  };
+  if (measured.machine_id.empty()) why << "the profile records no machine id";
+  else if (here.machine_id.empty()) why << "this machine has no machine id (no /etc/machine-id)";
+  else if (measured.machine_id != here.machine_id) why << "another installation or boot (machine id differs)";
+  differs("host", measured.machine, here.machine);
+  differs("CPU", measured.cpu_model, here.cpu_model);
+  differs("cores", std::to_string(measured.cores), std::to_string(here.cores));
+  differs("kernel", measured.kernel, here.kernel);
+  return why.str();
+}
 
 std::string cpu_model_name() {
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -64,6 +112,9 @@ DeviceProfile::Provenance this_machine(const std::string& backend, const std::st
   DeviceProfile::Provenance p;
   p.machine = host_name();
   p.cpu_model = cpu_model_name();
+  p.cores = usable_cores();
+  p.kernel = kernel_release();
+  p.machine_id = machine_id();
   p.accelerator = accelerator;
   p.backend = backend;
   p.date = utc_now();

@@ -14,7 +14,8 @@ DeviceProfile calibrated_profile() {
   p.launch_overhead_s = 0.6e-6;
   p.efficiency_curves["gemm"] = {BoundSide::flops, 1.1623456789, 81234.5};
   p.efficiency_curves["elementwise.gelu.bwd"] = {BoundSide::memory, 0.154, 0};
-  p.calibrated = {"box \"7\"", "AMD EPYC", "", "cpu", "2026-11-30T23:00:00Z", "0436384abcd"};
+  p.calibrated = {"box \"7\"", "AMD EPYC", "", "cpu", "2026-11-30T23:00:00Z", "0436384abcd",
+                  2, "6.1.0-28-amd64", "0123456789abcdef"};
   p.core_handoff_s = 3.25e-6;
   p.core_wake_s = 15.5e-6;
   return p;
@@ -48,6 +49,9 @@ TEST(ProfileYaml, ACalibratedProfileLoadsBackAsWritten) {
   EXPECT_EQ(back.calibrated.backend, "cpu");
   EXPECT_EQ(back.calibrated.date, "2026-11-30T23:00:00Z");
   EXPECT_EQ(back.calibrated.tandem_commit, "0436384abcd");
+  EXPECT_EQ(back.calibrated.cores, 2);
+  EXPECT_EQ(back.calibrated.kernel, "6.1.0-28-amd64");
+  EXPECT_EQ(back.calibrated.machine_id, "0123456789abcdef");
 }
 
 TEST(ProfileYaml, TheClusterUsesTheProfileAndTheFittedLink) {
