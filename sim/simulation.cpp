@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "analysis/iteration_view.hpp"
+#include "common/checked_math.hpp"
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
 
@@ -66,6 +67,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
     throw std::invalid_argument("strategy needs " + std::to_string(world) + " devices, cluster '" +
                                 cluster.name + "' has " + std::to_string(cluster.device_count()));
   if (options.iterations < 1) throw std::invalid_argument("at least one measured iteration");
+  if (options.warmup_iterations < 0) throw std::invalid_argument("negative warm-up iterations");
 
   s4u::Engine& engine = make_engine();
   FoldPlan fold = plan_replica_folding(strategy, cluster, options.replica_folding, options.record_trace);
@@ -122,7 +124,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   // to compete for the cores with: the last iteration runs alone as the others finish (shorter).
   // One more iteration is simulated, and not measured, whenever ranks outnumber cores.
   const bool turns = !context.core_turns.empty();
-  const int measured_end = options.warmup_iterations + options.iterations;
+  const int measured_end = checked_add(options.warmup_iterations, options.iterations, "warm-up + measured iterations");
   const int total_iterations = measured_end + (turns ? 1 : 0);
   for (int r = 0; r < world; ++r) {
     if (!fold.simulated(r)) continue;

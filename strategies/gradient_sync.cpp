@@ -113,7 +113,7 @@ void ShardedAdam::step(Runtime& rt, const std::string& owner, const std::vector<
     args.lr = training.lr;
     args.weight_decay = training.weight_decay;
     args.grad_scale = grad_scale;
-    args.step = iteration + 1;
+    args.step = static_cast<std::int64_t>(iteration) + 1;  // iteration may be INT_MAX
     ops::adamw(rt, owner + ".p" + std::to_string(j) + ".adamw", params[j], grads[j], states[j], args);
   }
 }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "common/checked_math.hpp"
+
 namespace tandem {
 
 Bytes dtype_bytes(DType dtype) {
@@ -46,7 +48,7 @@ const char* to_string(MemCategory category) {
 
 std::int64_t Tensor::numel() const {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) n = checked_mul(n, d, "a tensor's element count");
   return n;
 }
 

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <thread>
 
+#include "common/checked_math.hpp"
 #include "common/input_error.hpp"
 #include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/cpu_device.hpp"
@@ -199,7 +200,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   const int world = strategy.world_size();
   if (world < 1) throw std::invalid_argument("run_cpu: empty strategy");
   if (o.checkpoint_every < 0) throw std::invalid_argument("run_cpu: negative checkpoint interval");
-  const int total_iterations = o.warmup_iterations + o.iterations;
+  const int total_iterations = checked_add(o.warmup_iterations, o.iterations, "run_cpu: warm-up + measured iterations");
   Checkpoint resume;
   int first_iteration = 0;
   if (!o.resume_path.empty()) {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "common/checked_math.hpp"
 #include "strategies/models/layer_base.hpp"
 #include "strategies/ops.hpp"
 
@@ -144,12 +145,14 @@ void validate(const MlpConfig& cfg) {
 }
 
 std::int64_t parameter_count(const MlpConfig& cfg) {
+  const I64 b = cfg.bias ? 1 : 0;
+  const std::string what = "mlp '" + cfg.name + "': parameters";
   I64 p = 0, in = cfg.input_size;
   for (auto h : cfg.hidden_sizes) {
-    p += in * h + (cfg.bias ? h : 0);
+    p = checked_add(p, checked_sum_of_products({{in, h}, {b, h}}, what), what);
     in = h;
   }
-  return p + in * cfg.output_size + (cfg.bias ? cfg.output_size : 0);
+  return checked_add(p, checked_sum_of_products({{in, cfg.output_size}, {b, cfg.output_size}}, what), what);
 }
 
 Flops model_flops_per_sample(const MlpConfig& cfg) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/checked_math.hpp"
 #include "strategies/models/layer_base.hpp"
 #include "strategies/ops.hpp"
 
@@ -30,13 +31,16 @@ I64 ceil_div(I64 a, I64 b) { return (a + b - 1) / b; }
 double d(I64 v) { return static_cast<double>(v); }
 
 I64 norm_params(const TransformerConfig& cfg) {
-  return cfg.norm == NormType::layernorm ? 2 * cfg.hidden_size : cfg.hidden_size;
+  return checked_mul<I64>(cfg.norm == NormType::layernorm ? 2 : 1, cfg.hidden_size,
+                          "transformer '" + cfg.name + "': norm parameters");
 }
 I64 mlp_mult(const TransformerConfig& cfg) {
   return cfg.activation == ActivationType::swiglu ? 2 : 1;
 }
 I64 qkv_width(const TransformerConfig& cfg) {
-  return (cfg.num_attention_heads + 2 * cfg.query_groups()) * cfg.head_dim();
+  const I64 d = cfg.head_dim();
+  return checked_sum_of_products({{cfg.num_attention_heads, d}, {2, cfg.query_groups(), d}},
+                                 "transformer '" + cfg.name + "': qkv width");
 }
 
 // Per-rank dimensions of one micro-batch.
@@ -970,28 +974,28 @@ void validate(const TransformerConfig& cfg) {
 }
 
 std::int64_t embedding_parameter_count(const TransformerConfig& cfg) {
-  I64 p = cfg.vocab_size * cfg.hidden_size;
-  if (cfg.position == PositionEmbeddingType::learned)
-    p += cfg.max_positions() * cfg.hidden_size;
-  return p;
+  const I64 positions = cfg.position == PositionEmbeddingType::learned ? cfg.max_positions() : 0;
+  return checked_sum_of_products({{cfg.vocab_size, cfg.hidden_size}, {positions, cfg.hidden_size}},
+                                 "transformer '" + cfg.name + "': embedding parameters (vocab_size x hidden_size)");
 }
 
 std::int64_t block_parameter_count(const TransformerConfig& cfg) {
-  const I64 h = cfg.hidden_size, f = cfg.ffn_size(), m = mlp_mult(cfg);
-  const I64 q = qkv_width(cfg), ad = cfg.num_attention_heads * cfg.head_dim();
-  I64 p = 2 * norm_params(cfg);
-  p += h * q + ad * h + h * f * m + f * h;
-  if (cfg.bias) p += q + h + f * m + h;
-  return p;
+  const I64 h = cfg.hidden_size, f = cfg.ffn_size(), m = mlp_mult(cfg), b = cfg.bias ? 1 : 0;
+  const I64 q = qkv_width(cfg), a = cfg.num_attention_heads, d = cfg.head_dim();
+  return checked_sum_of_products({{2, norm_params(cfg)}, {h, q}, {a, d, h}, {h, f, m}, {f, h},  // weights
+                                  {b, q}, {b, h}, {b, f, m}, {b, h}},                           // biases
+                                 "transformer '" + cfg.name + "': parameters per block");
 }
 
 std::int64_t head_parameter_count(const TransformerConfig& cfg) {
-  return norm_params(cfg) + (cfg.tied_embeddings ? 0 : cfg.vocab_size * cfg.hidden_size);
+  return checked_sum_of_products({{norm_params(cfg)}, {cfg.tied_embeddings ? 0 : cfg.vocab_size, cfg.hidden_size}},
+                                 "transformer '" + cfg.name + "': head parameters (vocab_size x hidden_size)");
 }
 
 std::int64_t parameter_count(const TransformerConfig& cfg) {
-  return embedding_parameter_count(cfg) + cfg.num_layers * block_parameter_count(cfg) +
-         head_parameter_count(cfg);
+  return checked_sum_of_products(
+      {{embedding_parameter_count(cfg)}, {cfg.num_layers, block_parameter_count(cfg)}, {head_parameter_count(cfg)}},
+      "transformer '" + cfg.name + "': parameters (num_layers x parameters per block)");
 }
 
 std::int64_t flops_parameter_count(const TransformerConfig& cfg) {

@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checked_math.hpp"
 #include "strategies/model.hpp"
 
 namespace tandem {
@@ -82,7 +83,9 @@ struct TransformerConfig {
   std::int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
   }
-  std::int64_t ffn_size() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
+  std::int64_t ffn_size() const {
+    return ffn_hidden_size > 0 ? ffn_hidden_size : checked_mul<std::int64_t>(4, hidden_size, "ffn size (4 x hidden_size)");
+  }
   std::int64_t max_positions() const {
     return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
   }
