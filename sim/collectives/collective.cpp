@@ -233,10 +233,16 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
   // The phases' group-wide latency scan (O(n)) only serves the aggregated closed form.
   const bool phase_latency = fidelity == CollectiveFidelity::aggregated && !modeled;
   Schedule schedule = build_schedule(call, chosen, shape, topology, phase_latency);
-  if (const std::optional<WireModel> wire = nccl_wire_model(call, chosen, shape))
-    apply_wire_model(schedule, call.ranks[call.me], *wire, topology);
+  const std::optional<WireModel> wire = nccl_wire_model(call, chosen, shape);
+  if (wire) apply_wire_model(schedule, call.ranks[call.me], *wire, topology);
+  const double start = simgrid::s4u::Engine::get_clock();
   execute(schedule, fidelity, call.ranks[call.me], p2p, call.channel, topology,
           modeled ? &(*modeled)[call.me] : nullptr);
+  // NCCL's time is the floor: the ring's and NVLS's flows reproduce it when alone, but the tree
+  // and hierarchical schedules are not NCCL's own and may run ahead of it; other traffic still
+  // makes any of them later.
+  if (wire && start + wire->estimate.seconds > simgrid::s4u::Engine::get_clock())
+    simgrid::s4u::this_actor::sleep_until(start + wire->estimate.seconds);
 }
 
 }  // namespace tandem::sim

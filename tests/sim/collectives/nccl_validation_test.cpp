@@ -65,6 +65,30 @@ TEST(NcclValidation, FlowsOnTheModeledLinksReproduceTheModelsBusBandwidth) {
   EXPECT_NEAR(simulated_s / model.seconds, 1.0, 0.01);
 }
 
+// Simulated seconds of one collective among the first `ranks` devices, in a child process.
+double simulated_seconds(const Cluster& cluster, OpKind kind, Bytes bytes, int ranks) {
+  const auto result = sim_test::run_in_child([&] {
+    std::ostringstream out;
+    out.precision(17);
+    out << benchmark_collective(cluster, kind, bytes, ranks).seconds;
+    return out.str();
+  });
+  if (!result.ok) throw std::runtime_error(result.describe());
+  return std::stod(result.output);
+}
+
+TEST(NcclValidation, SmallAndMidSizedCollectivesAsFlowsTakeNcclsTimeWhenAlone) {
+  // 4 KB on 8 H100 (ring/LL, latency-bound) and 1 MB over 8 DGX A100 (NCCL's tree): the flows,
+  // alone on the links, take what the NCCL model says.
+  const Cluster h100 = find_cluster("dgx-h100");
+  const Cluster a100 = find_cluster("dgx-a100");
+  const nccl::Estimate small = nccl::predict(OpKind::all_reduce, 4096, *nccl_fabric(h100.groups[0]), {8, 1});
+  EXPECT_NEAR(simulated_seconds(h100, OpKind::all_reduce, 4096, 8) / small.seconds, 1.0, 0.02);
+  const nccl::Estimate tree = nccl::predict(OpKind::all_reduce, 1e6, *nccl_fabric(a100.groups[0]), {64, 8});
+  EXPECT_EQ(tree.algorithm, nccl::Algorithm::tree);
+  EXPECT_NEAR(simulated_seconds(a100, OpKind::all_reduce, 1e6, 64) / tree.seconds, 1.0, 0.02);
+}
+
 TEST(NcclValidation, ClustersWithoutAnNvlinkGenerationKeepTheLinksAsAchievable) {
   Cluster dgx = find_cluster("dgx-h100");
   dgx.groups[0].nvlink_generation = 0;
