@@ -31,6 +31,7 @@ struct Registry {
 // fresh one (the parent's was locked by the forking thread, and its entries are the parent's).
 Registry* g_registry = new Registry;
 bool g_watching = false;  // install() ran in this process (or its parent command)
+bool g_announce = true;   // a command's child stays silent: its parent says the one line
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr auto kCommandGrace = std::chrono::seconds(5);
@@ -102,7 +103,7 @@ void stop_children(std::vector<std::pair<pid_t, ChildRole>> children) {
   stop_children(r.children);
   for (const std::string& file : r.files) ::unlink(file.c_str());
   const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "signal";
-  write_stderr(std::string("tandem: interrupted (") + name + ")\n");
+  if (g_announce) write_stderr(std::string("tandem: interrupted (") + name + ")\n");
   ::_exit(128 + signal);
 }
 
@@ -175,7 +176,10 @@ pid_t fork_registered(ChildRole role) {
     // A child must not outlive its parent: a killed search would leave its workers simulating.
     ::prctl(PR_SET_PDEATHSIG, role == ChildRole::worker ? SIGKILL : SIGTERM);
     if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
-    if (role == ChildRole::command && g_watching) start_watcher();
+    if (role == ChildRole::command && g_watching) {
+      g_announce = false;
+      start_watcher();
+    }
     return 0;
   }
   const int saved = errno;

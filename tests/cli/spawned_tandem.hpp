@@ -1,0 +1,129 @@
+// The real `tandem` binary started in the background, for tests that signal it mid-work: its
+// standard output and error go to files, its child processes can be listed, and waiting for it
+// has a generous limit (a slow, shared machine) after which it is killed and the test fails.
+#pragma once
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli/cli_test_support.hpp"
+
+namespace tandem::cli_test {
+
+class SpawnedTandem {
+ public:
+  SpawnedTandem(const std::vector<std::string>& args, const std::filesystem::path& log_dir)
+      : out_path_(log_dir / "stdout.txt"), err_path_(log_dir / "stderr.txt") {
+    const std::string binary = tandem_binary();
+    std::vector<std::string> argv_text{binary};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::freopen(out_path_.c_str(), "w", stdout);
+      std::freopen(err_path_.c_str(), "w", stderr);
+      std::vector<char*> argv;
+      for (std::string& a : argv_text) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~SpawnedTandem() {
+    if (!status_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  void signal(int sig) const { ::kill(pid_, sig); }
+
+  // The processes whose parent is this tandem (from /proc).
+  std::vector<pid_t> children() const {
+    std::vector<pid_t> out;
+    DIR* proc = ::opendir("/proc");
+    while (const dirent* e = proc ? ::readdir(proc) : nullptr) {
+      const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (pid > 0 && parent_of(pid) == pid_) out.push_back(pid);
+    }
+    if (proc) ::closedir(proc);
+    return out;
+  }
+
+  // Polls `ready` until true or the process ends; false if it ended (or the limit passed) first.
+  bool wait_until(const std::function<bool()>& ready, std::chrono::seconds limit = std::chrono::seconds(180)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (ready()) return true;
+      if (ended()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // Raw wait status; -1 if it had to be killed after `limit`.
+  int wait(std::chrono::seconds limit = std::chrono::seconds(180)) {
+    if (!wait_until([] { return false; }, limit) && !status_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      status_ = -1;
+    }
+    return *status_;
+  }
+
+  std::string err() const { return read(err_path_); }
+  std::string out() const { return read(out_path_); }
+
+  // Tandem has taken the stop signals over (they are blocked in its main thread, and a signal
+  // is now handled by its watcher instead of the default action).
+  bool took_signals_over() const {
+    std::istringstream status(read("/proc/" + std::to_string(pid_) + "/status"));
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1)) & 1;
+    return false;
+  }
+
+  static bool alive(pid_t pid) { return std::filesystem::exists("/proc/" + std::to_string(pid)); }
+
+ private:
+  bool ended() {
+    if (status_) return true;
+    int raw = 0;
+    if (::waitpid(pid_, &raw, WNOHANG) == pid_) status_ = raw;
+    return status_.has_value();
+  }
+  static pid_t parent_of(pid_t pid) {
+    const std::string stat = read("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    pid_t parent = -1;
+    rest >> state >> parent;
+    return parent;
+  }
+  static std::string read(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  std::filesystem::path out_path_, err_path_;
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+}  // namespace tandem::cli_test

@@ -1,0 +1,51 @@
+// Every input that once broke a reader under fuzzing (fuzz/regressions/<reader>/<name>) is now
+// refused cleanly: an InputError naming the file (exit 2 at the command line), or a
+// StrategyError, and nothing else: no crash, no other exception (a raw message with exit 1).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "common/input_error.hpp"
+#include "fuzz/readers.hpp"
+#include "platforms/cluster.hpp"
+#include "strategies/strategy.hpp"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Reader {
+  const char* name;
+  std::function<void(const std::string&)> read;
+};
+
+const Reader kReaders[] = {{"scenario", fuzz::read_scenario}, {"search", fuzz::read_search},
+                           {"cluster", fuzz::read_cluster},   {"device", fuzz::read_device},
+                           {"trace", fuzz::read_trace},       {"checkpoint", fuzz::read_checkpoint}};
+
+TEST(FuzzRegression, EveryInputOnceFoundIsRefusedCleanly) {
+  int replayed = 0;
+  for (const Reader& reader : kReaders) {
+    const fs::path dir = fs::path(bundled_dir("fuzz/regressions")) / reader.name;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string path = entry.path().string();
+      SCOPED_TRACE(std::string(reader.name) + " reader, " + path);
+      ++replayed;
+      try {
+        reader.read(path);
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << "the error names the file: " << e.what();
+      } catch (const StrategyError&) {
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "not an input error: " << e.what();
+      }
+    }
+  }
+  RecordProperty("replayed", replayed);
+}
+
+}  // namespace
+}  // namespace tandem
