@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reads the GPU check's results folder (tests/gpu/check.sh) and prints the numbers side by side:
 GPU test verdicts, GEMM throughput vs cuBLAS, training throughput and MFU vs PyTorch eager,
-calibration fractions of peak, and the simulator's predicted vs the measured iteration time."""
+calibration fractions of peak, the fitted GPU profile, and the simulator's predicted vs the
+measured iteration time."""
 import json, os, sys, xml.etree.ElementTree as ET
 
 out = sys.argv[1]
@@ -50,6 +51,14 @@ print("== calibration sweeps")
 for b in bench_rows("calibration-bench.json"):
     val = b.get("tflops", b.get("gb_per_s"))
     print(f"  {b['name']:<50} {val:9.1f}  fraction of peak {b['fraction_of_peak']:.3f}")
+
+print("== calibrate --backend cuda (fitted curves, launch overhead, NCCL fits)")
+try:
+    with open(os.path.join(out, "calibrate-cuda.out")) as f:
+        lines = [l.rstrip() for l in f if not l.startswith("  ")]  # progress lines are indented
+    print("\n".join("  " + l for l in lines) if lines else "  (no output)")
+except OSError:
+    print("  no calibrate-cuda.out")
 
 print("== simulate vs run (gpt2-124m-h200)")
 run, sim = load("run-124m.json"), load("simulate-124m.json")
