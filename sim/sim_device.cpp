@@ -97,8 +97,9 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
                                 kernel_start(std::max(issued, last_compute_start_s_), end), end));
     return Handle{};
   }
-  const Seconds start = s4u::Engine::get_clock() + pending_compute_s_;
+  const Seconds start = host_time();
   pending_compute_s_ += duration;
+  busy_s_ += duration;
   if (context_.options.record_trace)
     add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, kernel_start(start, start + duration),
                               start + duration));
@@ -117,8 +118,17 @@ void SimDevice::flush_compute() {
     s4u::this_actor::exec_init(seconds * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
     return;
   }
-  s4u::this_actor::execute(seconds * kSimHostSpeedFlopsPerS);
-  retire_priced();
+  // A device runs one kernel at a time and nothing else computes on its host, so an execution
+  // would take exactly `seconds`: a sleep does, without the CPU model's sharing computations.
+  // Its energy is counted from the busy time (energy_j).
+  s4u::this_actor::sleep_for(seconds);
+  retire_priced(s4u::Engine::get_clock());
+}
+
+Joules SimDevice::energy_j(Seconds end_s) const {
+  // The device draws busy power while its compute stream runs, idle power otherwise (the
+  // profile's two states, as the energy plugin would integrate them for this host's executions).
+  return device_.idle_power_w * end_s + (device_.busy_power_w - device_.idle_power_w) * busy_s_;
 }
 
 // The kernel starts once the backend has dispatched it (launch overhead): the trace shows the
@@ -161,10 +171,10 @@ void SimDevice::leave_cores() {
 // ---------------------------------------------------------------- communication
 
 Handle SimDevice::communicate(CommOp op, const Issue& issue) {
-  // The op may only start after the compute issued before it: run that first, unless the op is
-  // priced on issue (price_on_issue), which starts it after the pending compute without running it.
-  if (!may_price_on_issue(op, issue)) flush_compute();
   ++comm_ops_;
+  // A folded tensor group's collective of known duration: no actor, no channel (price_on_issue).
+  if (price_on_issue(op, issue)) return Handle{static_cast<std::int64_t>(ops_.size()) - 1};
+  flush_compute();  // the op may only start after the compute issued before it
   PendingComm pending;
   pending.after = issue.after;
   pending.stream = issue.stream;
@@ -212,7 +222,6 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   }
 
   StreamQueue& queue = streams_[static_cast<int>(issue.stream)];
-  if (price_on_issue(pending, queue)) return Handle{handle};
   queue.last_handle = handle;
   queue.queue.push_back(std::move(pending));
   if (!queue.started) {
@@ -393,48 +402,58 @@ bool SimDevice::may_price_on_issue(const CommOp& op, const Issue& issue) const {
   return true;
 }
 
-bool SimDevice::price_on_issue(const PendingComm& pending, StreamQueue& queue) {
-  if (!may_price_on_issue(pending.op, Issue{pending.stream, pending.after})) return false;
-  const Seconds start = std::max(s4u::Engine::get_clock() + pending_compute_s_, queue.busy_until_s);
-  // Alone on the group's links: after every other priced collective of the group.
-  if (start < tensor_busy_until_s_) return false;
-  const CommOp& op = pending.op;
+bool SimDevice::price_on_issue(const CommOp& op, const Issue& issue) {
+  if (!may_price_on_issue(op, issue)) return false;
+  StreamQueue& queue = streams_[static_cast<int>(issue.stream)];
+  // It starts when the host's timeline reaches it (after the pending compute) and its stream and
+  // the group's links are free.
+  const Seconds start = std::max(host_time(), queue.busy_until_s);
+  if (start < tensor_busy_until_s_) return false;  // alone on the group's links, or as flows
   const Seconds* seconds =
       context_.tensor_collectives.find(tensor_memo_key(op.kind, op.bytes, choice_for(op).algorithm));
-  if (seconds == nullptr) {  // not priced yet: it runs as flows (and is remembered)
-    flush_compute();
-    return false;
-  }
-  OpState& state = ops_[pending.handle];
+  if (seconds == nullptr) return false;  // not priced yet: it runs as flows (and is remembered)
+  const auto handle = static_cast<std::int64_t>(ops_.size());
+  ops_.emplace_back();
+  OpState& state = ops_.back();
   state.priced = true;
   state.arrived = true;
   state.start_s = state.effective_start_s = start;
   state.end_s = start + *seconds;
   queue.busy_until_s = tensor_busy_until_s_ = state.end_s;
-  queue.last_handle = pending.handle;
-  priced_.push_back(pending.handle);
+  queue.last_handle = handle;
+  priced_.push_back(handle);
   if (measuring()) totals_.comm_busy_s += state.end_s - state.start_s;
+  // What the stream would have completed by now (the host used to run its compute first).
+  retire_priced(host_time());
   return true;
 }
 
 void SimDevice::finish_priced(std::int64_t handle) {
-  OpState& state = ops_[handle];
+  const OpState& state = ops_[handle];
   if (state.done) return;
   if (s4u::Engine::get_clock() < state.end_s) s4u::this_actor::sleep_until(state.end_s);
-  retire_priced();
+  retire_priced(s4u::Engine::get_clock());
 }
 
-void SimDevice::retire_priced() {
-  // In issue order, as their stream would complete them.
-  const Seconds now = s4u::Engine::get_clock();
+void SimDevice::wait_priced(std::int64_t handle) {
+  // The host's timeline waits for the op's end (nothing runs meanwhile: the wait is idle time).
+  const OpState& state = ops_[handle];
+  if (!state.done && host_time() < state.end_s) pending_compute_s_ += state.end_s - host_time();
+  retire_priced(host_time());
+}
+
+void SimDevice::retire_priced(Seconds now) {
+  // In issue order, as their stream would complete them (their ends are in that order).
+  bool retired = false;
   while (!priced_.empty() && ops_[priced_.front()].end_s <= now) {
     OpState& state = ops_[priced_.front()];
     priced_.pop_front();
     state.done = true;
     for (int id : state.release_on_completion) memory_.release(id);
     state.release_on_completion.clear();
+    retired = true;
   }
-  op_done_->notify_all();
+  if (retired) op_done_->notify_all();
 }
 
 void SimulationContext::Arrivals::arrive(int rank) {
@@ -478,12 +497,18 @@ s4u::CommPtr SimDevice::recv_async(int src_rank, Bytes bytes, const std::string&
 // ---------------------------------------------------------------- waiting
 
 void SimDevice::block_on(std::int64_t handle) {
+  if (handle >= 0 && ops_[handle].priced) {
+    // On the host's own timeline, ahead of the clock: no synchronisation with other actors.
+    const Seconds t0 = host_time();
+    wait_priced(handle);
+    const OpState& s = ops_[handle];
+    if (measuring()) totals_.exposed_comm_s += overlap(t0, host_time(), s.effective_start_s, s.end_s);
+    return;
+  }
   flush_compute();
   if (handle < 0) return;
   const Seconds t0 = s4u::Engine::get_clock();
-  if (ops_[handle].priced) {
-    finish_priced(handle);
-  } else if (!ops_[handle].done) {
+  if (!ops_[handle].done) {
     wait_off_core(ops_[handle], [&] {
       std::unique_lock<s4u::Mutex> lock(*mutex_);
       while (!ops_[handle].done) op_done_->wait(lock);

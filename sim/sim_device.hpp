@@ -106,6 +106,9 @@ class SimDevice final : public Runtime, public PointToPoint {
   // The rank's program is over: its shared core (if any) goes to the next rank.
   void leave_cores();
   std::size_t compute_executions() const { return compute_executions_; }
+  // Energy over the run, which ended at `end_s`, of a device with its own host (no shared cores).
+  Joules energy_j(Seconds end_s) const;
+  bool shares_cores() const { return compute_host_ != nullptr; }
   std::size_t compute_ops() const { return compute_ops_; }
   std::size_t comm_ops() const { return comm_ops_; }
 
@@ -164,9 +167,12 @@ class SimDevice final : public Runtime, public PointToPoint {
   // next waits (finish_priced) or time passes its end (retire_priced). Exact: the stream's actor
   // would start it at the same moment and sleep the same time.
   bool may_price_on_issue(const CommOp& op, const Issue& issue) const;
-  bool price_on_issue(const PendingComm& pending, StreamQueue& queue);
-  void finish_priced(std::int64_t handle);  // waits for its end
-  void retire_priced();                     // completes those whose end has passed
+  bool price_on_issue(const CommOp& op, const Issue& issue);  // true: issued as the last op
+  void finish_priced(std::int64_t handle);  // a stream's actor waits for its end
+  void wait_priced(std::int64_t handle);    // the host's timeline waits for its end
+  void retire_priced(Seconds now);          // completes those whose end has passed
+  // Where the host's timeline is: the clock plus what it has issued and not yet run.
+  Seconds host_time() const { return simgrid::s4u::Engine::get_clock() + pending_compute_s_; }
   TensorCollectiveMemo::Key tensor_memo_key(OpKind kind, Bytes bytes, CollectiveAlgorithm algorithm) const;
   // Whether `op` is a collective of this rank's folded tensor group (tensor_folding.hpp).
   bool in_folded_tensor_group(const CommOp& op) const;
@@ -192,7 +198,8 @@ class SimDevice final : public Runtime, public PointToPoint {
   MemoryLedger memory_;
   int next_tensor_id_ = 0;
 
-  Seconds pending_compute_s_ = 0;  // fused block not yet executed
+  Seconds pending_compute_s_ = 0;  // fused block (and priced waits) not yet run
+  Seconds busy_s_ = 0;             // compute stream busy over the whole run (energy)
   Seconds last_compute_start_s_ = 0;  // when the last executed block started (after taking a core)
   std::deque<OpState> ops_;  // by handle id; a deque keeps references stable as ops are added
   std::array<StreamQueue, kStreamCount> streams_;

@@ -202,7 +202,8 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
     rr.peak_memory_bytes = dev.memory().peak();
     rr.memory_at_peak = dev.memory().at_peak();
     rr.out_of_memory = rr.peak_memory_bytes > cluster.device_of(r).memory_capacity_bytes;
-    rr.energy_j = sg_host_get_consumed_energy(context.hosts[fold.mirror_of[r]]);
+    rr.energy_j = dev.shares_cores() ? sg_host_get_consumed_energy(context.hosts[fold.mirror_of[r]])
+                                     : dev.energy_j(s4u::Engine::get_clock());
     energy += rr.energy_j;
     result.ranks.push_back(rr);
     if (!fold.simulated(r)) continue;
