@@ -240,8 +240,8 @@ void run_collective(const CollectiveCall& call, CollectiveAlgorithm algorithm, C
           modeled ? &(*modeled)[call.me] : nullptr);
   // NCCL's time is the floor: the ring's and NVLS's flows reproduce it when alone, but the tree
   // and hierarchical schedules are not NCCL's own and may run ahead of it; other traffic still
-  // makes any of them later.
-  if (wire && start + wire->estimate.seconds > simgrid::s4u::Engine::get_clock())
+  // makes any of them later. (All-to-all is point-to-point in NCCL, outside its tuner.)
+  if (wire && call.kind != OpKind::all_to_all && start + wire->estimate.seconds > simgrid::s4u::Engine::get_clock())
     simgrid::s4u::this_actor::sleep_until(start + wire->estimate.seconds);
 }
 

@@ -47,6 +47,7 @@ struct Fabric {
   BytesPerSecond intra_bytes_per_s() const;
   // NCCL's achievable rate of one NIC (the fastest inter-node channel speed it fits).
   BytesPerSecond nic_achievable_bytes_per_s() const;
+  bool operator==(const Fabric&) const = default;
 };
 
 // Where the group's members sit: `ranks` members over `nodes` nodes, the same number on each.

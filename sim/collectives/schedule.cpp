@@ -345,9 +345,16 @@ GroupShape analyze_group(const std::vector<int>& ranks, const TopologyView& topo
     shape.members[it->second].push_back(i);
   }
   if (topology.nccl_fabric_of && !ranks.empty()) {
-    bool all = true;
-    for (int r : ranks) all = all && topology.nccl_fabric_of(r) != nullptr;
-    if (all) shape.nccl = *topology.nccl_fabric_of(ranks.front());
+    // One NCCL view for the group, or none: members on different fabrics (a mixed cluster's
+    // H100 and A100 nodes) keep the links' own figures.
+    const nccl::Fabric* first = topology.nccl_fabric_of(ranks.front());
+    bool alike = first != nullptr;
+    for (int r : ranks) {
+      if (!alike) break;
+      const nccl::Fabric* f = topology.nccl_fabric_of(r);
+      alike = f == first || (f != nullptr && *f == *first);
+    }
+    if (alike) shape.nccl = *first;
   }
   shape.regular = !shape.members.empty();
   for (const auto& m : shape.members) shape.regular = shape.regular && m.size() == shape.members[0].size();

@@ -112,6 +112,15 @@ TEST(NcclValidation, PipelineSendRecvFlowsCarryNcclsAchievableRate) {
   EXPECT_NEAR(point_to_point_wire_bytes(view, 0, 1, 1e9), 1e9 * 300.0 / 240.0, 1e3);
 }
 
+TEST(NcclValidation, AGroupOverDifferentFabricsHasNoNcclModel) {
+  // mixed: ranks 0-63 on DGX H100 nodes, 64-127 on DGX A100 nodes.
+  const Cluster mixed = find_cluster("mixed");
+  TopologyView view = topology_view(mixed);
+  view.nccl_fabric_of = nccl_fabric_lookup(mixed);
+  EXPECT_TRUE(nccl_estimate(OpKind::all_reduce, 1e9, {0, 8}, view).has_value());
+  EXPECT_FALSE(nccl_estimate(OpKind::all_reduce, 1e9, {0, 64}, view).has_value());
+}
+
 TEST(NcclValidation, AnalyticEstimateWithoutFlowsForAGroupInOneNode) {
   const Cluster dgx = find_cluster("dgx-h100");
   TopologyView view = topology_view(dgx);
