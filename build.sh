@@ -13,6 +13,7 @@ shift || true
 packages=(build-essential cmake ninja-build pkg-config git
           libsimgrid-dev libboost-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+          libgoogle-perftools-dev  # tcmalloc: large simulations allocate millions of small objects
           libopenmpi-dev openmpi-bin  # MPI: tandem search --mpi, multi-process CUDA runs
           chromium)  # chromium: the report test renders the HTML report headless
 missing=()

@@ -70,7 +70,9 @@ void SimDevice::reacquire(const Tensor& tensor, MemCategory category) {
 
 void SimDevice::release_after(const Tensor& tensor, Handle handle) {
   if (!handle.valid() || ops_[handle.id].done) return release(tensor);
-  ops_[handle.id].release_on_completion.push_back(tensor.id);
+  OpState& op = ops_[handle.id];
+  if (!op.priced && op.release_on_completion.empty()) ++releasing_in_flight_;
+  op.release_on_completion.push_back(tensor.id);
 }
 
 // ---------------------------------------------------------------- compute
@@ -215,6 +217,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     OpState& state = ops_[handle];
     const Seconds t0 = s4u::Engine::get_clock();
     wait_off_core(state, [&] { run_comm(pending, state); });
+    retire_priced(s4u::Engine::get_clock());
     // Blocked while data moved: exposed; the rest (peers not there yet) is idle, counted as the
     // remainder of the window at the end.
     if (measuring()) totals_.exposed_comm_s += overlap(t0, state.end_s, state.effective_start_s, state.end_s);
@@ -353,6 +356,7 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   state.effective_start_s = std::min(state.end_s, std::max(state.start_s, it->second.last_arrival_s));
   if (++it->second.departed == pending.members) context_.rendezvous.erase(it);
   state.done = true;
+  if (!state.release_on_completion.empty()) --releasing_in_flight_;
   for (int id : state.release_on_completion) memory_.release(id);
   state.release_on_completion.clear();
 
@@ -405,6 +409,9 @@ bool SimDevice::may_price_on_issue(const CommOp& op, const Issue& issue) const {
 bool SimDevice::price_on_issue(const CommOp& op, const Issue& issue) {
   if (!may_price_on_issue(op, issue)) return false;
   StreamQueue& queue = streams_[static_cast<int>(issue.stream)];
+  // An op in flight will free memory when it completes, at a time only its actor knows: run the
+  // pending compute first, as the stream form does, so that it frees before what is issued next.
+  if (releasing_in_flight_ > 0) flush_compute();
   // It starts when the host's timeline reaches it (after the pending compute) and its stream and
   // the group's links are free.
   const Seconds start = std::max(host_time(), queue.busy_until_s);
@@ -436,6 +443,11 @@ void SimDevice::finish_priced(std::int64_t handle) {
 }
 
 void SimDevice::wait_priced(std::int64_t handle) {
+  if (releasing_in_flight_ > 0) {  // as in price_on_issue: wait for real, others may free meanwhile
+    flush_compute();
+    finish_priced(handle);
+    return;
+  }
   // The host's timeline waits for the op's end (nothing runs meanwhile: the wait is idle time).
   const OpState& state = ops_[handle];
   if (!state.done && host_time() < state.end_s) pending_compute_s_ += state.end_s - host_time();
@@ -515,6 +527,9 @@ void SimDevice::block_on(std::int64_t handle) {
     });
   }
   const Seconds t1 = s4u::Engine::get_clock();
+  // Ops priced on issue that ended while the host was blocked are complete before it goes on
+  // (their stream's actor would have completed them meanwhile).
+  retire_priced(t1);
   if (measuring()) {
     const OpState& s = ops_[handle];
     // Blocked while the data moved: exposed communication; blocked before the last peer

@@ -212,6 +212,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   int tensor_in_flight_ = 0;              // this group's collectives running (folded tensor groups)
   Seconds tensor_busy_until_s_ = 0;       // end of its last collective priced on issue
   std::deque<std::int64_t> priced_;       // ops priced on issue, not yet complete, in issue order
+  int releasing_in_flight_ = 0;           // ops run by a stream's actor that free memory when done
   std::int64_t tensor_started_ = 0;      // and started so far
 
   int iteration_ = -1;

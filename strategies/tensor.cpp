@@ -46,6 +46,12 @@ const char* to_string(MemCategory category) {
   return "?";
 }
 
+void Shape::push_back(std::int64_t d) {
+  if (size_ == kMaxDims)
+    throw std::logic_error("a tensor of more than " + std::to_string(kMaxDims) + " dimensions");
+  dims_[size_++] = d;
+}
+
 std::int64_t Tensor::numel() const {
   std::int64_t n = 1;
   for (auto d : shape) n = checked_mul(n, d, "a tensor's element count");
