@@ -11,8 +11,8 @@
 #include "analysis/calibration/profile_yaml.hpp"
 #include "analysis/calibration/provenance.hpp"
 #include "analysis/format.hpp"
-#include "analysis/trace.hpp"  // write_file_atomically
 #include "common/input_error.hpp"
+#include "common/output_set.hpp"
 #include "exec/cuda/calibration/cuda_microbenchmarks.hpp"
 #include "exec/cuda/cuda_run.hpp"
 
@@ -59,10 +59,9 @@ int run_calibrate_cuda(const CalibrateOptions& o) {
   const std::string stem = fs::path(base.file).stem().string() + "-calibrated";
   const std::string device_out = o.device_out.empty() ? stem + ".yaml" : o.device_out;
   const std::string cluster_out = o.cluster_out.empty() ? stem + "-cluster.yaml" : o.cluster_out;
-  for (const std::string& out : {device_out, cluster_out}) {
-    const fs::path parent = fs::absolute(fs::path(out)).parent_path();
-    if (!fs::is_directory(parent)) throw InputError(out, 0, "output", "no such directory: " + parent.string());
-  }
+  OutputSet outputs;  // the profile and its cluster, written together once calibration succeeded
+  OutputSet::check_writable(device_out, "--output");
+  OutputSet::check_writable(cluster_out, "--cluster-out");
 
   calibration::CalibrationOptions options;
   options.quick = o.quick;
@@ -81,18 +80,19 @@ int run_calibrate_cuda(const CalibrateOptions& o) {
                              "` on " + profile.calibrated.machine + " (" + bench.accelerator() + "), " +
                              profile.calibrated.date + ".\n# Peaks, capacity and power are those of '" + base.name +
                              "'; curves and launch overhead measured.\n";
-  write_file_atomically(device_out, header + calibration::device_profile_yaml(profile, bench.accelerator() + ", calibrated"));
-  std::cout << "profile     " << device_out << "\n";
-  if (devices >= 2 && result.intra_link.bandwidth_bytes_per_s > 0) {
+  outputs.stage(device_out, header + calibration::device_profile_yaml(profile, bench.accelerator() + ", calibrated"));
+  const bool with_cluster = devices >= 2 && result.intra_link.bandwidth_bytes_per_s > 0;
+  if (with_cluster) {
     const fs::path cluster_dir = fs::absolute(fs::path(cluster_out)).parent_path();
     std::string device = fs::relative(fs::absolute(device_out), cluster_dir).string();
     if (device.find('/') == std::string::npos) device = "./" + device;
-    write_file_atomically(cluster_out, "# Calibrated with " + fs::path(device_out).filename().string() +
-                                           " (see its header).\n" +
-                                           gpu_cluster_yaml(fs::path(cluster_out).stem().string(), device, devices,
-                                                            result.intra_link));
-    std::cout << "cluster     " << cluster_out << "\n";
+    outputs.stage(cluster_out, "# Calibrated with " + fs::path(device_out).filename().string() + " (see its header).\n" +
+                                   gpu_cluster_yaml(fs::path(cluster_out).stem().string(), device, devices,
+                                                    result.intra_link));
   }
+  outputs.commit();
+  std::cout << "profile     " << device_out << "\n";
+  if (with_cluster) std::cout << "cluster     " << cluster_out << "\n";
   return 0;
 }
 
