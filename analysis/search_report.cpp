@@ -116,6 +116,7 @@ std::string search_report_text(const search::SearchResult& r, const SearchReport
       << " simulated, " << r.pruned_by_bound << " ruled out by the lower bound (coverage "
       << fmt("%.1f%%", 100 * r.coverage()) << ")\n";
   for (const auto& [reason, count] : r.dropped) out << "  dropped   " << count << "  " << reason << "\n";
+  for (const auto& profile : ctx.profiles) out << "profile     " << profile << "\n";
   out << "\ntop " << r.ranked.size() << " by " << to_string(r.objective) << ":\n";
   int rank = 1;
   for (const search::Scored& s : r.ranked) {
@@ -158,6 +159,7 @@ nlohmann::json search_report_json(const search::SearchResult& r, const SearchRep
                       {"scenario", ctx.scenario},
                       {"model", ctx.model},
                       {"cluster", ctx.cluster},
+                      {"profiles", ctx.profiles},
                       {"objective", to_string(r.objective)},
                       {"algorithm", to_string(r.algorithm)},
                       {"workers", ctx.workers},

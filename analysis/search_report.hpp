@@ -18,6 +18,8 @@ struct SearchReportContext {
   std::string model;
   std::string cluster;
   bool heterogeneous = false;  // compare heterogeneity-aware and uniform strategies
+  // "DEVICE: what its profile rests on" per node group (DeviceProfile::basis_text).
+  std::vector<std::string> profiles;
   std::string winner_file;     // where the winner's scenario was written ("" if not)
   double wall_time_s = 0;
   int workers = 1;

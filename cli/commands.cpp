@@ -13,6 +13,7 @@
 #include "cli/run_command.hpp"
 #include "cli/search_command.hpp"
 #include "cli/simulate_command.hpp"
+#include "cli/validate_command.hpp"
 #include "common/input_error.hpp"
 #include "strategies/strategy.hpp"
 
@@ -35,6 +36,8 @@ int run(int argc, char** argv) {
   CLI::App* search_cmd = add_search_command(app, search_options);
   JobOptions job_options;
   CLI::App* job_cmd = add_job_command(app, job_options);
+  ValidateOptions validate_options;
+  CLI::App* validate_cmd = add_validate_command(app, validate_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,6 +55,7 @@ int run(int argc, char** argv) {
     if (calibrate_cmd->parsed()) return run_calibrate(calibrate_options);
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);
+    if (validate_cmd->parsed()) return run_validate(validate_options);
     return 0;
   });
 }

@@ -87,6 +87,7 @@ int run_search_command(const SearchOptions& o) {
   ctx.model = spec.base.model.name();
   ctx.cluster = spec.base.cluster.name;
   ctx.heterogeneous = spec.base.cluster.is_heterogeneous();
+  for (const auto& g : spec.base.cluster.groups) ctx.profiles.push_back(g.device.name + ": " + g.device.basis_text());
   ctx.workers = workers;
 #ifdef TANDEM_HAVE_MPI
   if (mpi) ctx.workers = mpi->size() - 1;  // MPI ranks simulating

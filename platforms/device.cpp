@@ -89,6 +89,16 @@ const EfficiencyCurve* DeviceProfile::curve_for(const ComputeOp& op) const {
   return it == efficiency_curves.end() ? nullptr : &it->second;
 }
 
+std::string DeviceProfile::basis_text() const {
+  if (!calibrated.date.empty()) {
+    const std::string what = !calibrated.accelerator.empty() ? calibrated.accelerator : calibrated.cpu_model;
+    return "calibrated on " + (calibrated.machine.empty() ? std::string("an unnamed machine") : calibrated.machine) +
+           (what.empty() ? "" : " (" + what + ")") + ", " + calibrated.date;
+  }
+  if (!basis.empty()) return basis;
+  return "datasheet peaks with estimated efficiencies (not calibrated, not validated)";
+}
+
 FlopsPerSecond DeviceProfile::peak_flops_per_s(DType dtype) const {
   switch (dtype) {
     case DType::fp32: return peak_fp32_flops_per_s;
@@ -115,6 +125,35 @@ EfficiencyCurve read_curve(const YamlNode& node) {
   curve.max_efficiency = node["max_efficiency"].in(limits::kCurveMaxEfficiency);
   curve.half_work = node["half_work"].in(limits::kCurveHalfWork);
   return curve;
+}
+
+// `gpu_kernels: { sm_count, gemm_efficiency, memory_efficiency, flash_fwd_efficiency,
+// flash_bwd_efficiency }`: the efficiencies are fractions of the datasheet peaks, in (0, 1].
+DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
+  node.only_keys({"sm_count", "gemm_efficiency", "gemm_efficiency_shape", "memory_efficiency",
+                  "flash_fwd_efficiency", "flash_bwd_efficiency"});
+  auto share = [&](const char* key) {
+    const YamlNode n = node[key];
+    const double v = n.positive();
+    if (v > 1) n.fail("must be a fraction of the peak in (0, 1], got " + n.as_string());
+    return v;
+  };
+  DeviceProfile::GpuKernels g;
+  const long long sms = node["sm_count"].positive_int();
+  if (sms > 4096) node["sm_count"].fail("must be at most 4096, got " + std::to_string(sms));
+  g.sm_count = static_cast<int>(sms);
+  g.gemm_efficiency = share("gemm_efficiency");
+  const YamlNode shape = node["gemm_efficiency_shape"];
+  const std::vector<YamlNode> dims = shape.items();
+  if (dims.size() != 3) shape.fail("must be [m, n, k], the GEMM shape gemm_efficiency was measured at");
+  for (int i = 0; i < 3; ++i) {
+    g.gemm_efficiency_shape[i] = dims[i].positive_int();
+    if (g.gemm_efficiency_shape[i] > (1LL << 24)) dims[i].fail("must be at most 16777216");
+  }
+  g.memory_efficiency = share("memory_efficiency");
+  g.flash_fwd_efficiency = share("flash_fwd_efficiency");
+  g.flash_bwd_efficiency = share("flash_bwd_efficiency");
+  return g;
 }
 
 void read_provenance(const YamlNode& node, DeviceProfile::Provenance& p) {
@@ -144,7 +183,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   root.only_keys({"name", "description", "kind", "peak_fp32_tflops", "peak_bf16_tflops",
                   "peak_fp16_tflops", "memory_bandwidth_gb_per_s", "memory_capacity_gb",
                   "idle_power_w", "busy_power_w", "price_per_hour_usd", "launch_overhead_us", "core_handoff_us", "core_wake_us",
-                  "efficiency", "efficiency_curves", "calibrated"});
+                  "efficiency", "efficiency_curves", "calibrated", "gpu_kernels", "basis"});
   DeviceProfile p;
   p.file = path;
   p.name = root.str("name");
@@ -200,6 +239,11 @@ DeviceProfile load_device_profile(const std::string& path) {
     }
   }
   if (auto provenance = root.get("calibrated")) read_provenance(*provenance, p.calibrated);
+  if (auto gpu = root.get("gpu_kernels")) {
+    if (p.kind != "gpu") gpu->fail("only a gpu profile has gpu_kernels");
+    p.gpu_kernels = read_gpu_kernels(*gpu);
+  }
+  if (auto basis = root.get("basis")) p.basis = basis->as_string();
   return p;
 }
 

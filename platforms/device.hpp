@@ -54,6 +54,27 @@ struct DeviceProfile {
   // The curve for an op: its class's, else its kind's, else null.
   const EfficiencyCurve* curve_for(const ComputeOp& op) const;
 
+  // A GPU's kernel-level constants (optional `gpu_kernels:`), each sourced in the profile. When
+  // present, sim/gpu_kernel_model.hpp costs the GPU's ops (GEMM tiles and waves over the SMs,
+  // streaming kernels at an achievable HBM fraction, flash attention at its measured efficiency)
+  // instead of the roofline of `efficiency:`; a calibrated curve still wins over both.
+  struct GpuKernels {
+    int sm_count = 0;                   // streaming multiprocessors (wave size of a GEMM)
+    double gemm_efficiency = 0;         // best large 16-bit GEMM, fraction of the dense peak
+    std::array<std::int64_t, 3> gemm_efficiency_shape{};  // the m, n, k it was measured at
+    double memory_efficiency = 0;       // streaming kernels, fraction of the HBM bandwidth
+    double flash_fwd_efficiency = 0;    // flash attention forward, fraction of the dense peak
+    double flash_bwd_efficiency = 0;    // flash attention backward
+    bool present() const { return sm_count > 0; }
+  } gpu_kernels;
+
+  // What the profile's numbers rest on, in a sentence (optional `basis:`), printed by simulate,
+  // search and the report: "datasheet peaks; kernel efficiencies from published measurements;
+  // validation/: ..." A calibrated profile says so through `calibrated:` instead.
+  std::string basis;
+  // `basis`, or the calibration's machine and date, or "datasheet peaks, estimated efficiencies".
+  std::string basis_text() const;
+
   // Where a calibrated profile came from (optional `calibrated:`; empty when not calibrated).
   struct Provenance {
     std::string machine;        // host name

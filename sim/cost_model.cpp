@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/gpu_kernel_model.hpp"
+
 namespace tandem::sim {
 
 namespace {
@@ -24,6 +26,14 @@ ComputeCost compute_cost(const ComputeOp& op, const DeviceProfile& device) {
       cost.memory_seconds = curve->seconds(op.bytes, device.memory_bandwidth_bytes_per_s);
     }
     cost.seconds = device.launch_overhead_s + cost.flop_seconds + cost.memory_seconds;
+    return cost;
+  }
+  if (device.is_gpu() && device.gpu_kernels.present()) {
+    // A GPU with kernel-level constants: costed kernel by kernel (sim/gpu_kernel_model.hpp).
+    const gpu::KernelTime t = gpu::kernel_time(op, device);
+    cost.seconds = t.seconds;
+    cost.flop_seconds = t.flop_seconds;
+    cost.memory_seconds = t.memory_seconds;
     return cost;
   }
   cost.flop_seconds = (op.flops > 0 && flops_per_s > 0) ? op.flops / flops_per_s : 0.0;

@@ -6,6 +6,10 @@
 // peaks apply only to GEMM and attention; element-wise, norm and optimizer kernels run on the
 // vector units, at the fp32 peak.
 //
+// A GPU profile with `gpu_kernels:` constants is costed kernel by kernel instead
+// (sim/gpu_kernel_model.hpp: GEMM tiles and waves, streaming kernels at an achievable HBM
+// fraction, flash attention's measured efficiency, Megatron-LM's fused kernels and passes).
+//
 // A kind with a calibrated efficiency curve (platforms/efficiency_curve.hpp, fitted by `tandem
 // calibrate` from the kind's kernels measured on the device) is costed by that curve on its bound
 // side alone: the measurement already contains whatever limited the kernel. That matters on CPUs,

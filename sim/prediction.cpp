@@ -75,6 +75,7 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
     if (fresh) {
       gm.group = cluster.groups[g].name;
       gm.device = cluster.groups[g].device.name;
+      gm.device_basis = cluster.groups[g].device.basis_text();
       gm.capacity_bytes = cluster.groups[g].device.memory_capacity_bytes;
       gm.peak_min_bytes = rr.peak_memory_bytes;
     }
@@ -105,7 +106,7 @@ nlohmann::json to_json(const Prediction& p) {
     nlohmann::json at_peak;
     for (int c = 0; c < kMemCategoryCount; ++c)
       at_peak[to_string(static_cast<MemCategory>(c))] = g.at_peak.by_category[c];
-    memory.push_back({{"group", g.group}, {"device", g.device}, {"ranks", g.ranks},
+    memory.push_back({{"group", g.group}, {"device", g.device}, {"device_basis", g.device_basis}, {"ranks", g.ranks},
                       {"capacity_bytes", g.capacity_bytes}, {"peak_min_bytes", g.peak_min_bytes},
                       {"peak_max_bytes", g.peak_max_bytes}, {"at_peak_bytes", at_peak},
                       {"out_of_memory", g.out_of_memory}});
@@ -162,6 +163,10 @@ std::string to_text(const Prediction& p) {
     }
     out << ")\n";
   }
+  // What the prediction rests on: each device profile's basis (datasheet, published
+  // measurements and the validation suite's error, or a calibration's machine and date).
+  out << "profiles:\n";
+  for (const auto& g : p.memory) out << "  " << g.device << ": " << g.device_basis << "\n";
   out << "verdict     " << (p.out_of_memory ? "OUT OF MEMORY on at least one device" : "fits in memory")
       << "\n";
   out << "energy      " << fmt("%.4g", p.energy_per_iteration_j) << " J per iteration\n";

@@ -24,6 +24,7 @@ struct TimeBreakdown {
 struct GroupMemory {
   std::string group;   // node group name
   std::string device;  // device profile name
+  std::string device_basis;  // what the profile rests on (DeviceProfile::basis_text)
   int ranks = 0;
   Bytes capacity_bytes = 0;
   Bytes peak_min_bytes = 0;

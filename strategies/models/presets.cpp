@@ -46,6 +46,11 @@ TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidd
                       /*tied_embeddings=*/false, /*bias=*/false, /*dropout=*/0.0};
   TransformerConfig c = sized(std::move(name), family, layers, hidden, heads, ffn, vocab, seq);
   c.num_query_groups = kv_heads;
+  // Fused attention, no dropout, as the Llamas are trained: Llama 1 (Touvron et al. 2023, sec.
+  // 2.4) used xformers' memory-efficient causal attention, Llama 2 kept Llama 1's pretraining
+  // setting (sec. 2.2), and the public Llama recipes (Megatron-LM, NeMo, torchtitan) run flash
+  // attention; none of them uses dropout (the family's dropout above is 0).
+  c.use_flash_attn = true;
   return c;
 }
 

@@ -1,0 +1,243 @@
+#include "sim/gpu_kernel_model.hpp"
+
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
+namespace tandem::sim::gpu {
+
+namespace {
+
+using I64 = std::int64_t;
+
+I64 ceil_div(I64 a, I64 b) { return (a + b - 1) / b; }
+
+// The 16-bit thread-block tiles cuBLAS picks among on Ampere and Hopper (User's Guide 2.3 lists
+// 256×128, 128×256, 128×128, 128×64, 64×128 and 64×64 as the typical ones).
+constexpr GemmTile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+
+Seconds streaming_seconds(Bytes bytes, const DeviceProfile& device) {
+  if (bytes <= 0) return 0.0;
+  return bytes / (device.memory_bandwidth_bytes_per_s * device.gpu_kernels.memory_efficiency);
+}
+
+// ---- attention ----
+
+// Megatron-LM's unfused attention (no flash): batched GEMMs over all s² scores of every head,
+// its fused scaled-masked-softmax, and the dropout of the probabilities when there is one.
+KernelTime unfused_attention(const ComputeOp& op, const AttentionArgs& a, const DeviceProfile& device) {
+  const DType dt = op.compute_dtype;
+  const double e = dtype_bytes(dt);
+  const I64 bh = a.batch * a.heads;
+  const I64 s = a.seq;
+  const I64 d = a.head_dim;
+  const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
+  const double qkv_bytes = static_cast<double>(bh) * static_cast<double>(s * d) * e;
+  // Tensor conventions (strategies/ops.hpp): forward outputs {context, probs, [mask, dropped]},
+  // backward inputs {qkv, probs, [mask, dropped], d_context}.
+  const bool dropout = a.backward ? op.inputs.size() > 3 : op.outputs.size() > 2;
+
+  // QKᵀ-shaped (s×s×d) and PV-shaped (s×d×s) batched GEMMs.
+  const GemmPlan scores_gemm = plan_gemm(s, s, d, bh, 2 * qkv_bytes + scores * e, dt, device, e);
+  const GemmPlan values_gemm = plan_gemm(s, d, s, bh, scores * e + 2 * qkv_bytes, dt, device, e);
+  int kernels = 0;
+  KernelTime t;
+  auto gemm = [&](const GemmPlan& p) {
+    t.flop_seconds += p.compute_s;
+    t.seconds += p.seconds();
+    ++kernels;
+  };
+  auto pass = [&](double bytes_per_score) {
+    const Seconds m = streaming_seconds(scores * bytes_per_score, device);
+    t.memory_seconds += m;
+    t.seconds += m;
+    ++kernels;
+  };
+  if (!a.backward) {
+    gemm(scores_gemm);             // S = QKᵀ
+    pass(2 * e);                   // fused scale + causal mask + softmax: read S, write P
+    if (dropout) pass(2 * e + 1);  // read P, write the dropped P and the 1-byte mask
+    gemm(values_gemm);             // O = P V
+  } else {
+    gemm(values_gemm);             // dV = Pᵀ dO
+    gemm(scores_gemm);             // dP = dO Vᵀ
+    if (dropout) pass(2 * e + 1);  // dP through the mask
+    pass(3 * e);                   // softmax backward: read P and dP, write dS
+    gemm(values_gemm);             // dQ = dS K
+    gemm(values_gemm);             // dK = dSᵀ Q
+  }
+  t.seconds += kernels * device.launch_overhead_s;
+  return t;
+}
+
+// Flash attention (one fused kernel each way): the causal FLOPs the op carries at the measured
+// efficiency of the architecture's flash kernels, unless its bytes take longer.
+KernelTime flash_attention(const ComputeOp& op, const AttentionArgs& a, const DeviceProfile& device) {
+  const double efficiency =
+      a.backward ? device.gpu_kernels.flash_bwd_efficiency : device.gpu_kernels.flash_fwd_efficiency;
+  KernelTime t;
+  t.flop_seconds = op.flops / (device.peak_flops_per_s(op.compute_dtype) * efficiency);
+  t.memory_seconds = streaming_seconds(op.bytes, device);
+  t.seconds = device.launch_overhead_s + std::max(t.flop_seconds, t.memory_seconds);
+  return t;
+}
+
+// ---- streaming kernels with Megatron's fusions and passes ----
+
+// Bytes Megatron's kernels move for an element-wise op Tandem issues on its own.
+Bytes elementwise_bytes(const ComputeOp& op, const ElementwiseArgs& a, bool& runs_alone) {
+  runs_alone = true;
+  const double n = static_cast<double>(a.numel);
+  switch (a.fn) {
+    case ElementwiseFn::bias_add:
+      if (!a.backward) {
+        // Added in the GEMM's epilogue (QKV), in the fused bias-GeLU (fc1) or in the fused
+        // bias-dropout-add (proj, fc2): no pass, no launch of its own.
+        runs_alone = false;
+        return 0;
+      }
+      return op.bytes;  // the bias gradient: a column sum over dY, a reduction of its own
+    case ElementwiseFn::dropout:
+      if (!a.backward) {
+        // Fused bias-dropout-add: the dropped branch is neither written nor read back by the
+        // residual add; what remains of the dropout is its 1-byte mask.
+        runs_alone = false;
+        return n;
+      }
+      return op.bytes;
+    default: return op.bytes;
+  }
+}
+
+// Megatron's vocab-parallel cross-entropy on fp32 logits (the logits are cast to float first):
+// forward cast (read e, write 4), max (read 4), subtract (4+4), exp (4+4), sum (read 4), divide
+// (4+4); backward: scale the kept softmax by the loss gradient (4+4) and cast back (read 4,
+// write e). Bytes per logit of this rank.
+Bytes loss_bytes(const LossArgs& a, double e) {
+  const double logits = static_cast<double>(a.tokens) * static_cast<double>(a.vocab);
+  if (a.backward) return logits * (8 + 4 + e);
+  switch (a.step) {
+    case LossStep::shard_max: return logits * (e + 4 + 4);
+    case LossStep::shard_sum_exp: return logits * (8 + 8 + 4);
+    case LossStep::shard_finish: return logits * 8;
+    case LossStep::full: break;
+  }
+  return logits * (e + 36);
+}
+
+// Megatron's mixed-precision optimizer step per parameter, grads of g bytes: inf check and
+// unscale (fp16 loss scaling only: read + write g), the gradient norm (read g), fused Adam (read
+// g, read and write fp32 master, m and v: 24), and the copy of the master into the 16-bit weight
+// (read 4, write 2). Clipping rescales only when the norm exceeds the threshold: not counted.
+Bytes optimizer_bytes(const ComputeOp& op, const OptimizerArgs& a) {
+  const DType param = op.inputs.empty() ? DType::bf16 : op.inputs[0].dtype;
+  const double g = op.inputs.size() > 1 ? dtype_bytes(op.inputs[1].dtype) : 4.0;
+  double per_element = g + 24 + g;
+  if (param != DType::fp32) per_element += 4 + dtype_bytes(param);
+  if (param == DType::fp16) per_element += 2 * g;
+  return static_cast<double>(a.numel) * per_element;
+}
+
+KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) {
+  KernelTime t;
+  t.memory_seconds = streaming_seconds(bytes, device);
+  t.seconds = t.memory_seconds + (runs_alone ? device.launch_overhead_s : 0.0);
+  return t;
+}
+
+}  // namespace
+
+double gemm_tile_efficiency(const GemmTile& tile) {
+  // A tile loads (m + n)·k operands for m·n·k multiply-adds: its reuse m·n / (m + n) bounds how
+  // fast L2 and shared memory can feed the tensor cores. The User's Guide (2.3) reports tiles of
+  // 128×128 and larger near the best GEMM speed and smaller ones slower; below 128×128 the tile
+  // is taken as fed-bound, its speed in proportion to its reuse (128×64: 2/3, 64×64: 1/2).
+  const double reuse = static_cast<double>(tile.m) * tile.n / (tile.m + tile.n);
+  constexpr double kFullReuse = 128.0 * 128.0 / (128 + 128);
+  return std::min(1.0, reuse / kFullReuse);
+}
+
+namespace {
+
+// A tile's fixed cost, in k-steps of its main loop: the prologue that fills the multistage
+// pipeline before the first MMA (CUTLASS's SM80 16-bit default, default_gemm_configuration.h:
+// 3 stages of k = 64, two loaded ahead: 128) and the epilogue that writes the output tile at the
+// SM's share of the HBM bandwidth while the tensor cores wait. Per output element the epilogue
+// moves `out_bytes` in the time a k-step of 2 FLOPs takes at the SM's peak, so in k-steps it is
+// out_bytes · peak / (2 · achievable bandwidth), whatever the tile (A100: ~170, H100: ~330).
+double tile_overhead_k(double out_bytes, DType dtype, const DeviceProfile& device) {
+  constexpr double kPrologueK = 128;
+  const double bandwidth = device.memory_bandwidth_bytes_per_s * device.gpu_kernels.memory_efficiency;
+  return kPrologueK + out_bytes * device.peak_flops_per_s(dtype) / (2 * bandwidth);
+}
+
+// Waves × one tile's time for the fastest tile, the main loop at `mainloop_efficiency` of the
+// SM's peak.
+GemmPlan fastest_tile(I64 m, I64 n, I64 k, I64 batch, double out_bytes, DType dtype, double mainloop_efficiency,
+                      const DeviceProfile& device) {
+  const int sms = device.gpu_kernels.sm_count;
+  const double sm_flops_per_s = device.peak_flops_per_s(dtype) * mainloop_efficiency / sms;
+  const double k_steps = static_cast<double>(std::max<I64>(k, 1)) + tile_overhead_k(out_bytes, dtype, device);
+  GemmPlan best;
+  for (const GemmTile& tile : kTiles) {
+    GemmPlan p;
+    p.tile = tile;
+    p.tiles = ceil_div(std::max<I64>(m, 1), tile.m) * ceil_div(std::max<I64>(n, 1), tile.n) * std::max<I64>(batch, 1);
+    p.waves = ceil_div(p.tiles, sms);
+    const double tile_flops = 2.0 * tile.m * tile.n * k_steps;
+    p.compute_s = static_cast<double>(p.waves) * tile_flops / (sm_flops_per_s * gemm_tile_efficiency(tile));
+    if (best.tiles == 0 || p.compute_s < best.compute_s) best = p;
+  }
+  return best;
+}
+
+// The main loop's efficiency that reproduces the profile's measured GEMM: gemm_efficiency was
+// measured at gemm_efficiency_shape, whose time includes its own waves and tile overheads.
+double mainloop_efficiency(DType dtype, const DeviceProfile& device) {
+  const auto& g = device.gpu_kernels;
+  const auto [m, n, k] = g.gemm_efficiency_shape;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const Seconds measured = flops / (device.peak_flops_per_s(dtype) * g.gemm_efficiency);
+  const Seconds at_full_speed = fastest_tile(m, n, k, 1, dtype_bytes(DType::bf16), dtype, 1.0, device).compute_s;
+  return std::min(1.0, at_full_speed / measured);
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(I64 m, I64 n, I64 k, I64 batch, Bytes bytes, DType dtype, const DeviceProfile& device,
+                   double out_bytes) {
+  GemmPlan p = fastest_tile(m, n, k, batch, out_bytes, dtype, mainloop_efficiency(dtype, device), device);
+  p.memory_s = streaming_seconds(bytes, device);
+  return p;
+}
+
+KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
+  return std::visit(
+      [&](const auto& a) -> KernelTime {
+        using Args = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<Args, GemmArgs>) {
+          // The epilogue writes C (and reads it first when accumulating, e.g. into fp32 main grads).
+          const DType c = op.outputs.empty() ? op.compute_dtype : op.outputs[0].dtype;
+          const double out_bytes = dtype_bytes(c) * (a.accumulate ? 2.0 : 1.0);
+          const GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, op.bytes, op.compute_dtype, device, out_bytes);
+          return {device.launch_overhead_s + p.seconds(), p.compute_s, p.memory_s};
+        } else if constexpr (std::is_same_v<Args, AttentionArgs>) {
+          return a.flash ? flash_attention(op, a, device) : unfused_attention(op, a, device);
+        } else if constexpr (std::is_same_v<Args, ElementwiseArgs>) {
+          bool alone = true;
+          const Bytes bytes = elementwise_bytes(op, a, alone);
+          return streaming(bytes, alone, device);
+        } else if constexpr (std::is_same_v<Args, LossArgs>) {
+          // The op computes in fp32; its first input is the logits in the activation dtype.
+          const DType logits = op.inputs.empty() ? DType::bf16 : op.inputs[0].dtype;
+          return streaming(loss_bytes(a, dtype_bytes(logits)), true, device);
+        } else if constexpr (std::is_same_v<Args, OptimizerArgs>) {
+          return streaming(optimizer_bytes(op, a), true, device);
+        } else {  // norms, embeddings, copies: their bytes at the streaming rate
+          return streaming(op.bytes, true, device);
+        }
+      },
+      op.args);
+}
+
+}  // namespace tandem::sim::gpu

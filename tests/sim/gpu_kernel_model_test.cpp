@@ -1,0 +1,152 @@
+// The GPU kernel model's shape effects (sim/gpu_kernel_model.hpp): tile and wave quantization of
+// GEMMs over the SM count, streaming kernels at the achievable HBM fraction, Megatron's fusions,
+// unfused attention over all s² scores and flash attention at its measured efficiency.
+#include "sim/gpu_kernel_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/cost_model.hpp"
+#include "strategies/ops.hpp"
+
+namespace tandem::sim::gpu {
+namespace {
+
+DeviceProfile a100() { return find_device_profile("a100-sxm-80gb"); }
+
+ComputeOp gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dt = DType::bf16) {
+  ComputeOp op;
+  op.kind = OpKind::gemm;
+  const GemmArgs args{m, n, k};
+  op.args = args;
+  const auto cost = ops::gemm_cost(args, dt);
+  op.flops = cost.flops;
+  op.bytes = cost.bytes;
+  op.compute_dtype = dt;
+  return op;
+}
+
+ComputeOp elementwise(ElementwiseFn fn, std::int64_t numel, bool backward) {
+  ComputeOp op;
+  op.kind = OpKind::elementwise;
+  const ElementwiseArgs args{fn, numel, backward};
+  op.args = args;
+  const auto cost = ops::elementwise_cost(args, DType::bf16);
+  op.flops = cost.flops;
+  op.bytes = cost.bytes;
+  return op;
+}
+
+ComputeOp attention(bool flash, bool backward, std::int64_t seq) {
+  ComputeOp op;
+  op.kind = OpKind::attention;
+  AttentionArgs a;
+  a.batch = 1, a.heads = 16, a.kv_heads = 16, a.seq = seq, a.head_dim = 128, a.causal = true;
+  a.flash = flash, a.backward = backward;
+  op.args = a;
+  const auto cost = ops::attention_cost(a, DType::bf16);
+  op.flops = cost.flops;
+  op.bytes = cost.bytes;
+  // Tensor conventions (ops.hpp): forward outputs {context, probs}; backward inputs {qkv, probs, d_context}.
+  op.outputs.resize(2);
+  op.inputs.resize(backward ? 3 : 1);
+  return op;
+}
+
+TEST(GpuKernelModel, ProfilesWithKernelConstantsLoadThem) {
+  const DeviceProfile p = a100();
+  ASSERT_TRUE(p.gpu_kernels.present());
+  EXPECT_EQ(p.gpu_kernels.sm_count, 108);
+  EXPECT_GT(p.gpu_kernels.gemm_efficiency, 0.5);
+  EXPECT_LE(p.gpu_kernels.gemm_efficiency, 1.0);
+  EXPECT_NE(p.basis_text().find("published"), std::string::npos);
+}
+
+TEST(GpuKernelModel, ALargeAlignedGemmRunsAtTheMeasuredGemmEfficiency) {
+  const DeviceProfile p = a100();
+  const ComputeOp op = gemm(8192, 8192, 8192);
+  const double expected = op.flops / (p.peak_bf16_flops_per_s * p.gpu_kernels.gemm_efficiency);
+  const GemmPlan plan = plan_gemm(8192, 8192, 8192, 1, op.bytes, DType::bf16, p);
+  // 32 x 64 tiles of 256x128 = 2048 tiles = 18.96 waves of 108: the last wave is partly idle.
+  EXPECT_EQ(plan.waves, 19);
+  EXPECT_NEAR(compute_cost(op, p).seconds, expected * 19 / (2048.0 / 108), expected * 0.01);
+}
+
+TEST(GpuKernelModel, OneColumnOverATileMultipleCostsAWholeExtraWave) {
+  const DeviceProfile p = a100();
+  // 108 tiles of 256x128 fill the 108 SMs exactly once.
+  const std::int64_t m = 256 * 108, k = 4096;
+  const GemmPlan exact = plan_gemm(m, 128, k, 1, 0, DType::bf16, p);
+  const GemmPlan over = plan_gemm(m, 129, k, 1, 0, DType::bf16, p);
+  EXPECT_EQ(exact.waves, 1);
+  EXPECT_GE(over.compute_s, 1.9 * exact.compute_s);  // a second wave, whatever the tile
+  EXPECT_NEAR(compute_cost(gemm(m, 129, k), p).seconds / compute_cost(gemm(m, 128, k), p).seconds, 2.0, 0.1);
+}
+
+TEST(GpuKernelModel, SmallTilesWinOnlyWhenTheyFillMoreOfAWave) {
+  const DeviceProfile p = a100();
+  // 64 x 64 tokens x features: one 256x128 tile would leave 107 SMs idle; 64x64 tiles use one SM
+  // too, at half the speed of a large tile, but with a quarter of the padded work.
+  const GemmPlan tiny = plan_gemm(64, 64, 4096, 1, 0, DType::bf16, p);
+  EXPECT_EQ(tiny.tile.m, 64);
+  EXPECT_EQ(tiny.tile.n, 64);
+  EXPECT_DOUBLE_EQ(gemm_tile_efficiency({64, 64}), 0.5);
+  EXPECT_DOUBLE_EQ(gemm_tile_efficiency({256, 128}), 1.0);
+}
+
+TEST(GpuKernelModel, AGemmWithAShortInnerDimensionIsBoundByMemory) {
+  const DeviceProfile p = a100();
+  const ComputeOp op = gemm(65536, 65536, 16);  // reads little, writes an 8 GB output
+  const ComputeCost c = compute_cost(op, p);
+  EXPECT_FALSE(c.compute_bound());
+  EXPECT_NEAR(c.memory_seconds, op.bytes / (p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency),
+              1e-12);
+}
+
+TEST(GpuKernelModel, StreamingKernelsRunAtTheAchievableHbmFraction) {
+  const DeviceProfile p = a100();
+  const ComputeOp gelu = elementwise(ElementwiseFn::gelu, 1 << 26, false);
+  EXPECT_DOUBLE_EQ(compute_cost(gelu, p).seconds,
+                   p.launch_overhead_s + gelu.bytes / (p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency));
+}
+
+TEST(GpuKernelModel, MegatronsFusionsAreCounted) {
+  const DeviceProfile p = a100();
+  const std::int64_t n = 1 << 26;
+  // The bias add runs inside the GEMM epilogue or a fused bias-GeLU / bias-dropout-add kernel.
+  EXPECT_DOUBLE_EQ(compute_cost(elementwise(ElementwiseFn::bias_add, n, false), p).seconds, 0.0);
+  // Its backward (the bias gradient, a column sum) is a reduction of its own.
+  EXPECT_GT(compute_cost(elementwise(ElementwiseFn::bias_add, n, true), p).seconds, 0.0);
+  // Bias-dropout-add: the dropped branch is not written and read back, only the mask is written.
+  const double mask_s = n / (p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency);
+  EXPECT_DOUBLE_EQ(compute_cost(elementwise(ElementwiseFn::dropout, n, false), p).seconds, mask_s);
+}
+
+TEST(GpuKernelModel, UnfusedAttentionComputesEveryScoreFlashOnlyTheCausalHalf) {
+  const DeviceProfile p = a100();
+  const ComputeOp unfused = attention(false, false, 4096);
+  const ComputeOp flash = attention(true, false, 4096);
+  // The op's FLOPs are the causal half; the unfused kernels multiply the whole s x s matrix.
+  const double all_scores_s = 2 * unfused.flops / (p.peak_bf16_flops_per_s * p.gpu_kernels.gemm_efficiency);
+  EXPECT_GT(compute_cost(unfused, p).seconds, all_scores_s);
+  EXPECT_NEAR(compute_cost(flash, p).seconds,
+              p.launch_overhead_s + flash.flops / (p.peak_bf16_flops_per_s * p.gpu_kernels.flash_fwd_efficiency),
+              1e-9);
+  EXPECT_LT(compute_cost(flash, p).seconds, compute_cost(unfused, p).seconds);
+  // Backward: twice the FLOPs at the backward efficiency.
+  const ComputeOp flash_bwd = attention(true, true, 4096);
+  EXPECT_NEAR(compute_cost(flash_bwd, p).seconds,
+              p.launch_overhead_s + flash_bwd.flops / (p.peak_bf16_flops_per_s * p.gpu_kernels.flash_bwd_efficiency),
+              1e-9);
+}
+
+TEST(GpuKernelModel, ProfilesWithoutKernelConstantsKeepTheRoofline) {
+  const DeviceProfile v100 = find_device_profile("v100-sxm2-32gb");
+  ASSERT_FALSE(v100.gpu_kernels.present());
+  const ComputeOp op = gemm(4096, 4096, 4096);
+  const auto k = static_cast<int>(OpKind::gemm);
+  EXPECT_DOUBLE_EQ(compute_cost(op, v100).seconds,
+                   v100.launch_overhead_s + op.flops / (v100.peak_bf16_flops_per_s * v100.flop_efficiency[k]));
+}
+
+}  // namespace
+}  // namespace tandem::sim::gpu

@@ -1,0 +1,67 @@
+// The validation suite (validation/): every case loads with its source, the published figures are
+// consistent with the FLOP counts they were computed with, and the CI subset is predicted within
+// each case's band. The whole table (every case, mean and max |error|) is `tandem validate`.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "validation/validation_run.hpp"
+
+namespace tandem::validation {
+namespace {
+
+std::vector<ValidationCase> all_cases() {
+  std::vector<ValidationCase> cases;
+  for (const auto& file : validation_case_files()) cases.push_back(load_validation_case(file));
+  return cases;
+}
+
+const ValidationCase& find(const std::vector<ValidationCase>& cases, const std::string& name) {
+  for (const auto& c : cases) {
+    if (c.name() == name) return c;
+  }
+  throw std::runtime_error("no case " + name);
+}
+
+TEST(Validation, EveryCaseLoadsWithItsSourceAndAPublishedFigure) {
+  const auto cases = all_cases();
+  EXPECT_GE(cases.size(), 26u);
+  for (const auto& c : cases) {
+    EXPECT_FALSE(c.source.empty()) << c.name();
+    EXPECT_GT(c.published_iteration_time_s(), 0) << c.name();
+    EXPECT_LE(c.devices(), c.scenario.cluster.device_count()) << c.name();
+  }
+}
+
+// The publications give both a time and a TFLOP/s figure in a few places: the FLOP formulas
+// turn one into the other as the authors did.
+TEST(Validation, PublishedTimesAndTflopsAgreeThroughThePublishedFlopCount) {
+  const auto cases = all_cases();
+  // Megatron-LM README: "each iteration takes around 32 seconds resulting in 138 teraFLOPs per GPU".
+  EXPECT_NEAR(find(cases, "megatron-readme-gpt3-175b-1024").published_iteration_time_s(), 32.0, 32.0 * 0.02);
+  // MT-NLG sec. 2.4: 60.1 s per iteration on 2240 GPUs, 126 TFLOP/s per GPU (with the SC'21 count).
+  const ValidationCase& mtnlg = find(cases, "mtnlg-530b-2240");
+  EXPECT_NEAR(mtnlg.tflops_per_gpu(mtnlg.published_iteration_time_s()), 126, 126 * 0.02);
+  // Megatron-LM README H100 table: 1.7B at 408.8 TF/GPU is 41% of 989 (its MFU column).
+  const ValidationCase& h100 = find(cases, "megatron-core-h100-1.7b");
+  EXPECT_NEAR(h100.tflops_per_gpu(h100.published_iteration_time_s()) / 989, 0.41, 0.005);
+}
+
+TEST(Validation, TheCiSubsetIsPredictedWithinEachCasesBand) {
+  std::vector<ValidationCase> ci;
+  for (auto& c : all_cases()) {
+    if (c.ci) ci.push_back(std::move(c));
+  }
+  ASSERT_FALSE(ci.empty());
+  const auto results = run_cases(ci, 2);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.failure;
+    EXPECT_TRUE(r.within_band()) << r.name << ": predicted " << r.predicted_s << " s, published " << r.published_s
+                                 << " s (" << 100 * r.error() << "%, band " << r.band_pct << "%)";
+    EXPECT_FALSE(r.out_of_memory) << r.name << " ran as published, so it fits";
+  }
+  std::cout << format_table(results);
+}
+
+}  // namespace
+}  // namespace tandem::validation

@@ -1,0 +1,121 @@
+#include "validation/validation_run.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "common/process_pool.hpp"
+#include "scenarios/prediction_inputs.hpp"
+#include "sim/prediction.hpp"
+#include "sim/simulation.hpp"
+
+namespace tandem::validation {
+
+namespace {
+
+// Runs in the child: simulate the case and hand back what the table needs, as JSON.
+std::string predict(const ValidationCase& c) {
+  auto strategy = make_strategy(c.scenario);
+  const sim::SimulationResult r = sim::simulate(*strategy, c.scenario.cluster, c.scenario.simulation);
+  const sim::Prediction p = sim::summarize(r, c.scenario.cluster, prediction_inputs(c.scenario, *strategy));
+  return nlohmann::json{{"iteration_time_s", p.iteration_time_s},
+                        {"compute_s", p.slowest.compute_s},
+                        {"exposed_comm_s", p.slowest.exposed_comm_s},
+                        {"idle_s", p.slowest.idle_s},
+                        {"out_of_memory", p.out_of_memory},
+                        {"wall_s", r.wall_time_s}}
+      .dump();
+}
+
+CaseResult result_of(const ValidationCase& c, const ProcessOutcome& outcome) {
+  CaseResult r;
+  r.name = c.name();
+  r.source = c.source;
+  r.devices = c.devices();
+  r.band_pct = c.band_pct;
+  r.published_s = c.published_iteration_time_s();
+  r.published_tflops_per_gpu = c.tflops_per_gpu(r.published_s);
+  if (!outcome.ok) {
+    r.failure = outcome.error;
+    return r;
+  }
+  const auto j = nlohmann::json::parse(outcome.output);
+  r.ok = true;
+  r.predicted_s = j.at("iteration_time_s").get<double>();
+  r.predicted_tflops_per_gpu = c.tflops_per_gpu(r.predicted_s);
+  r.compute_s = j.at("compute_s").get<double>();
+  r.exposed_comm_s = j.at("exposed_comm_s").get<double>();
+  r.idle_s = j.at("idle_s").get<double>();
+  r.out_of_memory = j.at("out_of_memory").get<bool>();
+  r.wall_s = j.at("wall_s").get<double>();
+  return r;
+}
+
+std::string line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string line(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  return buffer;
+}
+
+}  // namespace
+
+bool CaseResult::within_band() const { return ok && std::abs(error()) * 100 <= band_pct; }
+
+std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers) {
+  const auto outcomes = run_in_processes(
+      cases.size(), [&](std::size_t i) { return predict(cases[i]); }, std::max(1, workers));
+  std::vector<CaseResult> results;
+  for (std::size_t i = 0; i < cases.size(); ++i) results.push_back(result_of(cases[i], outcomes[i]));
+  return results;
+}
+
+Summary summarize(const std::vector<CaseResult>& results) {
+  Summary s;
+  s.cases = static_cast<int>(results.size());
+  int ran = 0;
+  for (const CaseResult& r : results) {
+    if (!r.ok) {
+      ++s.failed;
+      continue;
+    }
+    ++ran;
+    const double e = std::abs(r.error());
+    s.mean_abs_error += e;
+    if (e >= s.max_abs_error) {
+      s.max_abs_error = e;
+      s.worst = r.name;
+    }
+  }
+  if (ran > 0) s.mean_abs_error /= ran;
+  return s;
+}
+
+std::string format_table(const std::vector<CaseResult>& results) {
+  std::string out = line("%-34s %6s %10s %10s %8s %8s %8s  %-22s %s\n", "case", "GPUs", "published",
+                         "predicted", "error", "TF/GPU", "pub TF", "compute/comm/idle (s)", "source");
+  for (const CaseResult& r : results) {
+    if (!r.ok) {
+      out += line("%-34s %6d %9.3fs %10s  FAILED: %s\n", r.name.c_str(), r.devices, r.published_s, "-",
+                  r.failure.c_str());
+      continue;
+    }
+    const std::string split = line("%.2f/%.2f/%.2f", r.compute_s, r.exposed_comm_s, r.idle_s);
+    out += line("%-34s %6d %9.3fs %9.3fs %+7.1f%% %8.1f %8.1f  %-22s %.60s%s%s\n", r.name.c_str(), r.devices,
+                r.published_s, r.predicted_s, 100 * r.error(), r.predicted_tflops_per_gpu,
+                r.published_tflops_per_gpu, split.c_str(), r.source.c_str(),
+                r.within_band() ? "" : "  [outside its band]", r.out_of_memory ? "  [predicted OOM]" : "");
+  }
+  const Summary s = summarize(results);
+  out += line("\n%d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n", s.cases, s.failed,
+              100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str());
+  return out;
+}
+
+}  // namespace tandem::validation

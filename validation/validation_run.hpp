@@ -1,0 +1,50 @@
+// Predicts validation cases and compares each with its published figure: the library call behind
+// `tandem validate`, the CI test (tests/validation) and the benchmark that prints the table.
+// Every case is simulated in a child process of its own (SimGrid keeps one engine per process).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "validation/validation_case.hpp"
+
+namespace tandem::validation {
+
+struct CaseResult {
+  std::string name;
+  std::string source;
+  int devices = 0;
+  bool ok = false;        // the simulation ran; `failure` says why not
+  std::string failure;
+  Seconds published_s = 0;
+  Seconds predicted_s = 0;
+  double published_tflops_per_gpu = 0;  // counted the publication's way
+  double predicted_tflops_per_gpu = 0;
+  double band_pct = 0;
+  // Where the predicted iteration went on the critical (most-computing) rank, seconds.
+  Seconds compute_s = 0;
+  Seconds exposed_comm_s = 0;
+  Seconds idle_s = 0;  // pipeline bubbles and waiting for peers
+  bool out_of_memory = false;
+  double wall_s = 0;  // how long the simulation took
+  // (predicted − published) / published iteration time: positive = predicted too slow.
+  double error() const { return ok ? (predicted_s - published_s) / published_s : 0.0; }
+  bool within_band() const;
+};
+
+struct Summary {
+  int cases = 0;
+  int failed = 0;
+  double mean_abs_error = 0;  // over the cases that ran
+  double max_abs_error = 0;
+  std::string worst;
+};
+
+// Predicts each case, `workers` at a time; results in the order of `cases`.
+std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers);
+Summary summarize(const std::vector<CaseResult>& results);
+
+// The table `tandem validate` prints: one line per case and the mean/max |error|.
+std::string format_table(const std::vector<CaseResult>& results);
+
+}  // namespace tandem::validation
