@@ -52,6 +52,7 @@ struct IterationStats {
   // starts together (the simulator's symmetric ranks), both are the same.
   Seconds time_s = 0;
   double tokens_per_s = 0;
+  Seconds kernels_s = 0;  // all ranks' kernel time in this iteration (compute ops on host threads)
 };
 
 struct RankStats {
