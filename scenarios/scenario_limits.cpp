@@ -99,7 +99,12 @@ SimulationSize estimate_simulation_size(const Scenario& s, const sim::Simulation
   const ParallelConfig& p = s.parallel;
   const long double dp = p.data_parallel_size, tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
   SimulationSize size;
-  size.simulated_ranks = folds(s, options) ? tp * pp : dp * tp * pp;
+  // Tensor groups fold on heterogeneous clusters too (each group is of one kind): optimistic, as
+  // may_fold is for replicas.
+  const bool tensor_folds = options.tensor_folding != sim::FoldingMode::off && !record_trace &&
+                            std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
+                                         [](const NodeGroup& g) { return g.shared_cores > 0; });
+  size.simulated_ranks = (may_fold(s, options) ? 1 : dp) * (tensor_folds ? 1 : tp) * pp;
   size.micro_batches = ceil_div(static_cast<long double>(s.training.global_batch_size),
                                 static_cast<long double>(s.training.micro_batch_size) * dp);
   size.layers_per_rank = ceil_div(model_layers(s.model), pp) + 2;  // + embedding and head
