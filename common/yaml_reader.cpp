@@ -159,6 +159,8 @@ double YamlNode::in(const limits::Range& range) const {
 
 long long YamlNode::count(const limits::CountRange& range) const {
   const long long v = as_int();
+  if (range.min == 1 && v < 1)
+    fail("must be a positive whole number (at most " + std::to_string(range.max) + "), got " + as_string());
   if (v < range.min || v > range.max)
     fail("must be a whole number between " + std::to_string(range.min) + " and " + std::to_string(range.max) +
          ", got " + as_string());

@@ -14,17 +14,19 @@ namespace {
 
 // Ops a rank issues per layer it holds and micro-batch it runs (forward and backward kernels,
 // tensor-parallel collectives, pipeline sends), and per layer once per iteration (gradient
-// reduction, optimizer): counted on the bundled transformer scenarios
-// (SimulationResult::compute_ops + comm_ops), rounded up.
+// reduction, optimizer). Counted (SimulationResult compute + comm ops): gpt3-175b-3d, 16 simulated
+// ranks x 64 micro-batches x 6 layers, 296,880 ops = 48 per layer and micro-batch including the
+// embedding and head stages; this estimate counts those stages as 2 more layers, so 40 is above it.
 constexpr long double kOpsPerLayerMicroBatch = 40;
 constexpr long double kOpsPerLayerStep = 10;
-// This process's memory: SimGrid's hosts, links and routes per device of the cluster, what a
-// simulated rank keeps of every op it issued (each communication op's state stays until the
-// end: sim/sim_device.hpp, OpState), and one trace record (measured with /usr/bin/time on
-// bundled scenarios, rounded up).
-constexpr long double kBytesPerDevice = 64e3;
-constexpr long double kBytesPerOp = 400;
-constexpr long double kBytesPerTraceRecord = 400;
+// This process's memory (/usr/bin/time peak RSS, December 2026): SimGrid's hosts, links and routes
+// per device of the cluster (gpt-1t-t8p64d32-16k, 16,384 devices: 170 MB in all), what a simulated
+// rank keeps of every op it issued (communication ops' state stays to the end, sim_device.hpp;
+// gpt3-175b-3d: ~130 B per op), and a trace record with its JSON on the way out (~1 KB). Each
+// figure is about twice the measured one.
+constexpr long double kBytesPerDevice = 16e3;
+constexpr long double kBytesPerOp = 256;
+constexpr long double kBytesPerTraceRecord = 1024;
 // The share of this machine's memory a simulation may plan to use.
 constexpr long double kMemoryShare = 0.5;
 
@@ -42,8 +44,11 @@ long double physical_memory_bytes() {
 
 long double ceil_div(long double a, long double b) { return std::ceil(a / b); }
 
-bool folds(const Scenario& s, const sim::SimulationOptions& options) {
-  if (options.record_trace || options.replica_folding == sim::ReplicaFolding::off || s.cluster.is_heterogeneous())
+// Whether replica folding (and then tensor folding) may apply: the simulator decides for sure
+// (sim/replica_folding.hpp, sim/tensor_folding.hpp); this is its optimistic reading, so that a
+// large folded simulation is not refused. Without folding every rank is simulated.
+bool may_fold(const Scenario& s, const sim::SimulationOptions& options) {
+  if (options.record_trace || options.replica_folding == sim::FoldingMode::off || s.cluster.is_heterogeneous())
     return false;
   return std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
                       [](const NodeGroup& g) { return g.shared_cores > 0; });

@@ -9,9 +9,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 
 #include "common/input_error.hpp"
+#include "platforms/cluster.hpp"  // bundled_dir
 
 namespace tandem::test {
 
@@ -82,6 +85,21 @@ void expect_input_error_at_the_right_place(const std::string& good, const BadCas
     EXPECT_EQ(e.line(), line_of(text, c.line_needle)) << c.what << ": " << e.what();
     EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.what << ": " << e.what();
   }
+}
+
+// Applies every case of `cases` to `good` in turn (see above).
+template <class Load>
+void expect_input_errors_at_the_right_places(const std::string& good, std::initializer_list<BadCase> cases, Load load) {
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    expect_input_error_at_the_right_place(good, c, load);
+  }
+}
+
+// The text of a bundled file ("platforms/devices/h100-sxm.yaml"), for tests that edit it.
+inline std::string bundled_text(const std::string& relative) {
+  std::ifstream in(bundled_dir(relative));
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 }  // namespace tandem::test

@@ -1,0 +1,101 @@
+// Every number of a scenario is read as 64-bit and range-checked, sizes are bounded before any
+// work, and structure yaml-cpp lets through is refused: each of the examples (a wrapped
+// data_parallel_size, iterations or top_k, lr 1e308, a duplicate cluster, seq_length beyond
+// gpt-tiny's positions, a 2^62 vocabulary, a million layers, a two-billion batch) is one
+// InputError naming the file, the line and the field. Applied to the bundled scenarios.
+#include <gtest/gtest.h>
+
+#include "scenarios/scenario.hpp"
+#include "scenarios/scenario_limits.hpp"
+#include "scenarios/search_spec.hpp"
+#include "tests/platforms/platform_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+using test::BadCase;
+
+// gpt-tiny-localhost.yaml: gpt-tiny, data parallel over the two cores of localhost.
+TEST(ScenarioValidation, TinyScenarioNumbersAndStructure) {
+  test::expect_input_errors_at_the_right_places(
+      test::bundled_text("scenarios/gpt-tiny-localhost.yaml"),
+      {
+        BadCase{"dp that wraps to 2", "data_parallel_size: 2", "data_parallel_size: 4294967298",
+                "strategy.data_parallel_size", "data_parallel_size", "must be a whole number between"},
+        BadCase{"dp beyond 64 bits", "data_parallel_size: 2", "data_parallel_size: 99999999999999999999",
+                "strategy.data_parallel_size", "data_parallel_size", "64-bit"},
+        BadCase{"lr 1e308", "lr: 0.001", "lr: 1e308", "training.lr", "lr:", "must be between"},
+        BadCase{"lr nan", "lr: 0.001", "lr: .nan", "training.lr", "lr:", "expected a number"},
+        BadCase{"seq_length beyond gpt-tiny's positions", "seq_length: 32", "seq_length: 64", "training.seq_length",
+                "seq_length", "max_position_embeddings"},
+        BadCase{"batch of 2^31", "global_batch_size: 8", "global_batch_size: 2147483648",
+                "training.global_batch_size", "global_batch_size", "must be a whole number between"},
+        BadCase{"duplicate cluster", "cluster: localhost", "cluster: localhost\ncluster: no-such-cluster", "cluster",
+                "cluster: no-such", "first at line"},
+        BadCase{"iterations that wrap to 1", "data_parallel_size: 2",
+                "data_parallel_size: 2\nsimulation:\n  iterations: 4294967297", "simulation.iterations", "iterations",
+                "must be a whole number between"},
+        BadCase{"negative warmup", "data_parallel_size: 2", "data_parallel_size: 2\nsimulation:\n  warmup_iterations: -1",
+                "simulation.warmup_iterations", "warmup_iterations", "must be a whole number between"},
+        BadCase{"second document", "data_parallel_size: 2", "data_parallel_size: 2\n---\nname: other",
+                "", "---", "second YAML document"},
+        BadCase{"model as a list", "model: gpt-tiny", "model: [gpt-tiny]", "model", "model:", "expected a single value"},
+        BadCase{"key as a list", "model: gpt-tiny", "model: gpt-tiny\n? [a, b]\n: 1", "", "? [a", "plain name"}},
+      [](const std::string& path) { load_scenario(path); });
+}
+
+// search-tiny-h100.yaml: a custom 4-layer GPT on tiny-h100, with a search: section.
+TEST(ScenarioValidation, SearchScenarioNumbersAndSizes) {
+  test::expect_input_errors_at_the_right_places(
+      test::bundled_text("scenarios/search-tiny-h100.yaml"),
+      {
+        BadCase{"top_k that wraps to 1", "top_k: 5", "top_k: 4294967297", "search.top_k", "top_k",
+                "must be a whole number between"},
+        BadCase{"vocabulary of 2^62", "vocab_size: 8192", "vocab_size: 4611686018427387904", "model.vocab_size",
+                "vocab_size", "must be a whole number between"},
+        BadCase{"a million layers", "num_layers: 4", "num_layers: 1000000", "model.num_layers", "num_layers",
+                "must be a whole number between"},
+        BadCase{"hidden size past its bound", "hidden_size: 512", "hidden_size: 4294967296", "model.hidden_size",
+                "hidden_size", "must be a whole number between"},
+        BadCase{"a model of 1e18 parameters", "num_layers: 4\n  hidden_size: 512",
+                "num_layers: 65536\n  hidden_size: 1048576", "model.num_layers", "num_layers", "parameters"},
+        BadCase{"activations past 64 bits", "seq_length: 256", "seq_length: 16777216", "model.seq_length",
+                "seq_length", "activations"},
+        BadCase{"2M micro-batches per replica", "global_batch_size: 16", "global_batch_size: 16777216",
+                "training.global_batch_size", "global_batch_size", "the simulation would"},
+        BadCase{"max_evaluations that wraps", "top_k: 5", "top_k: 5\n  max_evaluations: 4294967297",
+                "search.max_evaluations", "max_evaluations", "must be a whole number between"}},
+      [](const std::string& path) { load_search_scenario(path); });
+}
+
+// The limits are generous: what real machines and models reach passes, with room.
+TEST(ScenarioLimits, A16kGpuFoldedSimulationOfA1TModelWith512MicroBatchesIsAccepted) {
+  test::TempDir dir;
+  dir.write("big.yaml",
+            "name: big\n"
+            "network: { topology: fat_tree, switch_latency_us: 0.13, nodes_per_leaf: 32 }\n"
+            "node_groups:\n"
+            "  - name: h100\n"
+            "    device: h100-sxm\n"
+            "    nodes: 2048\n"
+            "    devices_per_node: 8\n"
+            "    intra_node: { fabric: nvswitch, bandwidth_gb_per_s: 450, latency_us: 1.0 }\n"
+            "    nic: { bandwidth_gbit_per_s: 400, latency_us: 2.0 }\n");
+  const std::string path = dir.write("scenario.yaml",
+                                     "name: one-t\n"
+                                     "model: { type: transformer, num_layers: 128, hidden_size: 25600,\n"
+                                     "         num_attention_heads: 160, vocab_size: 51200, seq_length: 2048 }\n"
+                                     "cluster: big.yaml\n"
+                                     "training: { global_batch_size: 16384, micro_batch_size: 1 }\n"
+                                     "strategy: { type: hybrid, data_parallel_size: 32, tensor_model_parallel_size: 8,\n"
+                                     "            pipeline_model_parallel_size: 64 }\n");
+  const Scenario s = load_scenario(path);
+  EXPECT_EQ(s.cluster.device_count(), 16384);
+  const SimulationSize size = estimate_simulation_size(s, s.simulation);
+  EXPECT_EQ(size.micro_batches, 512);
+  EXPECT_LT(size.ops, 1e9L);
+  EXPECT_LT(size.memory_bytes, 8e9L) << "fits a machine of 16 GB";
+}
+
+}  // namespace
+}  // namespace tandem
