@@ -60,6 +60,9 @@ if(MPI_CXX_FOUND)
   message(STATUS "Tandem: MPI found: multi-process (mpirun -np N) CUDA runs")
   target_link_libraries(tandem_exec_cuda PUBLIC MPI::MPI_CXX)
   target_compile_definitions(tandem_exec_cuda PUBLIC TANDEM_HAVE_MPI=1)
+  # libsimgrid also exports MPI_* (its SMPI): OpenMPI must come first in `tandem`'s load order,
+  # so that the bootstrap's MPI_Init is OpenMPI's.
+  set_property(TARGET tandem PROPERTY LINK_LIBRARIES MPI::MPI_CXX tandem_cli)
 else()
   message(STATUS "Tandem: no MPI: the CUDA backend runs single-process (one rank)")
 endif()

@@ -1,40 +1,36 @@
 #include "distributed/mpi_search.hpp"
 
-#include <mpi.h>
-
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "distributed/mpi_module.hpp"
 
 namespace tandem::distributed {
 
 namespace {
 
-enum Tag : int { kTask = 1, kResult = 2, kStop = 3 };
+enum Tag : int { kAny = -1, kTask = 1, kResult = 2, kStop = 3 };
 
 void send_text(const std::string& text, int to, int tag) {
-  MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
+  check_mpi(mpi_module().send(text.data(), static_cast<int>(text.size()), to, tag), "MPI_Send");
 }
 
-// Receives the next message from `from` (or any rank) with `tag` (or any tag).
-std::string receive_text(int from, int tag, MPI_Status& status) {
-  MPI_Probe(from, tag, MPI_COMM_WORLD, &status);
+// Receives the next message from `from` (or any rank, -1) with `tag` (or any tag, -1); says who
+// sent it and its tag.
+std::string receive_text(int from, int tag, int& source, int& message_tag) {
   int count = 0;
-  MPI_Get_count(&status, MPI_CHAR, &count);
+  check_mpi(mpi_module().probe(from, tag, &source, &message_tag, &count), "MPI_Probe");
   std::string text(static_cast<std::size_t>(count), '\0');
-  MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  check_mpi(mpi_module().receive(text.data(), count, source, message_tag), "MPI_Recv");
   return text;
 }
 
 }  // namespace
 
-MpiSession::MpiSession() {
-  MPI_Init(nullptr, nullptr);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-}
+MpiSession::MpiSession() { check_mpi(mpi_module().init(&rank_, &size_), "MPI_Init"); }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() { mpi_module().finalize(); }
 
 MpiEvaluator::MpiEvaluator(const MpiSession& session, SimulationEvaluator& local, std::function<void()> on_simulated)
     : session_(session), local_(local), on_simulated_(std::move(on_simulated)) {
@@ -42,7 +38,8 @@ MpiEvaluator::MpiEvaluator(const MpiSession& session, SimulationEvaluator& local
 }
 
 MpiEvaluator::~MpiEvaluator() {
-  for (int r = 1; r < session_.size(); ++r) send_text("", r, kStop);
+  // Not checked: a destructor must not throw, and MPI's default handler aborts on errors anyway.
+  for (int r = 1; r < session_.size(); ++r) mpi_module().send("", 0, r, kStop);
 }
 
 std::vector<search::Estimate> MpiEvaluator::estimate(const std::vector<search::Candidate>& candidates) {
@@ -61,10 +58,10 @@ std::vector<search::Evaluation> MpiEvaluator::evaluate(const std::vector<search:
       idle.pop_back();
       ++next;
     }
-    MPI_Status status;
-    const nlohmann::json result = nlohmann::json::parse(receive_text(MPI_ANY_SOURCE, kResult, status));
+    int source = 0, tag = 0;
+    const nlohmann::json result = nlohmann::json::parse(receive_text(kAny, kResult, source, tag));
     out.at(result.at("index").get<std::size_t>()) = search::evaluation_from_json(result.at("evaluation"));
-    idle.push_back(status.MPI_SOURCE);
+    idle.push_back(source);
     ++done;
     if (on_simulated_) on_simulated_();
   }
@@ -73,9 +70,9 @@ std::vector<search::Evaluation> MpiEvaluator::evaluate(const std::vector<search:
 
 void serve_candidates(SimulationEvaluator& local) {
   while (true) {
-    MPI_Status status;
-    const std::string text = receive_text(0, MPI_ANY_TAG, status);
-    if (status.MPI_TAG == kStop) return;
+    int source = 0, tag = 0;
+    const std::string text = receive_text(0, kAny, source, tag);
+    if (tag == kStop) return;
     const nlohmann::json task = nlohmann::json::parse(text);
     // Simulated in a forked child (SimulationEvaluator with one worker), never in this process.
     const search::Evaluation e = local.evaluate({search::candidate_from_json(task.at("candidate"))}).front();

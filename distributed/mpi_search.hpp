@@ -5,7 +5,8 @@
 // and sends the result back. Results are keyed by candidate, so the answer is the same as with
 // local workers, whatever the number of ranks.
 //
-// Built only when CMake finds MPI (TANDEM_HAVE_MPI); nothing here includes <mpi.h>.
+// Built only when CMake finds MPI (TANDEM_HAVE_MPI); the MPI calls are in libtandem_mpi.so
+// (mpi_module.hpp), opened by the first MpiSession, so `tandem` itself does not load MPI.
 #pragma once
 
 #include <functional>

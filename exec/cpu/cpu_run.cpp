@@ -13,11 +13,10 @@
 #include "common/input_error.hpp"
 #include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/cpu_device.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/hybrid_parallel.hpp"
 #include "strategies/models/transformer.hpp"
-
-extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace tandem::exec::cpu {
 
@@ -233,7 +232,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   std::vector<std::unique_ptr<CpuDevice>> devices;
   for (int r = 0; r < world; ++r)
     devices.push_back(std::make_unique<CpuDevice>(r, context, offsets[r]));
-  openblas_set_num_threads(std::max(1, o.blas_threads));
+  kernels::cpu::set_blas_threads(o.blas_threads);
 
   IterationBoard board(world, first_iteration, total_iterations, o.warmup_iterations,
                        tokens_per_iteration, o.on_iteration);

@@ -1,6 +1,6 @@
 #include "kernels/cpu/gemm.hpp"
 
-#include <cblas.h>
+#include "kernels/cpu/openblas.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -31,11 +31,11 @@ void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int6
     return;
   }
   // Leading dimensions must be >= 1 even for degenerate shapes.
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, blas_int(m, "m"), blas_int(n, "n"),
-              blas_int(k, "k"), alpha, a, blas_int(std::max<std::int64_t>(lda, 1), "lda"), b,
-              blas_int(std::max<std::int64_t>(ldb, 1), "ldb"), beta, c,
-              blas_int(std::max<std::int64_t>(ldc, 1), "ldc"));
+  openblas().sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                   trans_b ? CblasTrans : CblasNoTrans, blas_int(m, "m"), blas_int(n, "n"),
+                   blas_int(k, "k"), alpha, a, blas_int(std::max<std::int64_t>(lda, 1), "lda"), b,
+                   blas_int(std::max<std::int64_t>(ldb, 1), "ldb"), beta, c,
+                   blas_int(std::max<std::int64_t>(ldc, 1), "ldc"));
 }
 
 void gemm_forward(float* c, const float* a, const float* b, std::int64_t m, std::int64_t n,
@@ -75,8 +75,8 @@ void gemm_backward(float* da, float* db, const float* dc, const float* a, const 
   }
 }
 
-int blas_threads() { return openblas_get_num_threads(); }
+int blas_threads() { return openblas().get_num_threads(); }
 
-void set_blas_threads(int threads) { openblas_set_num_threads(std::max(threads, 1)); }
+void set_blas_threads(int threads) { openblas().set_num_threads(std::max(threads, 1)); }
 
 }  // namespace tandem::kernels::cpu

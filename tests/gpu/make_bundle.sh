@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU check's bundle on a development machine (with nvcc): the tandem binary, the GPU
-# test and benchmark binaries, the non-system shared libraries they need (SimGrid, yaml-cpp,
-# OpenBLAS, libstdc++, ... found with ldd; glibc and the CUDA/NCCL libraries excluded: the GPU
-# machine has its own), platforms/ and scenarios/, and the check scripts. On the GPU machine:
+# test and benchmark binaries, tandem's modules (libtandem_*.so), the non-system shared libraries
+# they need (SimGrid, yaml-cpp, libstdc++, ... found with ldd, and OpenBLAS, which tandem opens on
+# first use; glibc and the CUDA/NCCL libraries excluded: the GPU machine has its own),
+# platforms/ and scenarios/, and the check scripts. On the GPU machine:
 #   tar xzf tandem-gpu-bundle.tar.gz && tandem-gpu-bundle/check.sh [RESULTS_DIR]
 # Usage: tests/gpu/make_bundle.sh [BUILD_DIR (default build-dev)] [OUTPUT_DIR (default .)]
 set -euo pipefail
@@ -18,10 +19,23 @@ for b in "${bins[@]}"; do
   cp "$build/$b" "$bundle/bin/"
   strip --strip-unneeded "$bundle/bin/$b" 2>/dev/null || true
 done
+# tandem's modules (libtandem_*.so, opened beside the binary on demand) go with it.
+modules=()
+for m in "$build"/libtandem_*.so; do
+  [ -e "$m" ] || continue
+  cp "$m" "$bundle/bin/" && modules+=("$m")
+done
+# Libraries tandem opens on first use rather than links (ldd does not see them): OpenBLAS.
+opened=()
+for soname in libopenblas.so.0; do
+  path="$(ldconfig -p | awk -v n="$soname" '$1 == n && /x86-64/ {print $NF; exit}')"
+  [ -n "$path" ] || { echo "missing $soname (install libopenblas0)" >&2; exit 1; }
+  cp -L "$path" "$bundle/lib/$soname" && opened+=("$path")
+done
 # Shared libraries: everything ldd resolves except the C library family and the GPU stack.
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so|libresolv\.so|libcuda\.so|libcudart|libcublas|libcublasLt|libnccl|libcudnn|libnvidia)'
-for b in "${bins[@]}"; do
-  ldd "$build/$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+for b in "${bins[@]/#/$build/}" "${modules[@]}" "${opened[@]}"; do
+  ldd "$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do
     [[ "$name" =~ $skip ]] && continue
     [ -e "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
   done
