@@ -28,6 +28,7 @@ launch_overhead_us: 3
 gpu_kernels:
   sm_count: 100
   gemm_efficiency: 0.8
+  gemm_efficiency_shape: [4096, 4096, 4096]
   memory_efficiency: 0.9
   flash_fwd_efficiency: 0.6
   flash_bwd_efficiency: 0.5
@@ -39,6 +40,7 @@ TEST(GpuKernelsProfile, ReadsTheConstantsAndTheBasis) {
   const DeviceProfile p = load_device_profile(dir.write("good.yaml", kGood));
   EXPECT_EQ(p.gpu_kernels.sm_count, 100);
   EXPECT_DOUBLE_EQ(p.gpu_kernels.gemm_efficiency, 0.8);
+  EXPECT_EQ(p.gpu_kernels.gemm_efficiency_shape[2], 4096);
   EXPECT_DOUBLE_EQ(p.gpu_kernels.memory_efficiency, 0.9);
   EXPECT_DOUBLE_EQ(p.gpu_kernels.flash_fwd_efficiency, 0.6);
   EXPECT_DOUBLE_EQ(p.gpu_kernels.flash_bwd_efficiency, 0.5);
@@ -77,6 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"zero sms", "sm_count: 100", "sm_count: 0", "gpu_kernels.sm_count", "sm_count", "must be"},
         BadCase{"missing constant", "  flash_bwd_efficiency: 0.5\n", "", "gpu_kernels.flash_bwd_efficiency",
                 "gpu_kernels:", "missing required field"},
+        BadCase{"shape not m n k", "[4096, 4096, 4096]", "[4096, 4096]", "gpu_kernels.gemm_efficiency_shape",
+                "gemm_efficiency_shape", "must be [m, n, k]"},
         BadCase{"unknown constant", "sm_count: 100", "sm_count: 100\n  warp_size: 32", "gpu_kernels.warp_size",
                 "warp_size", "unknown field"},
         BadCase{"on a cpu", "kind: gpu", "kind: cpu", "gpu_kernels", "gpu_kernels:", "only a gpu profile"}),
