@@ -2,6 +2,7 @@
 #include "cli/option_ranges.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -10,6 +11,7 @@
 #include "cli/search_progress.hpp"
 #include "common/input_error.hpp"
 #include "common/output_set.hpp"
+#include "platforms/cluster_selection.hpp"
 #include "scenarios/candidate_scenario.hpp"
 #include "scenarios/scenario_writer.hpp"
 #include "scenarios/search_evaluator.hpp"
@@ -41,25 +43,26 @@ int run_search_command(const SearchOptions& o) {
   OutputSet outputs;
   OutputSet::check_writable(o.json_path, "--json");
   OutputSet::check_writable(o.winner_path, "--winner");
-  SearchScenario spec = load_search_scenario(o.scenario);
-  search::SearchSettings& settings = spec.settings;
+  std::optional<search::Objective> objective;
+  std::optional<search::Algorithm> algorithm;
   try {
-    if (!o.objective.empty()) settings.objective = search::parse_objective(o.objective);
-    if (!o.algorithm.empty()) settings.algorithm = search::parse_algorithm(o.algorithm);
+    if (!o.objective.empty()) objective = search::parse_objective(o.objective);
+    if (!o.algorithm.empty()) algorithm = search::parse_algorithm(o.algorithm);
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
   }
+  SearchScenario spec = load_search_scenario(o.scenario, objective);
+  search::SearchSettings& settings = spec.settings;
+  if (algorithm) settings.algorithm = *algorithm;
   if (o.top_k) settings.top_k = *o.top_k;
   if (o.max_evaluations) settings.max_evaluations = *o.max_evaluations;
-  if (settings.objective == search::Objective::cost)
-    for (int world : spec.space.devices)
-      if (!search::all_priced(spec.base.cluster, world))
-        throw InputError("command line", 0, "--objective", "the cost objective needs a price_per_hour_usd in every device profile");
+  if (settings.objective == search::Objective::cost && !all_priced(spec))
+    throw InputError("command line", 0, "--objective", "the cost objective needs a price_per_hour_usd in every device profile");
   const int workers = o.workers > 0 ? o.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   settings.batch_size = std::max(settings.batch_size, 2 * workers);  // keeps every worker busy
 
   const auto start = std::chrono::steady_clock::now();
-  SearchProgressPrinter progress(settings.objective);
+  SearchProgressPrinter progress(settings.objective, workers);
   SimulationEvaluator local(spec.base, workers, [&] { progress.simulated_one(); });
   search::Evaluator* evaluator = &local;
 #ifdef TANDEM_HAVE_MPI
@@ -78,6 +81,7 @@ int run_search_command(const SearchOptions& o) {
   }
 #endif
   const search::Enumeration space = search::enumerate(spec.space, spec.base.cluster, spec.base.training);
+  progress.bounding(space.candidates.size());
   const search::SearchResult result =
       search::run_search(space, *evaluator, settings, [&](const search::SearchProgress& p) { progress.update(p); });
   progress.finish();
@@ -98,6 +102,13 @@ int run_search_command(const SearchOptions& o) {
   if (found && !o.winner_path.empty()) {
     const search::Scored& best = result.ranked.front();
     Scenario winner = scenario_for(spec.base, best.candidate);
+    if (!best.candidate.nodes.empty()) {
+      // A plan on part of the cluster: that part as a cluster file beside the scenario.
+      const std::filesystem::path cluster_path =
+          std::filesystem::absolute(std::filesystem::path(o.winner_path).replace_extension(".cluster.yaml"));
+      outputs.stage(cluster_path.string(), selected_cluster_yaml(spec.base.cluster, best.candidate.nodes));
+      winner.cluster.file = cluster_path.string();
+    }
     winner.name = spec.base.name + "-winner";
     winner.description = "found by tandem search (" + std::string(to_string(settings.objective)) + "): " + best.candidate.key();
     outputs.stage(o.winner_path,

@@ -1,5 +1,7 @@
 #include "scenarios/candidate_scenario.hpp"
 
+#include "platforms/cluster_selection.hpp"
+
 namespace tandem {
 
 namespace {
@@ -29,6 +31,7 @@ Scenario scenario_for(const Scenario& base, const search::Candidate& c) {
   Scenario s = base;
   s.strategy_type = "hybrid";
   each_knob(s, c, [](auto& in_scenario, const auto& in_candidate) { in_scenario = in_candidate; });
+  if (!c.nodes.empty()) s.cluster = select_nodes(base.cluster, c.nodes);
   return s;
 }
 

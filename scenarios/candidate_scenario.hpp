@@ -9,7 +9,8 @@
 namespace tandem {
 
 // `base` with its strategy replaced by the candidate's; knobs the search does not turn
-// (gradient bucket size, overlap) are kept from `base`.
+// (gradient bucket size, overlap) are kept from `base`. A candidate with a node selection runs on
+// that part of the base cluster.
 Scenario scenario_for(const Scenario& base, const search::Candidate& candidate);
 
 // The candidate a scenario's strategy is (a data-parallel strategy is the hybrid with tp = pp = 1).

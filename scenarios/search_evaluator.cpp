@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include "common/process_pool.hpp"
 #include "scenarios/candidate_scenario.hpp"
 #include "scenarios/prediction_inputs.hpp"
+#include "sim/cost_model.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/search/analytic_estimate.hpp"
 
@@ -14,25 +16,27 @@ namespace tandem {
 SimulationEvaluator::SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated)
     : base_(std::move(base)), workers_(workers), on_simulated_(std::move(on_simulated)) {}
 
-search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) const {
-  search::Estimate e;
-  const Scenario s = scenario_for(base_, c);
-  std::unique_ptr<Strategy> strategy;
+namespace {
+
+// The simulator's own cost model: a compute op costs exactly this there, so the bound is tight.
+Seconds simulated_compute_s(const ComputeOp& op, const DeviceProfile& d) { return sim::compute_cost(op, d).seconds; }
+
+// The candidate's strategy, or why it cannot be built.
+std::unique_ptr<Strategy> build(const Scenario& s, search::Estimate& e) {
   try {
-    strategy = make_strategy(s);
+    return make_strategy(s);
   } catch (const InputError& error) {
     const std::string field = error.field().starts_with("strategy.") ? error.field().substr(9) : error.field();
     e.invalid_reason = "rejected by the strategy (" + field + ")";
-    return e;
+    return nullptr;
   }
-  const search::AnalyticEstimate a = search::estimate_strategy(*strategy, s.cluster);
+}
+
+// What the strategy itself says, without tracing: its price, how its splits came out.
+void describe(const Strategy& strategy, const Scenario& s, const search::Candidate& c, search::Estimate& e) {
   e.valid = true;
-  e.peak_memory_bytes = a.peak_memory_bytes;
-  e.memory_fraction = a.memory_fraction;
-  e.iteration_time_s = a.iteration_time_s;
-  e.energy_per_iteration_j = a.energy_per_iteration_j;
   e.usd_per_s = search::usd_per_s(s.cluster, c.world_size());
-  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(strategy.get())) {
+  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) {
     auto all_equal = [](const auto& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); };
     e.even_batches = all_equal(hybrid->micro_batches_per_replica());
     e.even_layers = all_equal(hybrid->layers_per_virtual_stage());
@@ -41,13 +45,97 @@ search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) c
     const auto& per_virtual = hybrid->layers_per_virtual_stage();
     for (std::size_t v = 0; v < per_virtual.size(); ++v) e.layers_per_stage[v % stages] += per_virtual[v];
   }
+}
+
+}  // namespace
+
+search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) const {
+  search::Estimate e;
+  const Scenario s = scenario_for(base_, c);
+  const std::unique_ptr<Strategy> strategy = build(s, e);
+  if (!strategy) return e;
+  const search::AnalyticEstimate a = search::estimate_strategy(*strategy, s.cluster, simulated_compute_s);
+  describe(*strategy, s, c, e);
+  e.peak_memory_bytes = a.peak_memory_bytes;
+  e.memory_fraction = a.memory_fraction;
+  e.iteration_time_s = a.iteration_time_s;
+  e.energy_per_iteration_j = a.energy_per_iteration_j;
+  e.simulation_size = a.replica_ops;
   return e;
 }
 
-std::vector<search::Estimate> SimulationEvaluator::estimate(const std::vector<search::Candidate>& candidates) {
+search::Estimate SimulationEvaluator::sketch_one(const search::Candidate& c) const {
+  search::Estimate e;
+  const Scenario s = scenario_for(base_, c);
+  const std::unique_ptr<Strategy> strategy = build(s, e);
+  if (!strategy) return e;
+  const auto* hybrid = dynamic_cast<const HybridParallel*>(strategy.get());
+  if (hybrid == nullptr) return estimate_one(c);
+  // Micro-batches per replica of the two short traces: the first and the last micro-batch may
+  // differ from the others, every other one issues the same ops.
+  const bool interleaved = c.schedule == PipelineSchedule::interleaved_1f1b;
+  const int k1 = interleaved ? c.pp : 2, k2 = interleaved ? 2 * c.pp : 3;
+  const auto& micro_batches = hybrid->micro_batches_per_replica();
+  if (*std::min_element(micro_batches.begin(), micro_batches.end()) < k1 ||
+      *std::max_element(micro_batches.begin(), micro_batches.end()) <= k2)
+    return estimate_one(c);  // short already: the full trace costs no more
+  search::AnalyticEstimate short_traces[2];
+  for (int k : {k1, k2}) {
+    Scenario shorter = s;
+    shorter.training.global_batch_size = c.micro_batch_size * c.dp * k;
+    shorter.parallel.batch_split = BatchSplit::even;
+    search::Estimate ignored;
+    const std::unique_ptr<Strategy> short_strategy = build(shorter, ignored);
+    const auto* short_hybrid = dynamic_cast<const HybridParallel*>(short_strategy.get());
+    // The same layers per stage, or the traces say nothing about this strategy.
+    if (short_hybrid == nullptr || short_hybrid->layers_per_virtual_stage() != hybrid->layers_per_virtual_stage())
+      return estimate_one(c);
+    short_traces[k == k1 ? 0 : 1] = search::estimate_strategy(*short_hybrid, s.cluster, simulated_compute_s);
+  }
+  const search::AnalyticEstimate a =
+      search::extrapolate_micro_batches(*hybrid, s.cluster, short_traces[0], k1, short_traces[1], k2);
+  describe(*strategy, s, c, e);
+  e.sketched = true;
+  e.iteration_time_s = a.iteration_time_s;
+  e.energy_per_iteration_j = a.energy_per_iteration_j;
+  e.simulation_size = a.replica_ops;
+  return e;
+}
+
+std::vector<search::Estimate> SimulationEvaluator::in_workers(const std::vector<search::Candidate>& candidates,
+                                                              bool sketch) const {
+  const auto one = [&](std::size_t i) { return sketch ? sketch_one(candidates[i]) : estimate_one(candidates[i]); };
+  constexpr std::size_t kWorthForking = 32;  // fewer: a fork costs more than it saves
   std::vector<search::Estimate> out;
-  for (const auto& c : candidates) out.push_back(estimate_one(c));
+  if (workers_ <= 1 || candidates.size() < kWorthForking) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) out.push_back(one(i));
+    return out;
+  }
+  const std::size_t shares = static_cast<std::size_t>(workers_);
+  const auto outcomes = run_in_processes(
+      shares,
+      [&](std::size_t k) {
+        nlohmann::json share = nlohmann::json::array();
+        for (std::size_t i = k; i < candidates.size(); i += shares) share.push_back(search::to_json(one(i)));
+        return share.dump();
+      },
+      workers_);
+  std::vector<nlohmann::json> parsed;
+  for (const ProcessOutcome& o : outcomes) {
+    if (!o.ok) throw std::runtime_error("estimating candidates: " + o.error);
+    parsed.push_back(nlohmann::json::parse(o.output));
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    out.push_back(search::estimate_from_json(parsed[i % shares].at(i / shares)));
   return out;
+}
+
+std::vector<search::Estimate> SimulationEvaluator::estimate(const std::vector<search::Candidate>& candidates) {
+  return in_workers(candidates, false);
+}
+
+std::vector<search::Estimate> SimulationEvaluator::sketch(const std::vector<search::Candidate>& candidates) {
+  return in_workers(candidates, true);
 }
 
 sim::Prediction predict(const Scenario& s) {

@@ -1,6 +1,7 @@
-// The search's real evaluator: estimates in this process (strategies built and traced on a
-// ledger, search/analytic_estimate.hpp) and simulations in forked worker processes, one per
-// candidate (SimGrid holds one engine per process), `workers` at a time. A result does not
+// The search's real evaluator: estimates (strategies built and traced on a ledger,
+// search/analytic_estimate.hpp) shared among `workers` forked processes when there are many, and
+// simulations in forked worker processes, one per candidate (SimGrid holds one engine per
+// process), `workers` at a time. A result does not
 // depend on which worker computed it, so the search's answer is the same for any worker count.
 //
 // This pool uses the cores of one machine; distributed/mpi_search.hpp spreads the same work over
@@ -21,13 +22,22 @@ class SimulationEvaluator final : public search::Evaluator {
   SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated = {});
 
   std::vector<search::Estimate> estimate(const std::vector<search::Candidate>& candidates) override;
+  // A pipeline of many micro-batches is traced with 2 and 3 (interleaved: p and 2p) micro-batches
+  // per replica instead, and its compute bound extrapolated (analytic_estimate.hpp); anything
+  // else is estimated in full.
+  std::vector<search::Estimate> sketch(const std::vector<search::Candidate>& candidates) override;
   std::vector<search::Evaluation> evaluate(const std::vector<search::Candidate>& candidates) override;
 
   // One candidate, here and now (what a worker runs): simulate() may run once per process.
   search::Evaluation simulate_here(const search::Candidate& candidate) const;
   search::Estimate estimate_one(const search::Candidate& candidate) const;
+  search::Estimate sketch_one(const search::Candidate& candidate) const;
 
  private:
+  // estimate_one or sketch_one of each candidate, in order; many candidates are shared among the
+  // workers (every k-th to worker k).
+  std::vector<search::Estimate> in_workers(const std::vector<search::Candidate>& candidates, bool sketch) const;
+
   Scenario base_;
   int workers_;
   std::function<void()> on_simulated_;

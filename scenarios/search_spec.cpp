@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/yaml_reader.hpp"
+#include "platforms/cluster_selection.hpp"
 
 namespace tandem {
 
@@ -105,9 +106,46 @@ BatchSplit parse_batch_split(const std::string& v) {
   throw std::invalid_argument("unknown batch split '" + v + "' (expected even or proportional)");
 }
 
+// nodes: `any`, or a map from node group name to counts (a pin, a list, or {min, max} bounds on
+// the defaults of search_space.hpp's node_selections).
+std::vector<std::vector<int>> read_nodes(const YamlNode& node, const Cluster& cluster) {
+  std::vector<std::vector<int>> counts(cluster.groups.size());
+  if (!node.is_map()) {
+    if (node.as_string() != "any") node.fail("expected `any` or a map from node group name to node counts");
+    return search::node_selections(cluster, counts);
+  }
+  std::vector<std::string> names;
+  for (const NodeGroup& g : cluster.groups) names.push_back(g.name);
+  for (const auto& [name, value] : node.entries()) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) value.fail("no node group '" + name + "' in cluster '" + cluster.name + "'");
+    const std::size_t g = static_cast<std::size_t>(it - names.begin());
+    Bounds bounds;
+    read_numeric(node, name.c_str(), counts[g], bounds, 0, cluster.groups[g].node_count);
+    if (bounds.min || bounds.max) {
+      counts[g] = search::default_node_counts(cluster.groups[g].node_count);
+      apply_bounds(counts[g], bounds);
+      if (counts[g].empty()) value.fail("its bounds leave no node count to try");
+    }
+  }
+  auto selections = search::node_selections(cluster, counts);
+  if (selections.empty()) node.fail("selects no node at all");
+  return selections;
+}
+
 }  // namespace
 
-SearchScenario load_search_scenario(const std::string& name_or_path) {
+bool all_priced(const SearchScenario& spec) {
+  for (int world : spec.space.devices)
+    if (spec.space.nodes.empty() && !search::all_priced(spec.base.cluster, world)) return false;
+  for (const auto& selection : spec.space.nodes) {
+    const Cluster part = select_nodes(spec.base.cluster, selection);
+    if (!search::all_priced(part, part.device_count())) return false;
+  }
+  return true;
+}
+
+SearchScenario load_search_scenario(const std::string& name_or_path, std::optional<search::Objective> objective) {
   SearchScenario out;
   out.base = load_scenario(name_or_path);
   const YamlNode root = YamlNode::load_file(out.base.file);
@@ -123,8 +161,12 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
                  "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
-                 "refine_evaluations"});
+                 "refine_evaluations", "nodes"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
+    if (auto v = n.get("nodes")) {
+      if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
+      s.nodes = read_nodes(*v, out.base.cluster);
+    }
     read_numeric(n, "tensor_model_parallel_size", s.tp, bounds["tp"], 1, devices);
     read_numeric(n, "pipeline_model_parallel_size", s.pp, bounds["pp"], 1, devices);
     read_numeric(n, "data_parallel_size", s.dp, bounds["dp"], 1, devices);
@@ -157,6 +199,11 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
       settings.constraints.memory_headroom = h;
     }
   }
+  if (objective) settings.objective = *objective;
+  // Cost: a plan on fewer or cheaper devices may win, so the node selections are searched too.
+  const bool devices_given = section && (section->get("devices") || section->get("nodes"));
+  if (settings.objective == search::Objective::cost && !devices_given)
+    s.nodes = search::node_selections(out.base.cluster, {});
   s = search::complete_space(s, out.base.cluster, out.base.training);
   apply_bounds(s.devices, bounds["devices"]);
   apply_bounds(s.tp, bounds["tp"]);
@@ -172,12 +219,9 @@ SearchScenario load_search_scenario(const std::string& name_or_path) {
                             {"data_parallel_size", s.dp.empty() && (bounds["dp"].min || bounds["dp"].max)},
                             {"zero_stage", s.zero_stage.empty()}})
     if (empty) (*section)[key].fail("its bounds leave no value to try");
-  if (settings.objective == search::Objective::cost) {
-    for (int world : s.devices)
-      if (!search::all_priced(out.base.cluster, world))
-        objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +
-                             out.base.cluster.name + "'");
-  }
+  if (settings.objective == search::Objective::cost && objective_node && !objective && !all_priced(out))
+    objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +
+                         out.base.cluster.name + "'");
   return out;
 }
 

@@ -6,6 +6,11 @@
 //     tensor_model_parallel_size: [1, 2, 4, 8]   # a list of values
 //     pipeline_model_parallel_size: {max: 8}     # bounds on the defaults (min and/or max)
 //     zero_stage: 1                              # a pin
+//     nodes: {h100: [0, 2, 4], a100: {max: 4}}  # nodes used of each node group: a plan may
+//                                                # leave nodes idle (groups left out: 0, powers
+//                                                # of two, all); `nodes: any` for every group.
+//                                                # Default: all nodes, except with the cost
+//                                                # objective, where any selection may win.
 //     micro_batch_size, data_parallel_size, devices (ranks used), pipeline_schedule,
 //     virtual_pipeline_model_parallel_size, recompute_granularity, sequence_parallel,
 //     rank_order, pipeline_partition, batch_split  # likewise
@@ -24,6 +29,7 @@
 // Knobs left out get the defaults of search_space.hpp. Every error names file, line and field.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "scenarios/scenario.hpp"
@@ -38,6 +44,12 @@ struct SearchScenario {
   search::SearchSettings settings;
 };
 
-SearchScenario load_search_scenario(const std::string& name_or_path);
+// Whether every device the space may use has a price (the cost objective needs one).
+bool all_priced(const SearchScenario& spec);
+
+// `objective`, when given, replaces the file's (the command line's --objective): the defaults
+// that depend on it (node selections for cost) follow it.
+SearchScenario load_search_scenario(const std::string& name_or_path,
+                                    std::optional<search::Objective> objective = std::nullopt);
 
 }  // namespace tandem

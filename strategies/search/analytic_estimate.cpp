@@ -7,22 +7,21 @@
 #include "strategies/data_parallel.hpp"
 #include "strategies/hybrid_parallel.hpp"
 #include "strategies/memory_ledger.hpp"
+#include "strategies/search/rank_timeline.hpp"
 
 namespace tandem::search {
 
 namespace {
 
-// Executes nothing: keeps the memory ledger and the (FLOPs, bytes) of every compute op issued
-// while `recording`.
+// Executes nothing: keeps the memory ledger and, while `recording`, replays the ops on one
+// timeline per device kind that runs this program (rank_timeline.hpp).
 class LedgerRuntime final : public Runtime {
  public:
-  struct Work {
-    Flops flops;
-    Bytes bytes;
-    Phase phase;
-    DType dtype;
-  };
-  LedgerRuntime(int rank, int world) : rank_(rank), world_(world) {}
+  LedgerRuntime(int rank, int world, std::vector<const DeviceProfile*> devices, BytesPerSecond port_bytes_per_s,
+                const LeastComputeSeconds& least_compute)
+      : rank_(rank), world_(world), devices_(std::move(devices)), least_compute_(least_compute) {
+    timelines_.assign(devices_.size(), RankTimeline(port_bytes_per_s));
+  }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
@@ -35,26 +34,50 @@ class LedgerRuntime final : public Runtime {
   void reacquire(const Tensor& t, MemCategory category) override { ledger_.allocate(t.id, t.bytes(), category); }
   // Freed at once: never later than any backend frees it, so the peak stays a lower bound.
   void release_after(const Tensor& t, Handle) override { release(t); }
-  Handle compute(ComputeOp op, const Issue&) override {
-    if (recording) work_.push_back({op.flops, op.bytes, op.phase, op.compute_dtype});
-    return Handle{};
+  Handle compute(ComputeOp op, const Issue& issue) override {
+    ops += recording ? 1 : 0;
+    return each([&](RankTimeline& t, const DeviceProfile& d) {
+      return t.compute(least_compute_(op, d), op.phase, issue.after);
+    });
   }
-  Handle communicate(CommOp, const Issue&) override { return Handle{}; }
-  void wait(Handle) override {}
-  Handle record(Stream) override { return Handle{}; }
-  void synchronize() override {}
+  Handle communicate(CommOp op, const Issue& issue) override {
+    ops += recording ? 1 : 0;
+    return each([&](RankTimeline& t, const DeviceProfile&) { return t.communicate(op, rank_, issue.stream, issue.after); });
+  }
+  void wait(Handle h) override {
+    if (recording) for (RankTimeline& t : timelines_) t.wait(h);
+  }
+  Handle record(Stream stream) override {
+    return each([&](RankTimeline& t, const DeviceProfile&) { return t.record(stream); });
+  }
+  void synchronize() override {
+    if (recording) for (RankTimeline& t : timelines_) t.synchronize();
+  }
   void begin_iteration(int) override {}
   void end_iteration() override {}
 
   const MemoryLedger& ledger() const { return ledger_; }
-  const std::vector<Work>& work() const { return work_; }
+  const RankTimeline& timeline(std::size_t device) const { return timelines_[device]; }
   bool recording = false;
+  std::int64_t ops = 0;  // issued while recording
 
  private:
+  // Every timeline replays the op; they hand out the same handle ids. Outside the recorded
+  // iteration nothing is timed and every op counts as complete.
+  template <class Op>
+  Handle each(Op op) {
+    if (!recording) return Handle{};
+    Handle h;
+    for (std::size_t i = 0; i < timelines_.size(); ++i) h = op(timelines_[i], *devices_[i]);
+    return h;
+  }
+
   int rank_, world_;
+  std::vector<const DeviceProfile*> devices_;
+  const LeastComputeSeconds& least_compute_;
+  std::vector<RankTimeline> timelines_;
   std::int32_t next_id_ = 0;
   MemoryLedger ledger_;
-  std::vector<Work> work_;
 };
 
 // Ranks with equal keys run the same program (up to peers and tensor-parallel rank, which change
@@ -75,34 +98,18 @@ std::vector<std::int64_t> program_keys(const Strategy& strategy) {
   return keys;
 }
 
-// Lower bounds of a rank's compute in one iteration: all of it, and its forward and backward
-// ops (recomputation counts as backward).
-struct ComputeBound {
-  Seconds total_s = 0, forward_s = 0, backward_s = 0;
-};
-
-ComputeBound compute_lower_bound(const std::vector<LedgerRuntime::Work>& work, const DeviceProfile& device) {
-  ComputeBound b;
-  for (const auto& w : work) {
-    // The cost model runs an op at the peak of its dtype (tensor cores) or at the fp32 peak
-    // (vector units), times an efficiency <= 1: the better of the two peaks bounds either.
-    const FlopsPerSecond best_flops_per_s =
-        std::max(device.peak_flops_per_s(w.dtype), device.peak_flops_per_s(DType::fp32));
-    const Seconds flop_s = best_flops_per_s > 0 ? w.flops / best_flops_per_s : 0;
-    const Seconds memory_s = device.memory_bandwidth_bytes_per_s > 0 ? w.bytes / device.memory_bandwidth_bytes_per_s : 0;
-    const Seconds op_s = device.launch_overhead_s + std::max(flop_s, memory_s);
-    b.total_s += op_s;
-    if (w.phase == Phase::forward) b.forward_s += op_s;
-    if (w.phase == Phase::backward) b.backward_s += op_s;
-  }
-  return b;
+// Whether rank r belongs to data-parallel replica 0 (every rank of a strategy without replicas).
+bool in_first_replica(const Strategy& strategy, int r) {
+  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) return hybrid->layout().coord_of(r).dp == 0;
+  if (dynamic_cast<const DataParallel*>(&strategy) != nullptr) return r == 0;
+  return true;
 }
 
 // A pipeline without interleaving (GPipe, 1F1B) cannot beat its fill and drain: stage s starts
 // only once micro-batch 0 went forward through stages 0..s-1, does all its forward and backward
 // work, and its last backward (micro-batch m-1) still has to go back through stages s-1..0. Every
 // micro-batch of a stage does the same work, so one is 1/m of the stage's total.
-Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<ComputeBound>& ranks) {
+Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<RankEstimate>& ranks) {
   const RankLayout& layout = hybrid.layout();
   const int p = layout.pp_size();
   if (p == 1 || static_cast<int>(hybrid.layers_per_virtual_stage().size()) != p) return 0;  // interleaved: v > 1
@@ -111,7 +118,7 @@ Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<C
     const double m = static_cast<double>(hybrid.micro_batches_per_replica()[d]);
     Seconds fill = 0, drain = 0;  // one micro-batch through stages 0..s-1, forward and backward
     for (int s = 0; s < p; ++s) {
-      const ComputeBound& stage = ranks[layout.rank_of({0, d, s})];
+      const RankEstimate& stage = ranks[layout.rank_of({0, d, s})];
       bound = std::max(bound, fill + stage.forward_s + stage.backward_s + drain);
       fill += stage.forward_s / m;
       drain += stage.backward_s / m;
@@ -120,49 +127,115 @@ Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<C
   return bound;
 }
 
-}  // namespace
-
-AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& cluster) {
-  const int world = strategy.world_size();
-  const auto keys = program_keys(strategy);
-  struct Traced {
-    Bytes peak_bytes;
-    std::vector<LedgerRuntime::Work> work;
-  };
-  std::map<std::int64_t, Traced> traced;
-  // Per (program, device kind): the compute bound, computed once.
-  std::map<std::tuple<std::int64_t, std::string>, ComputeBound> compute_cache;
-  std::vector<ComputeBound> compute(world);
-  AnalyticEstimate e;
-  e.ranks.resize(world);
-  for (int r = 0; r < world; ++r) {
-    auto it = traced.find(keys[r]);
-    if (it == traced.end()) {
-      LedgerRuntime rt(r, world);
-      auto program = strategy.program_for(r);
-      program->setup(rt);
-      rt.recording = true;
-      rt.begin_iteration(0);
-      program->train_step(rt, 0);
-      rt.end_iteration();
-      it = traced.emplace(keys[r], Traced{rt.ledger().peak(), rt.work()}).first;
-    }
-    const DeviceProfile& device = cluster.device_of(r);
-    auto [cached, fresh] = compute_cache.try_emplace({keys[r], device.name});
-    if (fresh) cached->second = compute_lower_bound(it->second.work, device);
-    compute[r] = cached->second;
-    e.ranks[r] = {it->second.peak_bytes, cached->second.total_s};
-    e.iteration_time_s = std::max(e.iteration_time_s, cached->second.total_s);
-    e.peak_memory_bytes = std::max(e.peak_memory_bytes, it->second.peak_bytes);
-    e.memory_fraction = std::max(e.memory_fraction, it->second.peak_bytes / device.memory_capacity_bytes);
-  }
-  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy))
-    e.iteration_time_s = std::max(e.iteration_time_s, pipeline_lower_bound_s(*hybrid, compute));
-  for (int r = 0; r < world; ++r) {
+// Every device draws at least its idle power for the whole iteration, and its busy power while
+// its compute runs.
+void add_energy(AnalyticEstimate& e, const Cluster& cluster) {
+  for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r) {
     const DeviceProfile& d = cluster.device_of(r);
     e.energy_per_iteration_j += d.idle_power_w * e.iteration_time_s +
                                 std::max(0.0, d.busy_power_w - d.idle_power_w) * e.ranks[r].compute_s;
   }
+}
+
+}  // namespace
+
+Seconds peak_roofline_seconds(const ComputeOp& op, const DeviceProfile& device) {
+  // The cost model runs an op at the peak of its dtype (tensor cores) or at the fp32 peak
+  // (vector units), times an efficiency <= 1: the better of the two peaks bounds either.
+  const FlopsPerSecond best_flops_per_s =
+      std::max(device.peak_flops_per_s(op.compute_dtype), device.peak_flops_per_s(DType::fp32));
+  const Seconds flop_s = best_flops_per_s > 0 ? op.flops / best_flops_per_s : 0;
+  const Seconds memory_s = device.memory_bandwidth_bytes_per_s > 0 ? op.bytes / device.memory_bandwidth_bytes_per_s : 0;
+  return device.launch_overhead_s + std::max(flop_s, memory_s);
+}
+
+BytesPerSecond fastest_port_bytes_per_s(const Cluster& cluster) {
+  BytesPerSecond fastest = 0;
+  for (const NodeGroup& g : cluster.groups) {
+    fastest = std::max(fastest, g.intra_link.bandwidth_bytes_per_s + g.nic.bandwidth_bytes_per_s);
+    for (const CollectiveCost& c : g.collective_costs) fastest = std::max(fastest, c.bandwidth_bytes_per_s);
+  }
+  return fastest;
+}
+
+AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& cluster,
+                                   const LeastComputeSeconds& least_compute) {
+  const int world = strategy.world_size();
+  const auto keys = program_keys(strategy);
+  // Ranks running one program, and the device kinds among them: each program is traced once,
+  // on one timeline per device kind.
+  struct Program {
+    int first_rank = -1;
+    std::vector<const DeviceProfile*> devices;
+    Bytes peak_bytes = 0;
+    std::int64_t ops = 0;
+    std::vector<RankEstimate> compute;  // per device kind
+    std::vector<Seconds> host_end_s;    // per device kind
+  };
+  std::map<std::int64_t, Program> programs;
+  for (int r = 0; r < world; ++r) {
+    Program& p = programs[keys[r]];
+    if (p.first_rank < 0) p.first_rank = r;
+    const DeviceProfile* d = &cluster.device_of(r);
+    if (std::none_of(p.devices.begin(), p.devices.end(), [&](const DeviceProfile* x) { return x->name == d->name; }))
+      p.devices.push_back(d);
+  }
+  const BytesPerSecond port_bytes_per_s = fastest_port_bytes_per_s(cluster);
+  for (auto& [key, p] : programs) {
+    LedgerRuntime rt(p.first_rank, world, p.devices, port_bytes_per_s, least_compute);
+    auto program = strategy.program_for(p.first_rank);
+    program->setup(rt);
+    rt.recording = true;
+    rt.begin_iteration(0);
+    program->train_step(rt, 0);
+    rt.end_iteration();
+    p.peak_bytes = rt.ledger().peak();
+    p.ops = rt.ops;
+    for (std::size_t i = 0; i < p.devices.size(); ++i) {
+      const RankTimeline& t = rt.timeline(i);
+      p.compute.push_back({p.peak_bytes, t.compute_s(), t.forward_s(), t.backward_s()});
+      p.host_end_s.push_back(t.host_end_s());
+    }
+  }
+  AnalyticEstimate e;
+  e.ranks.resize(world);
+  for (int r = 0; r < world; ++r) {
+    const Program& p = programs.at(keys[r]);
+    const DeviceProfile& device = cluster.device_of(r);
+    std::size_t kind = 0;
+    while (p.devices[kind]->name != device.name) ++kind;
+    e.ranks[r] = p.compute[kind];
+    e.iteration_time_s = std::max(e.iteration_time_s, p.host_end_s[kind]);
+    e.peak_memory_bytes = std::max(e.peak_memory_bytes, p.peak_bytes);
+    e.memory_fraction = std::max(e.memory_fraction, p.peak_bytes / device.memory_capacity_bytes);
+    if (in_first_replica(strategy, r)) e.replica_ops += static_cast<double>(p.ops);
+  }
+  if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy))
+    e.iteration_time_s = std::max(e.iteration_time_s, pipeline_lower_bound_s(*hybrid, e.ranks));
+  add_energy(e, cluster);
+  return e;
+}
+
+AnalyticEstimate extrapolate_micro_batches(const HybridParallel& full, const Cluster& cluster,
+                                           const AnalyticEstimate& at_k1, int k1, const AnalyticEstimate& at_k2, int k2) {
+  const int world = full.world_size();
+  AnalyticEstimate e;
+  e.ranks.resize(world);
+  const auto at = [&](Seconds a1, Seconds a2, double m) { return a2 + (m - k2) * (a2 - a1) / (k2 - k1); };
+  for (int r = 0; r < world; ++r) {
+    const double m = static_cast<double>(full.micro_batches_per_replica()[full.layout().coord_of(r).dp]);
+    const RankEstimate& a1 = at_k1.ranks[r];
+    const RankEstimate& a2 = at_k2.ranks[r];
+    RankEstimate& x = e.ranks[r];
+    x.compute_s = at(a1.compute_s, a2.compute_s, m);
+    x.forward_s = at(a1.forward_s, a2.forward_s, m);
+    x.backward_s = at(a1.backward_s, a2.backward_s, m);
+    e.iteration_time_s = std::max(e.iteration_time_s, x.compute_s);
+  }
+  // The simulation's size grows with the micro-batches as well (replica 0's).
+  e.replica_ops = at_k2.replica_ops * static_cast<double>(full.micro_batches_per_replica()[0]) / k2;
+  e.iteration_time_s = std::max(e.iteration_time_s, pipeline_lower_bound_s(full, e.ranks));
+  add_energy(e, cluster);
   return e;
 }
 

@@ -4,12 +4,15 @@
 //           stream-ordered buffers at once (the simulator frees them later, never earlier), so
 //           its peak is a lower bound of the simulated peak: above the device's capacity, the
 //           candidate cannot fit.
-//   time    a rank's compute stream runs its ops one after another, each costing at least its
-//           launch overhead plus max(FLOPs / peak, bytes / memory bandwidth) (the cost
-//           model's roofline with efficiencies of 1), and all of it lies inside the iteration:
-//           the largest per-rank sum is a lower bound of the simulated iteration time. A
-//           pipeline (GPipe, 1F1B) adds its fill and drain: micro-batch 0's forward through the
-//           stages before a stage, and the last micro-batch's backward back through them.
+//   time    each rank's program is replayed on a timeline of its own streams (rank_timeline.hpp):
+//           compute ops one after another at the least time the caller's cost function gives
+//           (the simulator's own cost model makes the bound tight; the default, the roofline at
+//           peak with efficiencies of 1, needs no simulator), communication at the least time
+//           its bytes take through the fastest device port of the cluster, every dependency
+//           kept, no waiting for peers. The latest host end over ranks is a lower bound of the
+//           simulated iteration time. A pipeline (GPipe, 1F1B) adds its fill and drain:
+//           micro-batch 0's forward through the stages before a stage, and the last
+//           micro-batch's backward back through them.
 //   energy  every device draws at least its idle power for that long, and its busy power while
 //           its compute runs.
 //
@@ -17,10 +20,12 @@
 // traced once.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "common/units.hpp"
 #include "platforms/cluster.hpp"
+#include "strategies/hybrid_parallel.hpp"
 #include "strategies/strategy.hpp"
 
 namespace tandem::search {
@@ -28,6 +33,8 @@ namespace tandem::search {
 struct RankEstimate {
   Bytes peak_memory_bytes = 0;  // lower bound of the simulated peak
   Seconds compute_s = 0;        // lower bound of one iteration's compute on this rank
+  Seconds forward_s = 0;        // of which forward ops
+  Seconds backward_s = 0;       // of which backward ops (recomputation included)
 };
 
 struct AnalyticEstimate {
@@ -36,8 +43,34 @@ struct AnalyticEstimate {
   Joules energy_per_iteration_j = 0;  // lower bound
   Bytes peak_memory_bytes = 0;     // the largest per-rank peak
   double memory_fraction = 0;      // the largest per-rank peak / that rank's capacity
+  // How big its simulation is: the ops one data-parallel replica's ranks issue in an iteration
+  // (the simulator folds identical replicas). A size, not a time: the search's progress turns
+  // it into seconds with the rate its first simulations showed.
+  double replica_ops = 0;
 };
 
-AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& cluster);
+// The least time a compute op can take on a device. Must never exceed what the simulator charges.
+using LeastComputeSeconds = std::function<Seconds(const ComputeOp& op, const DeviceProfile& device)>;
+
+// Launch overhead + max(FLOPs at the better of the dtype's and the fp32 peak, bytes at the memory
+// bandwidth): every cost model's roofline with efficiencies of 1 is at least this.
+Seconds peak_roofline_seconds(const ComputeOp& op, const DeviceProfile& device);
+
+// The most bytes per second one device can receive: its fabric port and its NIC together, or a
+// measured collective's rate (shared-memory nodes), over every node group of the cluster.
+BytesPerSecond fastest_port_bytes_per_s(const Cluster& cluster);
+
+AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& cluster,
+                                   const LeastComputeSeconds& least_compute = peak_roofline_seconds);
+
+// A cheaper time bound of a hybrid strategy of many micro-batches, from estimates of the same
+// strategy with k1 < k2 micro-batches per replica (same layers per stage, even batch): every
+// micro-batch after the first issues the same compute ops, so a rank's compute is exactly
+// linear in its micro-batches, and its forward and backward parts too. The result holds the
+// compute part of the bound only (per-rank compute, pipeline fill and drain; no communication)
+// and no memory: a lower bound of estimate_strategy's, for ordering and pruning a large space
+// before estimating in full.
+AnalyticEstimate extrapolate_micro_batches(const HybridParallel& full, const Cluster& cluster,
+                                           const AnalyticEstimate& at_k1, int k1, const AnalyticEstimate& at_k2, int k2);
 
 }  // namespace tandem::search

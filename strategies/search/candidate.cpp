@@ -29,6 +29,7 @@ nlohmann::json to_json(const Candidate& c) {
           {"pipeline_partition", to_string(c.partition)},
           {"batch_split", to_string(c.batch_split)}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
+  if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
 }
 
@@ -49,6 +50,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
                                                                                 : HybridConfig::Partition::uniform;
   if (j.contains("pipeline_layers")) c.layers_per_stage = j.at("pipeline_layers").get<std::vector<int>>();
   c.batch_split = j.at("batch_split").get<std::string>() == "proportional" ? BatchSplit::proportional : BatchSplit::even;
+  if (j.contains("nodes_per_group")) c.nodes = j.at("nodes_per_group").get<std::vector<int>>();
   return c;
 }
 
@@ -65,6 +67,10 @@ std::string Candidate::key() const {
   if (sequence_parallel) k += " sp";
   k += std::string(" order=") + tandem::to_string(order) + " stages=" + partition_text(*this) +
        " batch=" + to_string(batch_split);
+  if (!nodes.empty()) {
+    k += " nodes=";
+    for (std::size_t g = 0; g < nodes.size(); ++g) k += (g ? "/" : "") + std::to_string(nodes[g]);
+  }
   return k;
 }
 

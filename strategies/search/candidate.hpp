@@ -34,13 +34,16 @@ struct Candidate {
   // stages, search.hpp's refinement); empty: `partition` decides. When set, `partition` is uniform.
   std::vector<int> layers_per_stage;
   BatchSplit batch_split = BatchSplit::even;
+  // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks
+  // 0..world-1 of the whole cluster.
+  std::vector<int> nodes;
 
   int world_size() const { return tp * pp * dp; }
   // Uses a heterogeneity-aware split (stages by device speed or given explicitly, batch shares by
   // device speed).
   bool heterogeneity_aware() const;
   // "tp=8 pp=3 dp=8 mbs=1 1f1b zero=1 rc=none order=tp-dp-pp stages=proportional batch=even"
-  // ("stages=20/12/8" for explicit layer counts): readable and unique (the search's result maps are keyed by it).
+  // ("stages=20/12/8" for explicit layer counts, " nodes=4/0" after it for a node selection): readable and unique (the search's result maps are keyed by it).
   std::string key() const;
 
   auto operator<=>(const Candidate&) const = default;

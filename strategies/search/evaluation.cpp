@@ -2,6 +2,38 @@
 
 namespace tandem::search {
 
+nlohmann::json to_json(const Estimate& e) {
+  return {{"valid", e.valid},
+          {"sketched", e.sketched},
+          {"invalid_reason", e.invalid_reason},
+          {"peak_memory_bytes", e.peak_memory_bytes},
+          {"memory_fraction", e.memory_fraction},
+          {"iteration_time_s", e.iteration_time_s},
+          {"energy_per_iteration_j", e.energy_per_iteration_j},
+          {"usd_per_s", e.usd_per_s},
+          {"simulation_size", e.simulation_size},
+          {"even_batches", e.even_batches},
+          {"even_layers", e.even_layers},
+          {"layers_per_stage", e.layers_per_stage}};
+}
+
+Estimate estimate_from_json(const nlohmann::json& j) {
+  Estimate e;
+  e.valid = j.at("valid").get<bool>();
+  e.sketched = j.at("sketched").get<bool>();
+  e.invalid_reason = j.at("invalid_reason").get<std::string>();
+  e.peak_memory_bytes = j.at("peak_memory_bytes").get<double>();
+  e.memory_fraction = j.at("memory_fraction").get<double>();
+  e.iteration_time_s = j.at("iteration_time_s").get<double>();
+  e.energy_per_iteration_j = j.at("energy_per_iteration_j").get<double>();
+  e.usd_per_s = j.at("usd_per_s").get<double>();
+  e.simulation_size = j.at("simulation_size").get<double>();
+  e.even_batches = j.at("even_batches").get<bool>();
+  e.even_layers = j.at("even_layers").get<bool>();
+  e.layers_per_stage = j.at("layers_per_stage").get<std::vector<int>>();
+  return e;
+}
+
 nlohmann::json to_json(const Evaluation& e) {
   return {{"ok", e.ok},
           {"error", e.error},

@@ -1,6 +1,6 @@
 // What the search knows about a candidate: before simulating (Estimate: is it valid, its memory
-// and lower bounds) and after (Evaluation: the simulator's prediction, condensed). Evaluations
-// travel from worker processes as JSON, so both directions are here.
+// and lower bounds) and after (Evaluation: the simulator's prediction, condensed). Both travel
+// from worker processes as JSON, so both directions are here.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +14,9 @@ namespace tandem::search {
 
 struct Estimate {
   bool valid = false;
+  // A sketch (Evaluator::sketch): valid, a looser time bound, memory not known yet (0). The search
+  // estimates it in full before simulating it.
+  bool sketched = false;
   std::string invalid_reason;       // when !valid: why the strategy cannot be built
   Bytes peak_memory_bytes = 0;      // lower bound of the largest per-rank peak
   double memory_fraction = 0;       // lower bound of the largest per-rank peak / capacity
@@ -24,6 +27,8 @@ struct Estimate {
   // that came out even is the same strategy as its uniform twin (search.cpp keeps only one).
   bool even_batches = false;
   bool even_layers = false;
+  // How big its simulation is (analytic_estimate.hpp: replica_ops); the progress' time to go.
+  double simulation_size = 0;
   // Transformer layers each pipeline stage came out with (all its chunks together): where the
   // partition refinement starts from. Empty when the evaluator does not know.
   std::vector<int> layers_per_stage;
@@ -50,6 +55,8 @@ struct Evaluation {
   double usd_per_iteration() const { return iteration_time_s * usd_per_s; }
 };
 
+nlohmann::json to_json(const Estimate& e);
+Estimate estimate_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
 nlohmann::json to_json(const Evaluation& e);
 Evaluation evaluation_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
 

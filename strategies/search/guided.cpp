@@ -18,7 +18,8 @@ int distance(const Candidate& a, const Candidate& b) {
   return (a.tp != b.tp) + (a.pp != b.pp) + (a.dp != b.dp) + (a.micro_batch_size != b.micro_batch_size) +
          (a.schedule != b.schedule || a.virtual_stages != b.virtual_stages) + (a.zero_stage != b.zero_stage) +
          (a.recompute != b.recompute) + (a.sequence_parallel != b.sequence_parallel) + (a.order != b.order) +
-         (a.partition != b.partition || a.layers_per_stage != b.layers_per_stage) + (a.batch_split != b.batch_split);
+         (a.partition != b.partition || a.layers_per_stage != b.layers_per_stage) + (a.batch_split != b.batch_split) +
+         (a.nodes != b.nodes);
 }
 
 class Guided {

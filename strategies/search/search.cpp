@@ -48,10 +48,18 @@ void run_exhaustive(SearchState& state, const SearchSettings& settings) {
   std::size_t next = 0;
   while (next < order.size()) {
     std::vector<int> batch;
-    for (; next < order.size() && static_cast<int>(batch.size()) < settings.batch_size; ++next)
-      if (state.may_matter(order[next])) batch.push_back(order[next]);
+    auto open = [&](int i) { return !state.dropped(i) && (!settings.prune || state.may_matter(i)); };
+    while (next < order.size() && static_cast<int>(batch.size()) < settings.batch_size) {
+      // The next candidates in line, estimated in full if they were only sketched: some drop out.
+      std::vector<int> chunk;
+      for (; next < order.size() && chunk.size() + batch.size() < static_cast<std::size_t>(settings.batch_size); ++next)
+        if (open(order[next])) chunk.push_back(order[next]);
+      state.refine(chunk);
+      for (int i : chunk)
+        if (open(i)) batch.push_back(i);
+    }
     std::int64_t remaining = 0;
-    for (std::size_t j = next; j < order.size(); ++j) remaining += state.may_matter(order[j]) ? 1 : 0;
+    for (std::size_t j = next; j < order.size(); ++j) remaining += open(order[j]) ? 1 : 0;
     state.set_remaining(remaining + static_cast<std::int64_t>(batch.size()));
     state.evaluate(batch);
   }
@@ -62,7 +70,9 @@ SearchResult run_search(const Enumeration& space, Evaluator& evaluator, const Se
   if (settings.top_k < 1) throw std::invalid_argument("top_k must be at least 1");
   if (settings.batch_size < 1) throw std::invalid_argument("batch_size must be at least 1");
   // 1. Estimate everything; keep what can be built and may fit.
-  const std::vector<Estimate> estimates = evaluator.estimate(space.candidates);
+  const bool sketch = static_cast<int>(space.candidates.size()) > settings.estimate_limit;
+  const std::vector<Estimate> estimates =
+      sketch ? evaluator.sketch(space.candidates) : evaluator.estimate(space.candidates);
   std::map<std::string, std::int64_t> dropped = space.dropped;
   std::vector<Candidate> valid;
   std::vector<Estimate> valid_estimates;
@@ -89,6 +99,7 @@ SearchResult run_search(const Enumeration& space, Evaluator& evaluator, const Se
   Algorithm algorithm = settings.algorithm;
   if (algorithm == Algorithm::automatic)
     algorithm = state.size() <= settings.exhaustive_limit ? Algorithm::exhaustive : Algorithm::guided;
+  state.set_algorithm(algorithm);
   if (algorithm == Algorithm::exhaustive) run_exhaustive(state, settings);
   else run_guided(state, settings);
   refine_partitions(state, evaluator, settings);

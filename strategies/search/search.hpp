@@ -4,7 +4,10 @@
 // workers evaluate them, so the answer is the same for 1 worker or 64.
 //
 //   1. Every structurally valid candidate is estimated (strategy built, memory and lower bounds
-//      traced): invalid ones and ones that cannot fit are dropped, with the reason counted.
+//      traced): invalid ones and ones that cannot fit are dropped, with the reason counted. Above
+//      `estimate_limit` candidates, a cheaper sketch first (validity, a looser bound), and the
+//      full estimate just before simulating: a candidate that cannot fit is dropped then, one
+//      whose full bound rules it out is pruned.
 //   2. exhaustive  candidates in order of their lower bound; one whose bound exceeds the k-th
 //                  best value found so far (and the best of its own kind, heterogeneity-aware or
 //                  uniform, so that comparison stays exact) cannot enter the top k and is skipped.
@@ -38,6 +41,9 @@ class Evaluator {
   virtual ~Evaluator() = default;
   // Cheap, in order: validity, memory and lower bounds of each candidate.
   virtual std::vector<Estimate> estimate(const std::vector<Candidate>& candidates) = 0;
+  // Cheaper still, for large spaces: validity and lower bounds no larger than estimate's, memory
+  // unknown (Estimate::sketched). The default estimates in full.
+  virtual std::vector<Estimate> sketch(const std::vector<Candidate>& candidates) { return estimate(candidates); }
   // Expensive (a simulation each), in order. May run the candidates in parallel.
   virtual std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) = 0;
 };
@@ -56,6 +62,12 @@ struct SearchSettings {
   int batch_size = 4;          // candidates handed to the evaluator at once
   std::uint64_t seed = 1;      // guided: the annealing's random numbers
   int refine_evaluations = 0;  // refinement of layer partitions: simulations at most (0: off)
+  // exhaustive: skip what the bounds rule out (branch and bound: the same top k); false simulates
+  // every candidate (the reference a benchmark compares against).
+  bool prune = true;
+  // Spaces of more candidates are sketched up front and each candidate estimated in full only
+  // when its turn to be simulated comes (most never do: their sketch rules them out).
+  int estimate_limit = 200;
 };
 
 struct Scored {
@@ -68,10 +80,20 @@ struct Scored {
 };
 
 struct SearchProgress {
+  Algorithm algorithm = Algorithm::exhaustive;  // the one running
   std::int64_t valid = 0;      // candidates to consider
   std::int64_t evaluated = 0;  // simulated so far
   std::int64_t pruned = 0;     // known not to matter (bound above the k-th best)
   std::int64_t remaining = 0;  // at most this many simulations to go
+  // Sizes of the simulations (Estimate::simulation_size) done and at most to go: what the time
+  // left is estimated from, since candidates differ in cost by orders of magnitude.
+  double done_size = 0;
+  double remaining_size = 0;
+  // Of which the search expects to simulate: the open candidates whose bound lies below the
+  // threshold it is heading for, predicted from the values found so far (each open candidate's
+  // value guessed as its bound times the median value / bound of those simulated).
+  double expected_size = 0;
+  double done_simulation_wall_s = 0;  // the simulations done, one after another
   const Scored* best = nullptr;
 };
 using ProgressFn = std::function<void(const SearchProgress&)>;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "platforms/cluster_selection.hpp"
+
 namespace tandem::search {
 
 namespace {
@@ -50,6 +52,33 @@ const std::vector<T>& relevant(const std::vector<T>& values, bool matters, std::
 
 }  // namespace
 
+std::vector<int> default_node_counts(int node_count) {
+  std::vector<int> counts{0};
+  for (int n = 1; n < node_count; n *= 2) counts.push_back(n);
+  counts.push_back(node_count);
+  return counts;
+}
+
+std::vector<std::vector<int>> node_selections(const Cluster& cluster, std::vector<std::vector<int>> counts) {
+  counts.resize(cluster.groups.size());
+  for (std::size_t g = 0; g < counts.size(); ++g)
+    if (counts[g].empty()) counts[g] = default_node_counts(cluster.groups[g].node_count);
+  std::vector<std::vector<int>> out{{}};
+  for (const std::vector<int>& values : counts) {
+    std::vector<std::vector<int>> grown;
+    for (const auto& prefix : out)
+      for (int v : values) {
+        grown.push_back(prefix);
+        grown.back().push_back(v);
+      }
+    out = std::move(grown);
+  }
+  std::erase_if(out, [](const std::vector<int>& s) { return std::all_of(s.begin(), s.end(), [](int n) { return n == 0; }); });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 bool heterogeneous_prefix(const Cluster& cluster, int world) {
   for (int r = 1; r < world; ++r)
     if (cluster.device_of(r).name != cluster.device_of(0).name) return true;
@@ -59,7 +88,8 @@ bool heterogeneous_prefix(const Cluster& cluster, int world) {
 SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const TrainingConfig& training) {
   const int devices = cluster.device_count();
   if (s.devices.empty()) s.devices = {devices};
-  const int largest = *std::max_element(s.devices.begin(), s.devices.end());
+  int largest = *std::max_element(s.devices.begin(), s.devices.end());
+  for (const auto& selection : s.nodes) largest = std::max(largest, selected_devices(cluster, selection));
   if (s.tp.empty()) s.tp = powers_of_two_up_to(max_devices_per_node(cluster));
   if (s.pp.empty()) s.pp = divisors_of(largest);
   if (s.micro_batch_size.empty())
@@ -71,7 +101,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.recompute.empty()) s.recompute = {Recompute::none, Recompute::selective, Recompute::full};
   if (s.sequence_parallel.empty()) s.sequence_parallel = {0};
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
-  const bool mixed = heterogeneous_prefix(cluster, largest);
+  const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
                         : std::vector{HybridConfig::Partition::uniform};
@@ -92,14 +122,30 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
   std::vector<HybridConfig::Partition> partitions;
   std::vector<BatchSplit> splits;
   std::vector<RankOrder> orders;
-  for (int world : s.devices) {
-    if (world > cluster.device_count()) {
+  // The device sets to split: prefixes of the cluster (`devices`), or node selections.
+  struct DeviceSet {
+    std::vector<int> nodes;
+    Cluster cluster;
+    int world;
+  };
+  std::vector<DeviceSet> sets;
+  if (s.nodes.empty()) {
+    for (int world : s.devices) sets.push_back({{}, cluster, world});
+  } else {
+    for (const auto& selection : s.nodes) {
+      const Cluster part = select_nodes(cluster, selection);
+      sets.push_back({selection, part, part.device_count()});
+    }
+  }
+  for (const DeviceSet& set : sets) {
+    const int world = set.world;
+    if (world > set.cluster.device_count()) {
       drop("more devices than the cluster has");
       continue;
     }
-    const bool mixed = heterogeneous_prefix(cluster, world);
+    const bool mixed = heterogeneous_prefix(set.cluster, world);
     for (int tp : s.tp) {
-      if (tp > min_devices_per_node(cluster, world)) {
+      if (tp > min_devices_per_node(set.cluster, world)) {
         drop("tensor group larger than a node");
         continue;
       }
@@ -155,7 +201,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                           c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch_size = mbs;
                           c.schedule = schedule, c.virtual_stages = v, c.zero_stage = zero;
                           c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
-                          c.partition = partition, c.batch_split = split;
+                          c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
                           out.candidates.push_back(c);
                           ++out.combinations;
                         }

@@ -21,6 +21,9 @@ namespace tandem::search {
 
 struct SearchSpace {
   std::vector<int> devices;  // world sizes (ranks 0..n-1 of the cluster); empty: all devices
+  // Node selections (nodes used of each node group, platforms/cluster_selection.hpp), instead of
+  // `devices`: a plan may leave nodes of any kind idle. Empty: not searched.
+  std::vector<std::vector<int>> nodes;
   std::vector<int> tp, pp, dp;  // empty: any that fits (dp follows from devices / (tp x pp))
   std::vector<std::int64_t> micro_batch_size;
   std::vector<PipelineSchedule> schedule;
@@ -45,6 +48,14 @@ struct Enumeration {
 // Enumerates a completed space. Drops what cannot be valid whatever the model: sizes that do not
 // multiply to the device count, a tensor group larger than a node, batches that do not split.
 Enumeration enumerate(const SearchSpace& space, const Cluster& cluster, const TrainingConfig& training);
+
+// A node group's counts a search tries by default: 0, the powers of two below `node_count`, and
+// `node_count`.
+std::vector<int> default_node_counts(int node_count);
+
+// Node selections for a search that may leave nodes idle: for each group, its counts (empty:
+// default_node_counts), all combinations but the empty one, in canonical order.
+std::vector<std::vector<int>> node_selections(const Cluster& cluster, std::vector<std::vector<int>> counts_per_group);
 
 // Whether ranks 0..world-1 of the cluster hold more than one kind of device.
 bool heterogeneous_prefix(const Cluster& cluster, int world);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,7 +26,13 @@ class SearchState {
   // A candidate found during the search (not enumerated); returns its index.
   int add(const Candidate& candidate, const Estimate& estimate);
 
-  // Simulates those of `indices` not simulated yet (as one batch), then reports progress.
+  // Estimates in full those of `indices` that were only sketched (one call to the evaluator): one
+  // that turns out invalid or unable to fit is dropped (never simulated), the others get their
+  // full bound.
+  void refine(const std::vector<int>& indices);
+  bool dropped(int i) const { return !dropped_reason_[i].empty(); }
+  // Simulates those of `indices` not simulated yet (as one batch), refined first, then reports
+  // progress. A candidate that refinement drops or rules out is not simulated.
   void evaluate(const std::vector<int>& indices);
   // False when candidate i's lower bound proves it cannot enter the top k nor be the best of its
   // kind (heterogeneity-aware or uniform).
@@ -33,15 +40,18 @@ class SearchState {
   // The best simulated candidate, -1 if none is feasible.
   int best() const;
   void set_remaining(std::int64_t remaining) { remaining_ = remaining; }
+  void set_algorithm(Algorithm algorithm) { algorithm_ = algorithm; }
 
   SearchResult result(Algorithm algorithm) const;
 
  private:
   double threshold(int i) const;
   void report() const;
+  double expected_size(double remaining_size) const;
 
   std::vector<Scored> items_;
   std::vector<bool> done_;
+  std::vector<std::string> dropped_reason_;  // set when refinement dropped it
   Evaluator& evaluator_;
   const SearchSettings& settings_;
   const ProgressFn& progress_;
@@ -49,6 +59,7 @@ class SearchState {
   double best_of_kind_[2];           // best value of uniform [0] and heterogeneity-aware [1]
   int evaluations_ = 0;
   std::int64_t remaining_ = 0;
+  Algorithm algorithm_ = Algorithm::exhaustive;
 };
 
 // The two algorithms, over a state holding the valid candidates (search.hpp says how they work).

@@ -44,6 +44,7 @@ class FakeEvaluator final : public Evaluator {
       e.energy_per_iteration_j = 100 * e.iteration_time_s;
       e.memory_fraction = memory_fraction_of(c) * 0.9;  // a lower bound of the "simulated" one
       e.usd_per_s = c.world_size();
+      e.simulation_size = 1;  // every simulation the same size: sizes count candidates
       out.push_back(e);
     }
     return out;
