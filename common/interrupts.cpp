@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,18 +119,39 @@ void start_watcher() {
   }).detach();
 }
 
+// Between blocking the signals in main and the re-execution, a thread started before main
+// would take a stop signal by its default action (or a library's handler): this handler blocks
+// it in that thread and raises it again, so that it waits, pending, for the watcher of the
+// re-executed program (execve keeps pending signals).
+void defer_to_the_next_image(int signal, siginfo_t*, void* context) {
+  sigaddset(&static_cast<ucontext_t*>(context)->uc_sigmask, signal);  // the thread's mask on return
+  ::kill(::getpid(), signal);
+}
+
 }  // namespace
 
 void install(char** argv) {
   const sigset_t stop = stop_signal_set();
   sigset_t before;
-  ::pthread_sigmask(SIG_BLOCK, &stop, &before);
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &before);
   bool inherited_blocked = true;
   for (int s : kStopSignals) inherited_blocked = inherited_blocked && sigismember(&before, s) == 1;
   // Threads started before main (by shared libraries' constructors) have the signals open and
   // would run whatever handler is installed then; a re-execution starts them blocked (execve
-  // keeps the mask). If it fails, we go on: only those threads still take a signal.
-  if (!inherited_blocked && thread_count() > 1) ::execv("/proc/self/exe", argv);
+  // keeps the mask). Until it happens, a signal is deferred to it (the handler is installed
+  // before the mask, so no moment is left uncovered). If it fails, the watcher takes it.
+  if (!inherited_blocked && thread_count() > 1) {
+    const sigset_t watched = watched_signal_set();
+    struct sigaction defer {};
+    defer.sa_sigaction = defer_to_the_next_image;
+    defer.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&defer.sa_mask);
+    for (int s : kStopSignals)
+      if (sigismember(&watched, s) == 1) ::sigaction(s, &defer, nullptr);
+    ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    ::execv("/proc/self/exe", argv);  // a successful exec resets the handlers to the default
+  }
+  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   start_watcher();
 }
 

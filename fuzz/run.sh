@@ -70,7 +70,7 @@ fuzz_one() {
   echo "== fuzzing $reader: $runs executions" >&2
   local start=$SECONDS status=0
   "$build/fuzz/fuzz_$reader" -runs="$runs" -max_len="$(max_len "$reader")" -rss_limit_mb=1024 -timeout=10 \
-    -jobs=1 -print_final_stats=1 -dict="$build/dict/$reader.dict" \
+    -print_final_stats=1 -dict="$build/dict/$reader.dict" \
     -artifact_prefix="$build/artifacts/$reader/" "$build/corpus/$reader" "fuzz/corpus/$reader" \
     2>"$build/$reader.log" || status=$?
   grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$build/$reader.log" | sed "s/^/   $reader /" >&2 || true

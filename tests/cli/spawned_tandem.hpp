@@ -86,13 +86,21 @@ class SpawnedTandem {
   std::string err() const { return read(err_path_); }
   std::string out() const { return read(out_path_); }
 
-  // Tandem has taken the stop signals over (they are blocked in its main thread, and a signal
-  // is now handled by its watcher instead of the default action).
+  // Tandem has taken the stop signals over: every one of its threads blocks SIGINT (a signal
+  // is now the watcher's, instead of a default action in a thread a library started early).
   bool took_signals_over() const {
-    std::istringstream status(read("/proc/" + std::to_string(pid_) + "/status"));
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1)) & 1;
-    return false;
+    const std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
+    std::error_code ec;
+    bool any = false;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+      std::istringstream status(read(task.path() / "status"));
+      bool blocked = false;
+      for (std::string line; std::getline(status, line);)
+        if (line.rfind("SigBlk:", 0) == 0) blocked = (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1)) & 1;
+      if (!blocked) return false;
+      any = true;
+    }
+    return any;
   }
 
   static bool alive(pid_t pid) { return std::filesystem::exists("/proc/" + std::to_string(pid)); }
