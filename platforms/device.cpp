@@ -132,12 +132,8 @@ EfficiencyCurve read_curve(const YamlNode& node) {
 DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
   node.only_keys({"sm_count", "gemm_efficiency", "gemm_efficiency_shape", "memory_efficiency",
                   "flash_fwd_efficiency", "flash_bwd_efficiency"});
-  auto share = [&](const char* key) {
-    const YamlNode n = node[key];
-    const double v = n.positive();
-    if (v > 1) n.fail("must be a fraction of the peak in (0, 1], got " + n.as_string());
-    return v;
-  };
+  // In (0, 1], and not subnormal: 1e-320 is "positive" yet divides every kernel's time to inf.
+  auto share = [&](const char* key) { return node[key].in(limits::kEfficiencyFraction); };
   DeviceProfile::GpuKernels g;
   const long long sms = node["sm_count"].positive_int();
   if (sms > 4096) node["sm_count"].fail("must be at most 4096, got " + std::to_string(sms));
