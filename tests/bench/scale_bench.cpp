@@ -96,44 +96,41 @@ void BM_Agreement(benchmark::State& state, const std::string& name, int layers, 
   state.SetLabel(coarse.folding);
 }
 
-}  // namespace
-
-// Issue 13's table (the names are the files in tests/bench/scale/, '-' spelt '_').
-BENCHMARK_CAPTURE(BM_Scale, gpt_175b_t8p8_interleaved_64, std::string("gpt-175b-t8p8-interleaved-64"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, gpt_530b_t8p35_full, std::string("gpt-530b-t8p35-full"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, gpt_530b_t8p35_sp, std::string("gpt-530b-t8p35-sp"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, gpt_1t_t8p64_full, std::string("gpt-1t-t8p64-full"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, gpt_1t_t8p64_sp, std::string("gpt-1t-t8p64-sp"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, llama3_405b_t8p16d128_16k, std::string("llama3-405b-t8p16d128"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, gpt_175b_mixed_16k, std::string("gpt-175b-mixed-16k"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Scale, gpt_1t_t8p64d32_16k, std::string("gpt-1t-t8p64d32-16k"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+// Issue 13's table: the files of tests/bench/scale/.
+const char* const kJobs[] = {"gpt-175b-t8p8-interleaved-64", "gpt-530b-t8p35-full", "gpt-530b-t8p35-sp",
+                             "gpt-1t-t8p64-full",            "gpt-1t-t8p64-sp",     "llama3-405b-t8p16d128",
+                             "gpt-175b-mixed-16k",           "gpt-1t-t8p64d32-16k"};
 
 // Members of the families, growing: the error should not grow with size.
-BENCHMARK_CAPTURE(BM_Agreement, gpt_175b_interleaved_l16_mb8_p4, std::string("gpt-175b-t8p8-interleaved-64"), 16, 8, 4, 1)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Agreement, gpt_175b_interleaved_l32_mb16_p8, std::string("gpt-175b-t8p8-interleaved-64"), 32, 16, 8, 1)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Agreement, gpt_530b_full_l8_mb16_p4, std::string("gpt-530b-t8p35-full"), 8, 16, 4, 1)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Agreement, gpt_530b_sp_l8_mb16_p4, std::string("gpt-530b-t8p35-sp"), 8, 16, 4, 1)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Agreement, gpt_1t_sp_l8_mb16_p8, std::string("gpt-1t-t8p64-sp"), 8, 16, 8, 1)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Agreement, gpt_1t_sp_l16_mb32_p16, std::string("gpt-1t-t8p64-sp"), 16, 32, 16, 1)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Agreement, gpt_1t_zero1_l8_mb8_p8_d4, std::string("gpt-1t-t8p64d32-16k"), 8, 8, 8, 4)
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
-// H100 and A100 replicas (the bundled 'mixed' cluster's first 128 GPUs), proportional batch shares.
-BENCHMARK_CAPTURE(BM_Agreement, gpt_175b_mixed_l8_mb8_p2_d8, std::string("gpt-175b-mixed-16k"), 8, 8, 2, 8,
-                  std::string("mixed"))
-    ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+struct Member {
+  const char* label;
+  const char* job;
+  int layers, micro_batches, pp, dp;
+  const char* cluster;  // "" for the job's own
+};
+const Member kMembers[] = {
+    {"gpt_175b_interleaved_l16_mb8_p4", "gpt-175b-t8p8-interleaved-64", 16, 8, 4, 1, ""},
+    {"gpt_175b_interleaved_l32_mb16_p8", "gpt-175b-t8p8-interleaved-64", 32, 16, 8, 1, ""},
+    {"gpt_530b_full_l8_mb16_p4", "gpt-530b-t8p35-full", 8, 16, 4, 1, ""},
+    {"gpt_530b_sp_l8_mb16_p4", "gpt-530b-t8p35-sp", 8, 16, 4, 1, ""},
+    {"gpt_1t_sp_l8_mb16_p8", "gpt-1t-t8p64-sp", 8, 16, 8, 1, ""},
+    {"gpt_1t_sp_l16_mb32_p16", "gpt-1t-t8p64-sp", 16, 32, 16, 1, ""},
+    {"gpt_1t_zero1_l8_mb8_p8_d4", "gpt-1t-t8p64d32-16k", 8, 8, 8, 4, ""},
+    // H100 and A100 stages (the bundled 'mixed' cluster's first 128 GPUs), proportional shares.
+    {"gpt_175b_mixed_l8_mb8_p2_d8", "gpt-175b-mixed-16k", 8, 8, 2, 8, "mixed"},
+};
+
+const bool kRegistered = [] {
+  for (const char* job : kJobs)
+    benchmark::RegisterBenchmark((std::string("BM_Scale/") + job).c_str(), BM_Scale, std::string(job))
+        ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+  for (const Member& m : kMembers)
+    benchmark::RegisterBenchmark((std::string("BM_Agreement/") + m.label).c_str(), BM_Agreement, std::string(m.job),
+                                 m.layers, m.micro_batches, m.pp, m.dp, std::string(m.cluster))
+        ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+  return true;
+}();
+
+}  // namespace
 
 BENCHMARK_MAIN();

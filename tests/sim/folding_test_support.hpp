@@ -4,9 +4,20 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include "strategies/hybrid_parallel.hpp"
 #include "tests/sim/sim_outcome.hpp"
 
 namespace tandem::sim_test {
+
+// What a hybrid strategy needs to know of each rank's device on `cluster` (ranks 0..world-1).
+inline std::vector<RankDevice> devices_of(const Cluster& cluster, int world) {
+  std::vector<RankDevice> d;
+  for (int r = 0; r < world; ++r) {
+    const DeviceProfile& p = cluster.device_of(r);
+    d.push_back({p.peak_flops_per_s(DType::bf16), p.memory_capacity_bytes, cluster.locate(r).global_node, p.name});
+  }
+  return d;
+}
 
 // How close a coarsened prediction must be: its iteration time relative to the exact one's, each
 // rank's compute / exposed / idle time as a fraction of the exact iteration, energy relative.

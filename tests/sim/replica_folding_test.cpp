@@ -32,14 +32,7 @@ std::shared_ptr<const Model> gpt2() {
   return std::make_shared<TransformerModel>(cfg);
 }
 
-std::vector<RankDevice> devices_of(const Cluster& cluster, int world) {
-  std::vector<RankDevice> d;
-  for (int r = 0; r < world; ++r) {
-    const DeviceProfile& p = cluster.device_of(r);
-    d.push_back({p.peak_flops_per_s(DType::bf16), p.memory_capacity_bytes, cluster.locate(r).global_node, p.name});
-  }
-  return d;
-}
+using sim_test::devices_of;
 
 std::unique_ptr<Strategy> data_parallel(int dp, std::int64_t global_batch) {
   ParallelConfig p;

@@ -16,14 +16,7 @@
 namespace tandem {
 namespace {
 
-std::vector<RankDevice> devices_of(const Cluster& cluster, int world) {
-  std::vector<RankDevice> d;
-  for (int r = 0; r < world; ++r) {
-    const DeviceProfile& p = cluster.device_of(r);
-    d.push_back({p.peak_flops_per_s(DType::bf16), p.memory_capacity_bytes, cluster.locate(r).global_node, p.name});
-  }
-  return d;
-}
+using sim_test::devices_of;
 
 // GPT-3 1.3B's layer (hidden 2048, 16 heads) with `layers` of them: small enough to simulate
 // unfolded, wide enough for 8-way tensor parallelism.
