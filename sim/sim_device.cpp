@@ -175,13 +175,13 @@ void SimDevice::leave_cores() {
 Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   ++comm_ops_;
   // A folded tensor group's collective of known duration: no actor, no channel (price_on_issue).
-  if (price_on_issue(op, issue)) return Handle{static_cast<std::int64_t>(ops_.size()) - 1};
+  if (price_on_issue(op, issue)) return Handle{ops_.next_handle() - 1};
   flush_compute();  // the op may only start after the compute issued before it
   PendingComm pending;
   pending.after = issue.after;
   pending.stream = issue.stream;
-  pending.handle = static_cast<std::int64_t>(ops_.size());
-  ops_.push_back(OpState{});
+  pending.handle = ops_.next_handle();
+  ops_.push();
   if (is_collective(op.kind)) ops_.back().members = op.group.ranks;
   else ops_.back().members = {op.peer};
 
@@ -217,10 +217,10 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     OpState& state = ops_[handle];
     const Seconds t0 = s4u::Engine::get_clock();
     wait_off_core(state, [&] { run_comm(pending, state); });
-    retire_priced(s4u::Engine::get_clock());
     // Blocked while data moved: exposed; the rest (peers not there yet) is idle, counted as the
     // remainder of the window at the end.
     if (measuring()) totals_.exposed_comm_s += overlap(t0, state.end_s, state.effective_start_s, state.end_s);
+    retire_priced(s4u::Engine::get_clock());  // last: completed ops (this one too) may go
     return Handle{handle};
   }
 
@@ -419,9 +419,8 @@ bool SimDevice::price_on_issue(const CommOp& op, const Issue& issue) {
   const Seconds* seconds =
       context_.tensor_collectives.find(tensor_memo_key(op.kind, op.bytes, choice_for(op).algorithm));
   if (seconds == nullptr) return false;  // not priced yet: it runs as flows (and is remembered)
-  const auto handle = static_cast<std::int64_t>(ops_.size());
-  ops_.emplace_back();
-  OpState& state = ops_.back();
+  const std::int64_t handle = ops_.next_handle();
+  OpState& state = ops_.push();
   state.priced = true;
   state.arrived = true;
   state.start_s = state.effective_start_s = start;
@@ -466,6 +465,7 @@ void SimDevice::retire_priced(Seconds now) {
     retired = true;
   }
   if (retired) op_done_->notify_all();
+  ops_.drop_completed_front();
 }
 
 void SimulationContext::Arrivals::arrive(int rank) {
@@ -512,9 +512,9 @@ void SimDevice::block_on(std::int64_t handle) {
   if (handle >= 0 && ops_[handle].priced) {
     // On the host's own timeline, ahead of the clock: no synchronisation with other actors.
     const Seconds t0 = host_time();
+    const Seconds start = ops_[handle].effective_start_s, end = ops_[handle].end_s;  // (it may go once done)
     wait_priced(handle);
-    const OpState& s = ops_[handle];
-    if (measuring()) totals_.exposed_comm_s += overlap(t0, host_time(), s.effective_start_s, s.end_s);
+    if (measuring()) totals_.exposed_comm_s += overlap(t0, host_time(), start, end);
     return;
   }
   flush_compute();
@@ -527,15 +527,15 @@ void SimDevice::block_on(std::int64_t handle) {
     });
   }
   const Seconds t1 = s4u::Engine::get_clock();
-  // Ops priced on issue that ended while the host was blocked are complete before it goes on
-  // (their stream's actor would have completed them meanwhile).
-  retire_priced(t1);
   if (measuring()) {
     const OpState& s = ops_[handle];
     // Blocked while the data moved: exposed communication; blocked before the last peer
     // arrived: idle. (Whatever is left of the window is counted as idle at the end.)
     totals_.exposed_comm_s += overlap(t0, t1, s.effective_start_s, s.end_s);
   }
+  // Ops priced on issue that ended while the host was blocked are complete before it goes on
+  // (their stream's actor would have completed them meanwhile). Last: completed ops may go.
+  retire_priced(t1);
 }
 
 void SimDevice::wait(Handle handle) { block_on(handle.id); }
