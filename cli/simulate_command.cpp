@@ -30,10 +30,10 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--compute-fidelity", o.compute_fidelity, "compute fidelity: fused, per_op");
   cmd->add_option("--replica-folding", o.replica_folding,
                   "simulate one block of identical data-parallel replicas and mirror the rest: auto, off");
-  return cmd;
-}
   cmd->add_option("--tensor-folding", o.tensor_folding,
                   "simulate one member of each tensor-parallel group and mirror the rest: auto, off");
+  return cmd;
+}
 
 int run_simulate(const SimulateOptions& o) {
   // 1. Load and validate the scenario and the outputs' places (bad input throws InputError,
@@ -51,9 +51,9 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.fidelity.empty()) options.collective_fidelity = sim::parse_collective_fidelity(o.fidelity);
     if (!o.compute_fidelity.empty()) options.compute_fidelity = sim::parse_compute_fidelity(o.compute_fidelity);
     if (!o.replica_folding.empty()) options.replica_folding = sim::parse_replica_folding(o.replica_folding);
+    if (!o.tensor_folding.empty()) options.tensor_folding = sim::parse_folding_mode(o.tensor_folding);
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
-    if (!o.tensor_folding.empty()) options.tensor_folding = sim::parse_folding_mode(o.tensor_folding);
   }
   options.record_trace = !o.chrome_trace_path.empty() || !o.trace_path.empty();
   check_simulation_size(scenario, options);  // the command line's iterations and trace weigh in

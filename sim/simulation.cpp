@@ -15,8 +15,8 @@
 #include "common/checked_math.hpp"
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
-
 #include "sim/tensor_folding.hpp"
+
 namespace tandem::sim {
 
 namespace s4u = simgrid::s4u;
