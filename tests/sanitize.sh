@@ -34,7 +34,7 @@ case "$kind" in
     dir=build-tsan
     flags="-fsanitize=thread -fno-omit-frame-pointer"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
-    select="${2:-(^|/)(CoreGate|SharedMemoryCollectives|CpuRun|Checkpoint|EquivalentCheckpoint|Equivalence|ProcessPool|CpuMicrobenchmarks)\.}"
+    select="${2:-(^|/)(CoreGate|SharedMemoryCollectives|AllReduce|CpuRun|Checkpoint|EquivalentCheckpoint|Equivalence|ProcessPool|CpuMicrobenchmarks)\.}"
     ;;
   *)
     echo "usage: tests/sanitize.sh asan|tsan [CTEST_REGEX [TEST_FILES_REGEX]]" >&2
