@@ -106,6 +106,11 @@ Hand hand_computation(const DpSetup& setup, const Cluster& cluster) {
       c.flops = op.flops;
       c.bytes = op.bytes;
       c.compute_dtype = op.compute_dtype;
+      // The kernel's shapes and tensors too: a GPU profile's kernel model costs a GEMM by its
+      // tiles and an optimizer step by its tensors' dtypes (sim/gpu_kernel_model.hpp).
+      c.args = op.args;
+      c.inputs = op.inputs;
+      c.outputs = op.outputs;
       hand.compute_s += sim::compute_cost(c, cluster.device_of(0)).seconds;
     } else {
       EXPECT_EQ(op.kind, OpKind::all_reduce);
