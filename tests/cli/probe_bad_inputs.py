@@ -47,7 +47,7 @@ def record(label, outcome, err):
     if outcome not in ('input error', 'accepted'):
         failures.append((label, outcome, err.strip()[:300]))
     if verbose:
-        print(f'{outcome:16} {label}: {err.strip()[:160]}')
+        print(f'{outcome:16} {label}: {err.strip()[:160]}', flush=True)
 
 
 def read(rel):
