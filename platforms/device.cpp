@@ -252,7 +252,10 @@ std::vector<std::string> available_device_profiles(const std::string& search_dir
 }
 
 std::string device_profile_path(const std::string& name, const std::string& search_dir) {
-  if (looks_like_path(name)) return fs::exists(name) ? name : "";
+  if (looks_like_path(name)) {
+    std::error_code ec;  // a name too long for the file system is "no such profile", not a throw
+    return fs::exists(name, ec) ? name : "";
+  }
   const auto files = profile_files(devices_dir_or_default(search_dir));
   const std::string wanted = lower(name);
   for (const auto& file : files) {
