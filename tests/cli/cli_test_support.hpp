@@ -26,6 +26,23 @@ inline std::string tandem_binary() {
   return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "tandem").string();
 }
 
+// A file's whole contents ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// An empty folder of this process's own under the temporary directory, e.g. tandem-outputs-NAME-PID.
+inline std::filesystem::path fresh_dir(const std::string& prefix, const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (prefix + "-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 inline CliRun run_tandem(const std::string& args) {
   static std::atomic<int> calls{0};
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem-cli-stderr";
@@ -39,10 +56,7 @@ inline CliRun run_tandem(const std::string& args) {
   while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
   const int raw = pclose(pipe);
   run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  run.err = ss.str();
+  run.err = read_file(err_path);
   std::filesystem::remove(err_path);
   return run;
 }

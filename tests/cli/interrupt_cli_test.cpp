@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "exec/cpu/checkpoint.hpp"
+#include "tests/cli/cli_test_support.hpp"
 #include "tests/cli/spawned_tandem.hpp"
 
 namespace tandem {
@@ -20,19 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 using cli_test::SpawnedTandem;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tandem-interrupt-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using cli_test::read_file;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+fs::path fresh_dir(const std::string& name) { return cli_test::fresh_dir("tandem-interrupt", name); }
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 

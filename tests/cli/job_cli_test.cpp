@@ -17,12 +17,7 @@ namespace {
 using cli_test::run_tandem;
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using cli_test::read_file;
 
 class JobCli : public analysis_test::TempDirTest {};
 
@@ -36,16 +31,16 @@ TEST_F(JobCli, BothPartsEndWithAReportWhosePathIsPrinted) {
     EXPECT_NE(run.out.find((out / report).string()), std::string::npos) << run.out;
   }
   // Part A: ranked search results and the winner's prediction.
-  const std::string cluster = read_text(out / "cluster/report.html");
+  const std::string cluster = read_file(out / "cluster/report.html");
   EXPECT_NE(cluster.find("data-section=\"search\""), std::string::npos);
-  const nlohmann::json search = nlohmann::json::parse(read_text(out / "cluster/search.json"));
+  const nlohmann::json search = nlohmann::json::parse(read_file(out / "cluster/search.json"));
   EXPECT_EQ(search["schema"], "tandem-search/1");
   EXPECT_FALSE(search["candidates"].empty());
   // Part B: the winner ran for real and was compared op by op with its prediction.
-  const std::string local = read_text(out / "localhost/report.html");
+  const std::string local = read_file(out / "localhost/report.html");
   for (const char* section : {"timelines", "errors", "search", "memory"})
     EXPECT_NE(local.find("data-section=\"" + std::string(section) + "\""), std::string::npos) << section;
-  const nlohmann::json compare = nlohmann::json::parse(read_text(out / "localhost/compare.json"));
+  const nlohmann::json compare = nlohmann::json::parse(read_file(out / "localhost/compare.json"));
   EXPECT_GT(compare["matched_ops"].get<int>(), 0);
   EXPECT_TRUE(compare["iteration_time"]["error"].is_number());
   EXPECT_NE(run.err.find("comparing prediction and measurement"), std::string::npos) << run.err;
@@ -56,9 +51,9 @@ TEST_F(JobCli, RecalibratingWritesAProfileOfThisMachineThatTheLocalSearchUses) {
   ASSERT_EQ(run.status, 0) << run.err;
   const fs::path profile = fs::path(path("out")) / "localhost/platforms/devices/localhost-calibrated.yaml";
   ASSERT_TRUE(fs::exists(profile));
-  EXPECT_NE(read_text(profile).find("calibrated:"), std::string::npos);
+  EXPECT_NE(read_file(profile).find("calibrated:"), std::string::npos);
   // The search ran on the job's own calibrated cluster, not the bundled one.
-  EXPECT_NE(read_text(fs::path(path("out")) / "localhost/search-scenario.yaml").find("localhost/platforms/clusters"),
+  EXPECT_NE(read_file(fs::path(path("out")) / "localhost/search-scenario.yaml").find("localhost/platforms/clusters"),
             std::string::npos);
 }
 

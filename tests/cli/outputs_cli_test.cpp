@@ -18,19 +18,9 @@ namespace fs = std::filesystem;
 using cli_test::CliRun;
 using cli_test::run_tandem;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tandem-outputs-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using cli_test::read_file;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+fs::path fresh_dir(const std::string& name) { return cli_test::fresh_dir("tandem-outputs", name); }
 
 TEST(OutputsCli, AMissingTraceFolderIsRefusedBeforeTheWorkAndTheJsonStays) {
   const fs::path dir = fresh_dir("missing-folder");
