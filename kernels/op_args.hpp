@@ -95,6 +95,7 @@ constexpr OpKind kind_of_args() {
   else if constexpr (std::is_same_v<T, EmbeddingArgs>) return OpKind::embedding;
   else if constexpr (std::is_same_v<T, LossArgs>) return OpKind::loss;
   else if constexpr (std::is_same_v<T, OptimizerArgs>) return OpKind::optimizer;
+  else if constexpr (std::is_same_v<T, CodecArgs>) return OpKind::elementwise;  // memory-bound codecs
   else return OpKind::memcpy;
 }
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/yaml_reader.hpp"
+#include "scenarios/gradient_compression_reader.hpp"
 #include "scenarios/scenario_limits.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
@@ -228,7 +229,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
                   "pipeline_model_parallel_size", "sequence_parallel", "zero_stage",
                   "recompute_granularity", "overlap_grad_reduce", "ddp_bucket_size", "batch_split",
                   "pipeline_schedule", "virtual_pipeline_model_parallel_size", "rank_order",
-                  "pipeline_partition", "pipeline_layers"});
+                  "pipeline_partition", "pipeline_layers", "gradient_compression"});
   SectionReader r(node, s);
   ParallelConfig& p = s.parallel;
   HybridConfig& h = s.hybrid;
@@ -271,11 +272,12 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     else if (v == "proportional") p.batch_split = BatchSplit::proportional;
     else throw std::invalid_argument("unknown batch split '" + v + "' (expected even or proportional)");
   });
+  if (auto n = r.get("gradient_compression")) p.gradient_compression = read_gradient_compression(*n);
 }
 
 void read_simulation(const YamlNode& node, Scenario& s) {
   node.only_keys({"iterations", "warmup_iterations", "collective_algorithm", "collective_fidelity",
-                  "compute_fidelity", "replica_folding", "tensor_folding", "pipeline_extrapolation"});
+                  "compute_fidelity", "replica_folding", "tensor_folding"});
   SectionReader r(node, s);
   sim::SimulationOptions& o = s.simulation;
   r.count("iterations", o.iterations, limits::kIterations);
@@ -285,7 +287,6 @@ void read_simulation(const YamlNode& node, Scenario& s) {
   r.choice("compute_fidelity", [&](const std::string& v) { o.compute_fidelity = sim::parse_compute_fidelity(v); });
   r.choice("replica_folding", [&](const std::string& v) { o.replica_folding = sim::parse_replica_folding(v); });
   r.choice("tensor_folding", [&](const std::string& v) { o.tensor_folding = sim::parse_folding_mode(v); });
-  r.choice("pipeline_extrapolation", [&](const std::string& v) { o.pipeline_extrapolation = sim::parse_folding_mode(v); });
 }
 
 std::string resolve_scenario(const std::string& name_or_path) {

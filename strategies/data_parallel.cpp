@@ -15,7 +15,8 @@ class DataParallelRank final : public RankProgram {
                    const ParallelConfig& parallel, const Group& group, std::int64_t my_micro_batches,
                    std::int64_t all_micro_batches)
       : model_(std::move(model)), batch_(batch), training_(training), parallel_(parallel), group_(group),
-        micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches) {}
+        micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches),
+        codec_(make_gradient_codec(parallel.gradient_compression)) {}
 
   void setup(Runtime& rt) override {
     layers_ = model_->build_layers(batch_, ParallelContext{});
@@ -28,6 +29,7 @@ class DataParallelRank final : public RankProgram {
   void train_step(Runtime& rt, int iteration) override {
     zero_gradients(rt);
     GradientBuckets buckets(group_, parallel_.ddp_bucket_size, GradientBuckets::Reduction::all_reduce);
+    buckets.set_codec(codec_.get());
     for (int mb = 0; mb < micro_batches_; ++mb) {
       const bool last = mb + 1 == micro_batches_;
       forward(rt, mb);
@@ -74,6 +76,7 @@ class DataParallelRank final : public RankProgram {
   std::int64_t all_micro_batches_;
   std::vector<std::unique_ptr<Layer>> layers_;
   ShardedAdam optimizer_;  // whole state: plain data parallelism shards nothing
+  std::unique_ptr<GradientCodec> codec_;  // gradient compression; null: plain all-reduce
 };
 
 }  // namespace
@@ -90,6 +93,7 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
     throw StrategyError("strategy.zero_stage", "data_parallel keeps full optimizer state (zero_stage 0)");
   if (parallel_.sequence_parallel)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor parallelism");
+  check_gradient_compression(parallel_);
   micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
   group_.id = 0;
   group_.ranks.resize(dp);
@@ -97,8 +101,10 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
 }
 
 std::string DataParallel::name() const {
+  const CompressionConfig& c = parallel_.gradient_compression;
   return "data_parallel(dp=" + std::to_string(parallel_.data_parallel_size) +
-         (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") + ")";
+         (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") +
+         (c.enabled() ? ", " + describe(c) : "") + ")";
 }
 
 std::optional<ReplicaStructure> DataParallel::replica_structure() const {

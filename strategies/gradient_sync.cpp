@@ -56,6 +56,14 @@ void GradientBuckets::launch(Runtime& rt) {
   const Issue issue{Stream::dp_comm, {rt.record(Stream::compute)}};
   const std::string label = label_ + ".bucket" + std::to_string(count_++);
   Handle h;
+  if (codec_ && reduction_ == Reduction::all_reduce) {
+    CodecBucket bucket{label, std::move(current_), group_};
+    const Handle first = codec_->round(rt, 0, bucket, Handle{});
+    coded_.emplace_back(std::move(bucket), first);
+    current_.clear();
+    current_params_ = 0;
+    return;
+  }
   if (reduction_ == Reduction::all_reduce)
     h = ops::all_reduce(rt, Phase::backward, label + ".all_reduce", current_, group_, issue);
   else if (current_shards_.empty())
@@ -72,6 +80,12 @@ void GradientBuckets::launch(Runtime& rt) {
 }
 
 void GradientBuckets::wait_all(Runtime& rt) {
+  // A codec's later rounds bucket by bucket (each waits for its own previous collective, while
+  // the next buckets' collectives go on), then the decodes.
+  for (int round = 1; codec_ && round < codec_->rounds(); ++round)
+    for (auto& [bucket, last] : coded_) last = codec_->round(rt, round, bucket, last);
+  for (const auto& [bucket, last] : coded_) codec_->finish(rt, bucket, last);
+  coded_.clear();
   for (const Handle& h : handles_) rt.wait(h);
   handles_.clear();
   count_ = 0;

@@ -5,6 +5,8 @@
 //     reduce-scatter when the optimizer state is sharded: ZeRO);
 //   * ShardedAdam holds mixed-precision AdamW state (fp32 master, m, v), whole or as this rank's
 //     1/N shard of every parameter (ZeRO-1/2/3), and steps it.
+//   * with a GradientCodec (strategies/compression/gradient_codec.hpp), each all-reduce bucket
+//     is reduced through it instead: encoded while backward goes on, decoded once it is done.
 // A sharded parameter is split element-wise: member i of an N-member group owns elements
 // [i*ceil(n/N), min(n, (i+1)*ceil(n/N))) of every tensor; a bucket's reduce-scatter and
 // all-gather apply to each of its tensors that way (CommShards, strategies/op.hpp: the one
@@ -14,8 +16,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "strategies/compression/gradient_codec.hpp"
 #include "strategies/model.hpp"
 #include "strategies/runtime.hpp"
 #include "strategies/strategy.hpp"
@@ -43,6 +47,9 @@ class GradientBuckets {
   void set_label(std::string label) { label_ = std::move(label); }
   // ZeRO-2/3: free each bucket's full gradients once its reduce-scatter is done.
   void set_release_after_reduce(bool release) { release_after_reduce_ = release; }
+  // All-reduce buckets go through `codec` (not owned; it keeps state across iterations, keyed
+  // by the bucket labels, which stay the same from one iteration to the next). nullptr: plain.
+  void set_codec(GradientCodec* codec) { codec_ = codec; }
 
   // Launches full buckets. With `shards` (one per gradient: ZeRO-2/3 partitions) the
   // reduce-scatter writes this rank's part there instead of in place, adding to it unless
@@ -50,7 +57,7 @@ class GradientBuckets {
   void add(Runtime& rt, const std::vector<Tensor>& gradients, const std::vector<Tensor>& shards = {},
            bool overwrite_shards = false);
   void launch(Runtime& rt);                                     // launches what is left
-  void wait_all(Runtime& rt);                                   // host waits for every bucket
+  void wait_all(Runtime& rt);  // host waits for every bucket (a codec's later rounds and decode run here)
   const Group& group() const { return group_; }
 
  private:
@@ -64,6 +71,8 @@ class GradientBuckets {
   std::int64_t current_params_ = 0;
   std::vector<Handle> handles_;
   int count_ = 0;
+  GradientCodec* codec_ = nullptr;
+  std::vector<std::pair<CodecBucket, Handle>> coded_;  // buckets in a codec's hands, their last collective
 };
 
 class ShardedAdam {

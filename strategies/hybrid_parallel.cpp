@@ -1,7 +1,6 @@
 #include "strategies/hybrid_parallel.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -43,7 +42,9 @@ class HybridRank final : public RankProgram {
     std::int64_t all_micro_batches = 1;
   };
 
-  HybridRank(Plan plan, int rank) : plan_(std::move(plan)), rank_(rank), me_(plan_.layout->coord_of(rank)) {
+  HybridRank(Plan plan, int rank)
+      : plan_(std::move(plan)), rank_(rank), me_(plan_.layout->coord_of(rank)),
+        codec_(make_gradient_codec(plan_.parallel.gradient_compression)) {
     const RankLayout& l = *plan_.layout;
     ctx_.tp_size = l.tp_size();
     ctx_.tp_rank = me_.tp;
@@ -113,6 +114,7 @@ class HybridRank final : public RankProgram {
                                                           : GradientBuckets::Reduction::all_reduce;
     GradientBuckets buckets(data_group_, plan_.parallel.ddp_bucket_size, reduction);
     buckets.set_release_after_reduce(plan_.parallel.zero_stage >= 2);
+    buckets.set_codec(codec_.get());
     std::vector<bool> reduced_once(v, false);  // ZeRO-2/3: the first reduction starts the sums
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const PipelineAction& a = actions[i];
@@ -307,6 +309,7 @@ class HybridRank final : public RankProgram {
     std::vector<Tensor> grads, params;  // ZeRO-2 gradient and ZeRO-3 parameter shards
   };
   std::map<std::string, Shards> shards_;  // by layer name
+  std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
 };
 
 }  // namespace
@@ -323,6 +326,7 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
+  check_gradient_compression(parallel_);
   try {
     model_->build_layers(batch_shape(), ParallelContext{layout_.tp_size(), 0, layout_.tensor_group(0),
                                                         parallel_.sequence_parallel, parallel_.recompute_granularity});
@@ -334,7 +338,6 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   check_tensor_groups(devices);
   split_batch(devices);
   partition_layers(devices);
-  devices_ = std::move(devices);
   try {
     for (std::int64_t m : micro_batches_)
       validate_pipeline(hybrid_.schedule, layout_.pp_size(), static_cast<int>(m), hybrid_.virtual_stages);
@@ -353,33 +356,6 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
     r.position_of.push_back(c.tp + layout_.tp_size() * c.pp);
   }
   return r;
-}
-
-std::optional<PipelineStructure> HybridParallel::pipeline_structure() const {
-  const std::int64_t p = layout_.pp_size();
-  if (p < 2 || hybrid_.schedule == PipelineSchedule::gpipe) return std::nullopt;  // GPipe's memory grows with them
-  if (std::adjacent_find(micro_batches_.begin(), micro_batches_.end(), std::not_equal_to<>()) != micro_batches_.end())
-    return std::nullopt;
-  PipelineStructure s;
-  s.micro_batches = micro_batches_.front();
-  if (hybrid_.schedule == PipelineSchedule::one_f_one_b) {
-    // Stage s warms up with p-s-1 forwards, then alternates: once every stage has its full
-    // warm-up (M >= p), each further micro-batch adds one forward-backward pair to the steady phase.
-    s.periodic_from = p;
-    s.period = 1;
-  } else {
-    // Interleaved: stage 0 warms up with 2(p-1) + (v-1)p chunks, which fit in its M v chunks
-    // (so memory stops growing) from M = 2p on; counts are multiples of p.
-    s.periodic_from = 2 * p;
-    s.period = p;
-  }
-  return s;
-}
-
-std::unique_ptr<Strategy> HybridParallel::with_micro_batches(std::int64_t micro_batches) const {
-  TrainingConfig training = training_;
-  training.global_batch_size = micro_batches * training_.micro_batch_size * layout_.dp_size();
-  return std::make_unique<HybridParallel>(model_, training, parallel_, hybrid_, devices_);
 }
 
 std::optional<TensorStructure> HybridParallel::tensor_structure() const {
@@ -503,6 +479,7 @@ std::string HybridParallel::name() const {
   if (layout_.pp_size() > 1) n += std::string(", ") + to_string(hybrid_.schedule);
   if (hybrid_.virtual_stages > 1) n += " v=" + std::to_string(hybrid_.virtual_stages);
   if (parallel_.batch_split == BatchSplit::proportional) n += ", proportional batch";
+  if (parallel_.gradient_compression.enabled()) n += ", " + describe(parallel_.gradient_compression);
   if (hybrid_.partition == HybridConfig::Partition::proportional && layout_.pp_size() > 1) n += ", proportional stages";
   return n + ")";
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/units.hpp"
+#include "strategies/compression/codec_args.hpp"
 #include "strategies/tensor.hpp"
 
 namespace tandem {
@@ -100,8 +101,9 @@ struct OptimizerArgs {  // AdamW on a flat shard
 struct MemcpyArgs {
   std::int64_t numel = 0;
 };
+// CodecArgs (gradient compression, strategies/compression/codec_args.hpp) run as element-wise ops.
 using KernelArgs = std::variant<GemmArgs, AttentionArgs, NormArgs, ElementwiseArgs, EmbeddingArgs,
-                                LossArgs, OptimizerArgs, MemcpyArgs>;
+                                LossArgs, OptimizerArgs, MemcpyArgs, CodecArgs>;
 
 struct ComputeOp {
   OpKind kind = OpKind::elementwise;

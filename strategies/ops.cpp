@@ -4,6 +4,8 @@
 #include <utility>
 #include <variant>
 
+#include "strategies/compression/codec_ops.hpp"
+
 namespace tandem::ops {
 namespace {
 
@@ -231,6 +233,7 @@ Flops flops_of(const KernelArgs& args) {
         else if constexpr (std::is_same_v<T, LossArgs>) return loss_cost(a, DType::bf16).flops;
         else if constexpr (std::is_same_v<T, OptimizerArgs>)
           return adamw_cost(a, DType::bf16, DType::bf16).flops;
+        else if constexpr (std::is_same_v<T, CodecArgs>) return codec_ops::codec_flops(a);
         else return memcpy_cost(a, DType::bf16).flops;
       },
       args);

@@ -5,8 +5,6 @@
 
 namespace tandem {
 
-std::unique_ptr<Strategy> Strategy::with_micro_batches(std::int64_t) const { return nullptr; }
-
 std::vector<std::int64_t> split_proportionally(std::int64_t total, const std::vector<double>& weights) {
   const std::size_t n = weights.size();
   if (n == 0) throw std::invalid_argument("no replicas to split a batch over");
@@ -72,6 +70,23 @@ std::vector<std::int64_t> micro_batches_per_replica(const TrainingConfig& traini
                                                           std::to_string(replicas) + ")");
   return split_proportionally(micro_batches,
                               std::vector<double>(replica_speeds.begin(), replica_speeds.begin() + replicas));
+}
+
+void check_gradient_compression(const ParallelConfig& parallel) {
+  const CompressionConfig& c = parallel.gradient_compression;
+  if (!c.enabled()) return;
+  if (parallel.zero_stage != 0)
+    throw StrategyError("strategy.gradient_compression",
+                        "gradient compression replaces the all-reduce of zero_stage 0 (zero_stage is " +
+                            std::to_string(parallel.zero_stage) + ")");
+  if (c.type == Compression::power_sgd && c.matrix_approximation_rank < 1)
+    throw StrategyError("strategy.gradient_compression.matrix_approximation_rank",
+                        "must be at least 1, not " + std::to_string(c.matrix_approximation_rank));
+  if (c.type == Compression::top_k && !(c.topk_ratio > 0.0 && c.topk_ratio <= 1.0))
+    throw StrategyError("strategy.gradient_compression.topk_ratio",
+                        "must be in (0, 1], not " + std::to_string(c.topk_ratio));
+  if (!(c.min_compression_rate >= 0.0))
+    throw StrategyError("strategy.gradient_compression.min_compression_rate", "must be >= 0");
 }
 
 const char* to_string(Recompute recompute) {

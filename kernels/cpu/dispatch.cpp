@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/adamw.hpp"
 #include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/compression_dispatch.hpp"
 #include "kernels/cpu/cross_entropy.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/embedding.hpp"
@@ -323,6 +324,7 @@ void run(const ComputeOp& op, const TensorData& data, const RunOptions& options)
         else if constexpr (std::is_same_v<T, EmbeddingArgs>) run_embedding(c, a);
         else if constexpr (std::is_same_v<T, LossArgs>) run_loss(c, a);
         else if constexpr (std::is_same_v<T, OptimizerArgs>) run_optimizer(c, a);
+        else if constexpr (std::is_same_v<T, CodecArgs>) run_codec(c, a);
         else run_memcpy(c, a);
       },
       op.args);

@@ -256,6 +256,8 @@ void run(const ComputeOp& op, const TensorData& data, const RunOptions& options,
         else if constexpr (std::is_same_v<T, EmbeddingArgs>) embedding(c, a);
         else if constexpr (std::is_same_v<T, LossArgs>) loss(c, a);
         else if constexpr (std::is_same_v<T, OptimizerArgs>) optimizer(c, a);
+        else if constexpr (std::is_same_v<T, CodecArgs>)
+          c.fail("gradient compression codecs have no CUDA kernels yet (CPU backend and simulator only)");
         else copy(c.out(0, a.numel), c.in(0, a.numel), a.numel, c.stream());
       },
       op.args);
