@@ -1,0 +1,16 @@
+// Durations as people write them: "7d", "12h", "30min", "90s", "1.5h", or a bare number of
+// seconds. Used by `goodput --horizon` and the reliability section of scenarios.
+#pragma once
+
+#include <string>
+
+#include "common/units.hpp"
+
+namespace tandem {
+
+// std::invalid_argument naming the text when it is not a positive finite duration.
+Seconds parse_duration_s(const std::string& text);
+// The largest unit that keeps the number readable: "7.00 d", "3.50 h", "12.0 min", "42.0 s".
+std::string format_duration(Seconds seconds);
+
+}  // namespace tandem

@@ -1,0 +1,87 @@
+// What a training job does over days, as events: failures arrive (Poisson, per cause), work since
+// the last durable checkpoint is lost, the job waits for spares or repairs, restarts, and
+// continues; checkpoints cost time (sync: all of the write; async: the snapshot to host memory,
+// the write proceeding in the background until it is durable). The iteration time comes from one
+// SimGrid simulation of the configuration (sim/simulation.hpp); this layer only plays the horizon.
+//
+// One trial is deterministic for its seed. Every failure draws exactly two numbers (the gap to
+// it, its cause) whatever happens in between, so trials with different checkpoint intervals see
+// the same failures at the same wall-clock times (common random numbers: a sweep compares
+// intervals, not luck).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+
+namespace tandem::sim::reliability {
+
+// One cause of interruption, scaled to the job (platforms/failure_profile.hpp).
+struct FailureStream {
+  std::string cause;
+  double rate_per_s = 0;  // interruptions per second, for the whole job
+  int nodes_taken = 0;    // nodes that leave the job (0: none, the job restarts in place)
+  Seconds repair_s = 0;   // until those nodes can serve again
+};
+
+enum class RecoveryPolicy {
+  restart_on_spares,  // replace the lost nodes from a pool of spares (repaired nodes rejoin it)
+  wait_for_repair,    // no spares: wait until the lost nodes are repaired
+  shrink,             // continue on the surviving data-parallel replicas, regrow after repair
+};
+const char* to_string(RecoveryPolicy policy);
+RecoveryPolicy parse_recovery_policy(const std::string& text);  // std::invalid_argument
+
+struct CheckpointCost {
+  bool asynchronous = false;
+  Seconds blocking_s = 0;  // training stops: the whole write (sync), the snapshot (async)
+  Seconds write_s = 0;     // until durable after the blocking part (async only; 0 for sync)
+};
+
+struct GoodputModel {
+  Seconds iteration_s = 0;  // one failure-free iteration, simulated
+  double tokens_per_iteration = 0;
+  // Training time between checkpoints. An async write must finish before the next snapshot, so
+  // the interval used is max(interval_s, checkpoint.write_s).
+  Seconds interval_s = 0;
+  CheckpointCost checkpoint;
+  Seconds restart_s = 0;  // relaunch + re-initialisation + checkpoint reload + warm-up
+  std::vector<FailureStream> failures;
+  RecoveryPolicy policy = RecoveryPolicy::restart_on_spares;
+  int spare_nodes = 0;          // restart_on_spares
+  int replicas = 1;             // shrink: data-parallel replicas
+  int replicas_per_node = 1;    // shrink: replicas a lost node takes down (at least 1)
+
+  Seconds effective_interval_s() const;
+  double total_failure_rate_per_s() const;
+};
+
+// Where the wall-clock time of one trial went. The parts sum to the trial's duration.
+struct GoodputTally {
+  Seconds duration_s = 0;
+  Seconds useful_s = 0;      // training whose result survived (full-width equivalent)
+  Seconds degraded_s = 0;    // running shrunk: the share of time the missing replicas would have used
+  Seconds checkpoint_s = 0;  // blocking checkpoint time
+  std::vector<Seconds> lost_by_cause;     // training since the last durable checkpoint, redone
+  std::vector<Seconds> restart_by_cause;  // relaunch, re-init, reload, warm-up
+  std::vector<Seconds> waiting_by_cause;  // for spares or repairs
+  Seconds regrow_s = 0;      // shrink: restarting at full width after a repair
+  int failures = 0;
+  bool reached_target = false;
+
+  Seconds accounted_s() const;  // the sum of every part (equals duration_s)
+  double goodput() const { return duration_s > 0 ? useful_s / duration_s : 0; }
+};
+
+// Plays one trial from t = 0 (the job just started) until `horizon_s`, or until the useful work
+// reaches `target_s` of failure-free training (then duration_s is the time it took).
+GoodputTally run_trial(const GoodputModel& model, Seconds horizon_s, std::uint64_t seed,
+                       Seconds target_s = std::numeric_limits<double>::infinity());
+
+// Checks a model before playing it (std::invalid_argument naming the field).
+void validate(const GoodputModel& model);
+
+}  // namespace tandem::sim::reliability

@@ -1,0 +1,147 @@
+// The horizon Monte Carlo on its own (no SimGrid): accounting, determinism per seed, agreement with
+// Daly's analytic model and with Young/Daly's optimum where their assumptions hold, and what each
+// recovery policy and async checkpointing change.
+#include "sim/reliability/goodput_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/reliability/checkpoint_interval.hpp"
+#include "sim/reliability/goodput_estimate.hpp"
+
+namespace tandem::sim::reliability {
+namespace {
+
+constexpr Seconds kHour = 3600;
+
+// Daly's assumptions: Poisson failures of one kind, restart in place, fixed costs, sync checkpoints.
+GoodputModel poisson_model(Seconds mtbf_s, Seconds checkpoint_s, Seconds restart_s) {
+  GoodputModel m;
+  m.iteration_s = 10;
+  m.tokens_per_iteration = 4e6;
+  m.checkpoint.blocking_s = checkpoint_s;
+  m.restart_s = restart_s;
+  m.interval_s = young_interval_s(checkpoint_s, mtbf_s);
+  m.failures = {{"any", 1 / mtbf_s, 0, 0}};
+  return m;
+}
+
+// Every cause of interruption at once, with node losses, for the accounting tests.
+GoodputModel busy_model(RecoveryPolicy policy) {
+  GoodputModel m = poisson_model(2 * kHour, 120, 600);
+  m.failures = {{"gpu", 1 / (4 * kHour), 1, 48 * kHour},
+                {"leaf", 1 / (40 * kHour), 4, 24 * kHour},
+                {"software", 1 / (5 * kHour), 0, 0}};
+  m.policy = policy;
+  m.spare_nodes = 3;
+  m.replicas = 8;
+  m.replicas_per_node = 1;
+  return m;
+}
+
+TEST(GoodputModel, TheTimeOfATrialIsAccountedForExactlyUnderEveryPolicy) {
+  for (RecoveryPolicy policy : {RecoveryPolicy::restart_on_spares, RecoveryPolicy::wait_for_repair, RecoveryPolicy::shrink}) {
+    for (bool async : {false, true}) {
+      GoodputModel m = busy_model(policy);
+      if (async) m.checkpoint = {true, 5, 120};
+      const Seconds horizon = 30 * 24 * kHour;
+      const GoodputTally t = run_trial(m, horizon, 7);
+      EXPECT_GT(t.failures, 100) << to_string(policy);
+      EXPECT_DOUBLE_EQ(t.duration_s, horizon);
+      EXPECT_NEAR(t.accounted_s(), horizon, 1e-6 * horizon) << to_string(policy) << " async " << async;
+      EXPECT_GT(t.useful_s, 0);
+    }
+  }
+}
+
+TEST(GoodputModel, ATrialIsTheSameBitForBitForItsSeedAndDiffersForAnother) {
+  const GoodputModel m = busy_model(RecoveryPolicy::restart_on_spares);
+  const GoodputTally a = run_trial(m, 10 * 24 * kHour, 42);
+  const GoodputTally b = run_trial(m, 10 * 24 * kHour, 42);
+  const GoodputTally c = run_trial(m, 10 * 24 * kHour, 43);
+  EXPECT_EQ(a.useful_s, b.useful_s);
+  EXPECT_EQ(a.lost_by_cause, b.lost_by_cause);
+  EXPECT_EQ(a.waiting_by_cause, b.waiting_by_cause);
+  EXPECT_EQ(a.failures, b.failures);
+  EXPECT_NE(a.useful_s, c.useful_s);
+  const HorizonEstimate e1 = estimate_horizon(m, 5 * 24 * kHour, 8, 99);
+  const HorizonEstimate e2 = estimate_horizon(m, 5 * 24 * kHour, 8, 99);
+  EXPECT_EQ(e1.goodput.mean, e2.goodput.mean);
+  EXPECT_EQ(e1.goodput.high, e2.goodput.high);
+}
+
+TEST(GoodputModel, WithoutFailuresOnlyCheckpointsCostTime) {
+  GoodputModel m = poisson_model(kHour, 60, 600);
+  m.failures.clear();
+  m.interval_s = 1000;
+  const GoodputTally t = run_trial(m, 10'600, 1);  // ten periods of 1,060 s
+  EXPECT_DOUBLE_EQ(t.checkpoint_s, 600);
+  EXPECT_DOUBLE_EQ(t.useful_s, 10'000);
+  const TimeToTrain train = estimate_time_to_train(m, 2.5e3 / 10 * 4e6, 3, 1);  // 2,500 s of training
+  EXPECT_DOUBLE_EQ(train.wall_s.mean, 2'500 + 2 * 60);  // two checkpoints on the way, none at the end
+}
+
+TEST(GoodputModel, SimulatedGoodputIsWithinTwoPercentOfDalysModelWhereItsAssumptionsHold) {
+  for (const auto& [mtbf, checkpoint, restart] : {std::tuple{3 * kHour, 60.0, 600.0}, std::tuple{kHour, 300.0, 300.0}}) {
+    GoodputModel m = poisson_model(mtbf, checkpoint, restart);
+    m.interval_s = daly_interval_s(checkpoint, mtbf);
+    const HorizonEstimate h = estimate_horizon(m, 1000 * mtbf, 8, 2026);
+    const double analytic = daly_goodput(m.interval_s, checkpoint, restart, mtbf);
+    EXPECT_NEAR(h.goodput.mean / analytic, 1.0, 0.02) << "MTBF " << mtbf << " s, analytic " << analytic;
+    EXPECT_LT(h.goodput.high - h.goodput.low, 0.01);
+  }
+}
+
+TEST(GoodputModel, TheSweptOptimalIntervalIsWithinTenPercentOfYoungAndDaly) {
+  // C << M: Young's first-order formula holds.
+  const Seconds mtbf = 3 * kHour, checkpoint = 60;
+  const GoodputModel m = poisson_model(mtbf, checkpoint, 300);
+  const Seconds young = young_interval_s(checkpoint, mtbf);
+  const IntervalSweep s = sweep_interval(m, young / 3, young * 3, 23, 400 * mtbf, 64, 5);
+  EXPECT_DOUBLE_EQ(s.young_s, young);
+  EXPECT_NEAR(s.best_interval_s / young, 1.0, 0.10) << "best " << s.best_interval_s << " s, Young " << young;
+  EXPECT_NEAR(s.best_interval_s / s.daly_s, 1.0, 0.10) << "best " << s.best_interval_s << " s, Daly " << s.daly_s;
+  // Far from it, goodput is clearly lower on the same failures.
+  EXPECT_GT(s.best_goodput, s.points.front().goodput + 0.01);
+  EXPECT_GT(s.best_goodput, s.points.back().goodput + 0.01);
+}
+
+TEST(GoodputModel, SparesAvoidWaitingForRepairsAndRunningOutOfThemMakesTheJobWait) {
+  GoodputModel m = busy_model(RecoveryPolicy::restart_on_spares);
+  m.spare_nodes = 1000;
+  const HorizonEstimate plenty = estimate_horizon(m, 30 * 24 * kHour, 4, 3);
+  m.spare_nodes = 0;
+  const HorizonEstimate none = estimate_horizon(m, 30 * 24 * kHour, 4, 3);
+  m.policy = RecoveryPolicy::wait_for_repair;
+  const HorizonEstimate repair = estimate_horizon(m, 30 * 24 * kHour, 4, 3);
+  for (Seconds w : plenty.waiting_s) EXPECT_EQ(w, 0);
+  EXPECT_GT(none.waiting_s[0], 0);
+  EXPECT_GT(plenty.goodput.mean, none.goodput.mean);
+  EXPECT_NEAR(none.goodput.mean, repair.goodput.mean, 1e-12);  // no spares = waiting for the node itself
+}
+
+TEST(GoodputModel, ShrinkingKeepsTrainingOnSurvivorsWhereWaitingStops) {
+  GoodputModel m = busy_model(RecoveryPolicy::shrink);
+  const HorizonEstimate shrink = estimate_horizon(m, 30 * 24 * kHour, 4, 11);
+  m.policy = RecoveryPolicy::wait_for_repair;
+  const HorizonEstimate wait = estimate_horizon(m, 30 * 24 * kHour, 4, 11);
+  EXPECT_GT(shrink.degraded_s, 0);
+  EXPECT_GT(shrink.regrow_s, 0);
+  EXPECT_GT(shrink.goodput.mean, wait.goodput.mean);
+}
+
+TEST(GoodputModel, AsyncCheckpointsCostOnlyTheirSnapshotButLoseAPendingWrite) {
+  GoodputModel sync = poisson_model(2 * kHour, 120, 300);
+  GoodputModel async = sync;
+  async.checkpoint = {true, 5, 120};
+  const HorizonEstimate s = estimate_horizon(sync, 200 * 2 * kHour, 8, 4);
+  const HorizonEstimate a = estimate_horizon(async, 200 * 2 * kHour, 8, 4);
+  EXPECT_LT(a.checkpoint_s, s.checkpoint_s / 10);
+  EXPECT_GT(a.goodput.mean, s.goodput.mean);
+  // A failure before the write is durable loses the previous segment too: more lost per failure.
+  EXPECT_GT(a.lost_s[0] / a.failures.mean, s.lost_s[0] / s.failures.mean);
+}
+
+}  // namespace
+}  // namespace tandem::sim::reliability
