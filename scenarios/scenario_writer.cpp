@@ -89,10 +89,23 @@ void emit_training(YAML::Emitter& y, const TrainingConfig& t) {
   y << YAML::Key << "micro_batch_size" << YAML::Value << t.micro_batch_size;
   y << YAML::Key << "seq_length" << YAML::Value << t.seq_length;
   y << YAML::Key << "precision" << YAML::Value << to_string(t.precision);
+  if (t.fp8 != Fp8Recipe::none) y << YAML::Key << "fp8" << YAML::Value << to_string(t.fp8);
   y << YAML::Key << "optimizer" << YAML::Value << t.optimizer;
   y << YAML::Key << "accumulate_allreduce_grads_in_fp32" << YAML::Value << t.accumulate_allreduce_grads_in_fp32;
   y << YAML::Key << "lr" << YAML::Value << t.lr;
   y << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay;
+  y << YAML::EndMap;
+}
+
+// Every field, so that a codec's defaults changing later cannot change a written plan.
+void emit_gradient_compression(YAML::Emitter& y, const CompressionConfig& c) {
+  y << YAML::Key << "gradient_compression" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "type" << YAML::Value << to_string(c.type);
+  y << YAML::Key << "matrix_approximation_rank" << YAML::Value << c.matrix_approximation_rank;
+  y << YAML::Key << "min_compression_rate" << YAML::Value << c.min_compression_rate;
+  y << YAML::Key << "use_error_feedback" << YAML::Value << c.use_error_feedback;
+  y << YAML::Key << "topk_ratio" << YAML::Value << c.topk_ratio;
+  y << YAML::Key << "random_seed" << YAML::Value << c.seed;
   y << YAML::EndMap;
 }
 
@@ -116,6 +129,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "pipeline_partition" << YAML::Value << search::to_string(h.partition);
   if (!h.layers_per_stage.empty())
     y << YAML::Key << "pipeline_layers" << YAML::Value << YAML::Flow << h.layers_per_stage;
+  if (p.gradient_compression.enabled()) emit_gradient_compression(y, p.gradient_compression);
   y << YAML::EndMap;
 }
 

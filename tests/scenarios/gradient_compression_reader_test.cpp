@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "scenarios/scenario.hpp"
+#include "scenarios/scenario_writer.hpp"
 
 namespace tandem {
 namespace {
@@ -102,6 +103,24 @@ TEST(GradientCompressionReader, UnknownFieldAndZeroShardingAreRefused) {
   e = load_error(scenario_with("  gradient_compression: int8\n", "hybrid", "  zero_stage: 1\n"));
   EXPECT_EQ(e.field(), "strategy.gradient_compression");
   EXPECT_EQ(e.line(), 11);
+}
+
+TEST(GradientCompressionReader, AWrittenScenarioKeepsItsCodec) {
+  const Scenario s = load_scenario(scenario_with("  gradient_compression:\n"
+                                                 "    type: topk\n"
+                                                 "    topk_ratio: 0.037\n"
+                                                 "    use_error_feedback: false\n"
+                                                 "    random_seed: 9007199254740993\n"));
+  const std::string path = (fs::temp_directory_path() /
+                            ("tandem-compression-written-" + std::to_string(::getpid()) + ".yaml")).string();
+  write_scenario(s, path);
+  const CompressionConfig a = s.parallel.gradient_compression, b = load_scenario(path).parallel.gradient_compression;
+  EXPECT_EQ(b.type, a.type);
+  EXPECT_EQ(b.topk_ratio, a.topk_ratio);
+  EXPECT_EQ(b.use_error_feedback, a.use_error_feedback);
+  EXPECT_EQ(b.matrix_approximation_rank, a.matrix_approximation_rank);
+  EXPECT_EQ(b.min_compression_rate, a.min_compression_rate);
+  EXPECT_EQ(b.seed, a.seed);
 }
 
 }  // namespace
