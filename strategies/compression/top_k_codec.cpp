@@ -8,7 +8,9 @@
 // Error feedback keeps the entries not sent for later steps; without it they are dropped.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <stdexcept>
 
 #include "strategies/compression/codec_ops.hpp"
 #include "strategies/compression/codecs.hpp"
@@ -58,6 +60,9 @@ class TopKCodec final : public GradientCodec {
     if (it != states_.end()) return it->second;
     State s;
     s.numel = bucket_numel(b.gradients);
+    if (s.numel > std::numeric_limits<std::int32_t>::max())  // one tensor larger than the bucket limit
+      throw std::length_error(b.label + ": top-k's 32-bit indices cannot address a bucket of " +
+                              std::to_string(s.numel) + " elements");
     s.k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(ratio_ * static_cast<double>(s.numel))), 1,
                                    std::max<std::int64_t>(1, s.numel));
     const MemCategory kept = error_feedback_ ? MemCategory::optimizer_state : MemCategory::comm_buffers;
