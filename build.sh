@@ -11,7 +11,7 @@ shift || true
 
 # 1. Dependencies: Debian packages only. Install the missing ones (as root, or through sudo).
 packages=(build-essential cmake ninja-build pkg-config git
-          libsimgrid-dev libboost-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+          libsimgrid-dev libboost-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
           libgoogle-perftools-dev  # tcmalloc: large simulations allocate millions of small objects
           libopenmpi-dev openmpi-bin  # MPI: tandem search --mpi, multi-process CUDA runs

@@ -137,10 +137,6 @@ Comparison compare_trace_files(const std::string& predicted_path, const std::str
   const Trace measured = read_trace_json(measured_path);
   for (const auto& [path, trace] : {std::pair{predicted_path, &predicted}, std::pair{measured_path, &measured}})
     if (trace->records.empty()) throw InputError(path, 0, "records", "the trace holds no op");
-  if (!predicted.scenario.empty() && !measured.scenario.empty() && predicted.scenario != measured.scenario)
-    throw InputError(measured_path, 0, "scenario",
-                     "'" + measured.scenario + "', but the predicted trace " + predicted_path + " is of '" +
-                         predicted.scenario + "'");
   const int measured_iterations = static_cast<int>(iteration_numbers(measured).size());
   if (options.measured_warmup_iterations >= measured_iterations)
     throw InputError(measured_path, 0, "records",
@@ -152,6 +148,9 @@ Comparison compare_trace_files(const std::string& predicted_path, const std::str
                      "no op matches the predicted trace " + predicted_path + " by (rank, iteration, op id)");
   c.predicted.file = predicted_path;
   c.measured.file = measured_path;
+  if (!predicted.scenario.empty() && !measured.scenario.empty() && predicted.scenario != measured.scenario)
+    c.warnings.push_back("the traces name different scenarios (predicted '" + predicted.scenario + "', measured '" +
+                         measured.scenario + "'); compared by their matching ops all the same");
   return c;
 }
 
@@ -248,6 +247,7 @@ nlohmann::json to_json(const Comparison& c) {
         {"predicted_only", unmatched_to_json(c.predicted_only)},
         {"measured_only", unmatched_to_json(c.measured_only)}}},
       {"largest_differences", std::move(largest)},
+      {"warnings", c.warnings},
   };
 }
 
@@ -309,6 +309,7 @@ std::string to_text(const Comparison& c) {
     out << std::left << std::setw(12) << name << (s.file.empty() ? std::string("(in memory)") : s.file) << "  ["
         << s.source << ", " << s.records << " records, iterations " << iteration_list(s.iterations) << "]\n";
   };
+  for (const std::string& warning : c.warnings) out << "warning     " << warning << "\n";
   side_line("predicted", c.predicted);
   side_line("measured", c.measured);
   out << "alignment   " << to_string(c.alignment) << " (" << c.aligned_iterations << " aligned iteration(s))\n";

@@ -84,12 +84,16 @@ struct Comparison {
   std::vector<UnmatchedOp> predicted_only;
   std::vector<UnmatchedOp> measured_only;
   std::vector<OpDifference> largest_differences;  // by |difference|, largest first
+  // What the reader should know before trusting the numbers (traces of differently named
+  // scenarios: a renamed copy, or a mistake).
+  std::vector<std::string> warnings;
 };
 
 Comparison compare_traces(const Trace& predicted, const Trace& measured, const CompareOptions& options = {});
 
-// Reads both files (InputError on a malformed one) and refuses a mismatched pair: an empty trace,
-// different scenarios, or no op in common (InputError naming the file and field).
+// Reads both files (InputError on a malformed one) and refuses a mismatched pair: an empty trace
+// or no op in common (InputError naming the file and field). Traces of differently named
+// scenarios are compared with a warning: ops matching by (rank, iteration, op id) is the check.
 Comparison compare_trace_files(const std::string& predicted_path, const std::string& measured_path,
                                const CompareOptions& options = {});
 

@@ -4,12 +4,20 @@
 #include <cmath>
 
 #include "analysis/json_locate.hpp"
+#include "common/gzip.hpp"
 #include "common/input_error.hpp"
 
 namespace tandem {
 
 JsonInput read_json_input(const std::string& path, std::uint64_t max_bytes) {
   JsonInput input{path, read_input_file(path, max_bytes), nullptr};
+  if (is_gzip_path(path)) {  // a trace written as .json.gz
+    try {
+      input.text = gzip_decompress(input.text, max_bytes);
+    } catch (const std::runtime_error& e) {
+      throw InputError(path, 0, "", std::string("gzip: ") + e.what());
+    }
+  }
   const std::string& text = input.text;
   try {
     input.root = nlohmann::json::parse(text);

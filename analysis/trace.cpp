@@ -2,58 +2,107 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
-#include <unistd.h>
+#include <charconv>
+#include <cmath>
+#include <unordered_map>
 
-#include "analysis/json_file.hpp"
-#include "common/input_error.hpp"
+#include "common/gzip.hpp"
 
 namespace tandem {
 
 namespace {
-constexpr const char* kSchema = "tandem-trace/1";
 
-template <class Enum, int Count>
-Enum enum_from_string(const std::string& text, const char* (*name)(Enum), bool& ok) {
-  for (int i = 0; i < Count; ++i) {
-    if (text == name(static_cast<Enum>(i))) {
-      ok = true;
-      return static_cast<Enum>(i);
-    }
-  }
-  ok = false;
-  return Enum{};
+void append_number(std::string& out, long long value) {
+  char text[24];
+  out.append(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
+
+// The shortest text that reads back as the same double: FLOP and byte counts are whole numbers
+// and print as such ("525336576", not "525336576.0").
+void append_number(std::string& out, double value) {
+  char text[32];
+  out.append(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
+void append_string(std::string& out, const std::string& text) { out += nlohmann::json(text).dump(); }
+
+template <class Enum>
+void append_names(std::string& out, const char* key, int count, const char* (*name)(Enum)) {
+  out += ",\n\"" + std::string(key) + "\":[";
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) out += ',';
+    append_string(out, name(static_cast<Enum>(i)));
+  }
+  out += ']';
+}
+
+long long nanoseconds(Seconds s) { return std::llround(s * 1e9); }
+
 }  // namespace
 
 std::string trace_json(const Trace& trace) {
-  nlohmann::json records = nlohmann::json::array();
+  // Op ids in order of first appearance, each written once.
+  std::unordered_map<std::string, long long> op_index;
+  std::string ops;
   for (const auto& r : trace.records) {
-    records.push_back({{"rank", r.rank},
-                       {"iteration", r.iteration},
-                       {"op_id", r.op_id},
-                       {"kind", to_string(r.kind)},
-                       {"phase", to_string(r.phase)},
-                       {"stream", to_string(r.stream)},
-                       {"start_s", r.start_s},
-                       {"end_s", r.end_s},
-                       {"flops", r.flops},
-                       {"bytes", r.bytes},
-                       {"peer", r.peer},
-                       {"group_id", r.group_id},
-                       {"group_size", r.group_size}});
+    if (op_index.try_emplace(r.op_id, static_cast<long long>(op_index.size())).second) {
+      if (!ops.empty()) ops += ",\n";
+      append_string(ops, r.op_id);
+    }
   }
-  nlohmann::json doc = {{"schema", kSchema},
-                        {"source", trace.source},
-                        {"scenario", trace.scenario},
-                        {"records", std::move(records)}};
-  return doc.dump(1);
+  std::string out = "{\"schema\":\"tandem-trace/2\",\"source\":";
+  append_string(out, trace.source);
+  out += ",\"scenario\":";
+  append_string(out, trace.scenario);
+  append_names<OpKind>(out, "kinds", kOpKindCount, to_string);
+  append_names<Phase>(out, "phases", kPhaseCount, to_string);
+  append_names<Stream>(out, "streams", kStreamCount, to_string);
+  out += ",\n\"ops\":[\n" + ops + "]";
+  if (!trace.ranks.empty()) {
+    out += ",\n\"ranks\":[";
+    for (std::size_t i = 0; i < trace.ranks.size(); ++i) {
+      out += i > 0 ? ",\n{\"device\":" : "\n{\"device\":";
+      append_string(out, trace.ranks[i].device);
+      out += ",\"group\":";
+      append_string(out, trace.ranks[i].group);
+      out += ",\"node\":";
+      append_number(out, static_cast<long long>(trace.ranks[i].node));
+      out += '}';
+    }
+    out += ']';
+  }
+  out += ",\n\"columns\":[\"rank\",\"iteration\",\"op\",\"kind\",\"phase\",\"stream\",\"start_ns\",\"dur_ns\","
+         "\"flops\",\"bytes\",\"peer\",\"group_id\",\"group_size\"],\n\"records\":[";
+  out.reserve(out.size() + trace.records.size() * 48);
+  bool first = true;
+  for (const auto& r : trace.records) {
+    out += first ? "\n[" : ",\n[";
+    first = false;
+    const long long start = nanoseconds(r.start_s);
+    for (long long v : {static_cast<long long>(r.rank), static_cast<long long>(r.iteration), op_index.at(r.op_id),
+                        static_cast<long long>(r.kind), static_cast<long long>(r.phase),
+                        static_cast<long long>(r.stream), start, nanoseconds(r.end_s) - start}) {
+      append_number(out, v);
+      out += ',';
+    }
+    append_number(out, r.flops);
+    out += ',';
+    append_number(out, r.bytes);
+    if (r.peer != -1 || r.group_id != -1 || r.group_size != 0) {
+      for (int v : {r.peer, r.group_id, r.group_size}) {
+        out += ',';
+        append_number(out, static_cast<long long>(v));
+      }
+    }
+    out += ']';
+  }
+  out += "\n]}\n";
+  return out;
 }
 
-void write_trace_json(const Trace& trace, const std::string& path) { write_file_atomically(path, trace_json(trace)); }
+void write_trace_json(const Trace& trace, const std::string& path) {
+  write_file_atomically(path, gzipped_if_named(path, trace_json(trace)));
+}
 
 TraceRecord op_trace_record(int rank, int iteration, const std::string& label, OpKind kind, Phase phase,
                             Stream stream, Seconds start_s, Seconds end_s, Bytes bytes) {

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/calibrate_command.hpp"
+#include "cli/check_command.hpp"
 #include "cli/compare_command.hpp"
 #include "cli/guarded.hpp"
 #include "cli/job_command.hpp"
@@ -38,6 +39,10 @@ int run(int argc, char** argv) {
   CLI::App* job_cmd = add_job_command(app, job_options);
   ValidateOptions validate_options;
   CLI::App* validate_cmd = add_validate_command(app, validate_options);
+  CheckOptions check_options;
+  CLI::App* check_cmd = add_check_command(app, check_options);
+  FieldsOptions fields_options;
+  CLI::App* fields_cmd = add_fields_command(app, fields_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,6 +52,7 @@ int run(int argc, char** argv) {
               << "\n";
     return kExitBadInput;
   }
+  if (check_cmd->parsed()) return run_check(check_options);  // guards each file itself
   return run_guarded([&] {
     if (simulate_cmd->parsed()) return run_simulate(simulate);
     if (run_cmd->parsed()) return run_run(run_options);
@@ -56,6 +62,7 @@ int run(int argc, char** argv) {
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);
     if (validate_cmd->parsed()) return run_validate(validate_options);
+    if (fields_cmd->parsed()) return run_fields(fields_options);
     return 0;
   });
 }

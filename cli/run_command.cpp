@@ -1,5 +1,6 @@
 #include "cli/run_command.hpp"
 #include "cli/option_ranges.hpp"
+#include "cli/trace_outputs.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,7 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->check(in_range(kTimeoutS));
   cmd->add_option("--trace", o.trace_path, "write the measured trace (Tandem schema) to FILE");
   cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
+  cmd->add_option("--trace-ranks", o.trace_ranks, "only these ranks in the traces: 0-7,32 (default: all)");
   cmd->add_option("--json", o.json_path, "write the summary as JSON to FILE ('-' for stdout)");
   cmd->add_option("--checkpoint", o.checkpoint_path, "save the full training state to FILE at the end (atomically)");
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also save it every N iterations")
@@ -64,11 +66,16 @@ int run_run(const RunCommandOptions& o) {
   OutputSet::check_writable(o.chrome_trace_path, "--chrome-trace");
   OutputSet::check_writable(o.checkpoint_path, "--checkpoint");
   Scenario scenario = load_scenario(o.scenario);
-  // localhost, or a calibrated copy of it (`tandem calibrate` writes localhost-calibrated).
-  if (!cuda && scenario.cluster.name.rfind("localhost", 0) != 0)
-    scenario.fail("cluster", "the cpu backend runs on the 'localhost' cluster (this machine's CPU "
-                             "cores as devices), not on '" + scenario.cluster.name + "'");
+  // This machine's cores as devices: one node of CPU devices (localhost, or a calibrated copy of
+  // it under any name: `tandem calibrate --cluster-out` writes one where it is told).
+  if (!cuda && !is_this_machine(scenario.cluster))
+    scenario.fail("cluster", "the cpu backend runs on one node of cpu devices (this machine's cores, as "
+                             "'localhost' or a calibrated cluster), not on '" + scenario.cluster.name + "' (" +
+                             std::to_string(scenario.cluster.node_count()) + " node(s) of " +
+                             scenario.cluster.groups.front().device.kind + " devices)");
   auto strategy = make_strategy(scenario);
+  const TraceOutputs traces{o.trace_path, o.chrome_trace_path, o.trace_ranks};
+  check_trace_outputs(traces, strategy->world_size());
   auto model = make_model(scenario.model);
 #ifdef TANDEM_HAVE_CUDA
   if (cuda && strategy->world_size() != exec::cuda::launched_processes())
@@ -128,8 +135,7 @@ int run_run(const RunCommandOptions& o) {
   Trace trace = result.trace;
   trace.scenario = scenario.name;
   if (!o.json_path.empty() && !quiet) outputs.stage(o.json_path, summary.dump(2) + "\n");
-  if (!o.trace_path.empty()) outputs.stage(o.trace_path, trace_json(trace));
-  if (!o.chrome_trace_path.empty()) outputs.stage(o.chrome_trace_path, chrome_trace_json(trace));
+  stage_trace_outputs(outputs, std::move(trace), scenario.cluster, strategy->world_size(), traces);
   outputs.commit();
   if (quiet) {
     std::cout << summary.dump(2) << "\n";

@@ -23,6 +23,7 @@ struct RunCommandOptions {
   std::optional<double> timeout_s;
   std::string trace_path;         // --trace: the measured trace (Tandem schema)
   std::string chrome_trace_path;  // --chrome-trace: a Chrome-trace/Perfetto timeline
+  std::string trace_ranks;        // --trace-ranks: the ranks the traces keep ("" all)
   std::string json_path;          // --json: the summary as JSON ('-' for stdout)
   std::string checkpoint_path;    // --checkpoint: save the training state there (atomically)
   std::optional<int> checkpoint_every;  // --checkpoint-every N iterations (and at the end)

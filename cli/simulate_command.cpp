@@ -5,6 +5,7 @@
 
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
+#include "cli/trace_outputs.hpp"
 #include "common/input_error.hpp"
 #include "common/output_set.hpp"
 #include "scenarios/prediction_inputs.hpp"
@@ -23,6 +24,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   // --chrome-trace the Perfetto timeline (--tandem-trace: the former name of --trace).
   cmd->add_option("--trace,--tandem-trace", o.trace_path, "write the predicted trace (Tandem schema) to FILE");
   cmd->add_option("--chrome-trace", o.chrome_trace_path, "write a Chrome-trace/Perfetto timeline to FILE");
+  cmd->add_option("--trace-ranks", o.trace_ranks, "only these ranks in the traces: 0-7,32 (default: all)");
   cmd->add_option("--iterations", o.iterations, "measured iterations")->check(in_range(limits::kIterations));
   cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(in_range(limits::kWarmupIterations));
   cmd->add_option("--algorithm", o.algorithm, "collective algorithm: auto, ring, tree, hierarchical, direct");
@@ -60,6 +62,8 @@ int run_simulate(const SimulateOptions& o) {
 
   // 2. Simulate.
   auto strategy = make_strategy(scenario);
+  const TraceOutputs traces{o.trace_path, o.chrome_trace_path, o.trace_ranks};
+  check_trace_outputs(traces, strategy->world_size());
   const sim::SimulationResult result = sim::simulate(*strategy, scenario.cluster, options);
 
   // 3. Report.
@@ -68,8 +72,7 @@ int run_simulate(const SimulateOptions& o) {
   Trace trace = result.trace;
   trace.scenario = scenario.name;
   if (!o.json_path.empty() && o.json_path != "-") outputs.stage(o.json_path, sim::to_json(prediction).dump(2) + "\n");
-  if (!o.chrome_trace_path.empty()) outputs.stage(o.chrome_trace_path, chrome_trace_json(trace));
-  if (!o.trace_path.empty()) outputs.stage(o.trace_path, trace_json(trace));
+  stage_trace_outputs(outputs, std::move(trace), scenario.cluster, strategy->world_size(), traces);
   outputs.commit();
   if (o.json_path == "-") {
     std::cout << sim::to_json(prediction).dump(2) << "\n";

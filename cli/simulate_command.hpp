@@ -13,6 +13,7 @@ struct SimulateOptions {
   std::string json_path;          // --json: the prediction as JSON ("-" for stdout)
   std::string chrome_trace_path;  // --chrome-trace: Chrome-trace/Perfetto timeline
   std::string trace_path;         // --trace (or --tandem-trace): the trace in Tandem's schema
+  std::string trace_ranks;        // --trace-ranks: the ranks the traces keep ("" all)
   std::optional<int> iterations;
   std::optional<int> warmup;
   std::string algorithm;          // overrides the scenario's collective algorithm

@@ -188,6 +188,16 @@ bool YamlNode::bool_or(const std::string& key, bool fallback) const {
 }
 
 void YamlNode::only_keys(std::initializer_list<const char*> allowed) const {
+  only_names(std::vector<const char*>(allowed));
+}
+
+void YamlNode::only_keys(std::span<const FieldDoc> allowed) const {
+  std::vector<const char*> names;
+  for (const FieldDoc& f : allowed) names.push_back(f.name);
+  only_names(names);
+}
+
+void YamlNode::only_names(const std::vector<const char*>& allowed) const {
   if (!node_.IsMap()) fail("expected a mapping");
   for (const auto& kv : node_) {
     const std::string key = kv.first.as<std::string>();

@@ -7,9 +7,11 @@
 
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/field_doc.hpp"
 #include "common/input_error.hpp"
 #include "common/input_limits.hpp"
 
@@ -66,6 +68,8 @@ class YamlNode {
 
   // Refuses keys not in `allowed`: a typo in a knob name must not be silently ignored.
   void only_keys(std::initializer_list<const char*> allowed) const;
+  // The same against a section's field table (common/field_doc.hpp), which `tandem fields` prints.
+  void only_keys(std::span<const FieldDoc> allowed) const;
 
   // An InputError located at this node.
   [[noreturn]] void fail(const std::string& message) const;
@@ -73,6 +77,7 @@ class YamlNode {
  private:
   YamlNode(YAML::Node node, std::string file, std::string path, int fallback_line);
   YamlNode child(const YAML::Node& node, const std::string& key) const;
+  void only_names(const std::vector<const char*>& allowed) const;
 
   YAML::Node node_;
   std::string file_;

@@ -9,6 +9,7 @@
 
 #include "common/input_error.hpp"
 #include "common/yaml_reader.hpp"
+#include "platforms/cluster_fields.hpp"
 
 namespace tandem {
 namespace fs = std::filesystem;
@@ -103,6 +104,22 @@ bool Cluster::is_heterogeneous() const {
   return false;
 }
 
+bool is_this_machine(const Cluster& cluster) {
+  if (cluster.node_count() != 1) return false;
+  return std::all_of(cluster.groups.begin(), cluster.groups.end(),
+                     [](const NodeGroup& g) { return g.node_count == 0 || g.device.kind == "cpu"; });
+}
+
+double Cluster::usd_per_s(int ranks) const {
+  double per_hour = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const double price = device_of(r).price_per_hour_usd;
+    if (!(price > 0)) return 0;
+    per_hour += price;
+  }
+  return per_hour / 3600.0;
+}
+
 int Cluster::first_rank(int group) const {
   int first = 0;
   for (int gi = 0; gi < group; ++gi) first += groups.at(gi).node_count * groups[gi].devices_per_node;
@@ -137,7 +154,7 @@ int Cluster::leaf_of_node(int global_node) const {
 
 BytesPerSecond Cluster::node_uplink_bytes_per_s(int global_node) const {
   const NodeGroup& g = group_of_node(global_node);
-  return g.devices_per_node * g.nic.bandwidth_bytes_per_s;
+  return g.nic_count() * g.nic.bandwidth_bytes_per_s;
 }
 
 BytesPerSecond Cluster::leaf_uplink_bytes_per_s(int leaf) const {
@@ -252,7 +269,7 @@ LinkSpec port(const YamlNode& link, bool latency_required) {
 std::vector<CollectiveCost> collective_costs(const YamlNode& list, int devices_per_node) {
   std::vector<CollectiveCost> costs;
   for (const YamlNode& item : list.items()) {
-    item.only_keys({"kind", "ranks", "latency_us", "bandwidth_gb_per_s"});
+    item.only_keys(cluster_fields::kCollective);
     CollectiveCost c;
     const YamlNode kind = item["kind"];
     c.kind = kind.as_string();
@@ -285,7 +302,7 @@ const CollectiveCost* NodeGroup::collective_cost(const std::string& kind, int ra
 
 Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
   const YamlNode root = YamlNode::load_file(path);
-  root.only_keys({"name", "description", "network", "node_groups"});
+  root.only_keys(cluster_fields::kRoot);
 
   Cluster cluster;
   cluster.file = path;
@@ -303,8 +320,7 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
   long long total_devices = 0;
   long long total_nodes = 0;
   for (const YamlNode& g : group_nodes) {
-    g.only_keys({"name", "device", "nodes", "devices_per_node", "intra_node", "nic", "shared_cores",
-                 "background_load"});
+    g.only_keys(cluster_fields::kNodeGroup);
     NodeGroup group;
 
     const YamlNode name = g["name"];
@@ -349,6 +365,13 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
     group.node_count = static_cast<int>(node_count);
     group.devices_per_node = static_cast<int>(devices_per_node);
     total_devices += node_count * devices_per_node;
+    if (auto nics = g.get("nics_per_node")) {
+      const long long n = nics->count(limits::kClusterDevices);
+      if (n > devices_per_node || devices_per_node % n != 0)
+        nics->fail("must divide devices_per_node (" + std::to_string(devices_per_node) + "): each NIC is shared by "
+                   "as many devices as the others, got " + nics->as_string());
+      group.nics_per_node = static_cast<int>(n);
+    }
     total_nodes += node_count;
 
     auto intra = g.get("intra_node");
@@ -356,8 +379,7 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
       (void)g["intra_node"];  // "missing required field" at node_groups[i].intra_node
     }
     if (intra) {
-      intra->only_keys({"fabric", "bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us", "bus", "collectives",
-                        "nvlink_generation"});
+      intra->only_keys(cluster_fields::kIntraNode);
       const YamlNode fabric = (*intra)["fabric"];
       try {
         group.fabric = parse_intra_node_fabric(fabric.as_string());
@@ -377,7 +399,7 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
         }
       } else {
         const YamlNode bus = (*intra)["bus"];  // required: the PCIe root complex / memory bus
-        bus.only_keys({"bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us"});
+        bus.only_keys(cluster_fields::kLink);
         group.intra_bus = port(bus, false);
       }
       if (auto collectives = intra->get("collectives")) {
@@ -391,7 +413,7 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
     }
 
     if (auto nic = g.get("nic")) {
-      nic->only_keys({"bandwidth_gb_per_s", "bandwidth_gbit_per_s", "latency_us"});
+      nic->only_keys(cluster_fields::kPort);
       group.nic = port(*nic, true);
     }
     cluster.groups.push_back(std::move(group));
@@ -411,7 +433,7 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
   auto network = root.get("network");
   if (!network && total_nodes > 1) (void)root["network"];  // "missing required field"
   if (network) {
-    network->only_keys({"topology", "switch_latency_us", "nodes_per_leaf", "oversubscription"});
+    network->only_keys(cluster_fields::kNetwork);
     const YamlNode topology = (*network)["topology"];
     try {
       cluster.network.topology = parse_inter_node_topology(topology.as_string());

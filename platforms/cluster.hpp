@@ -49,7 +49,13 @@ struct NodeGroup {
   int nvlink_generation = 0;
   // Shared intra-node bus (PCIe root complex, memory bus); bandwidth 0 = none (NVSwitch).
   LinkSpec intra_bus;
-  LinkSpec nic;  // each device's network interface (rail); bandwidth 0 for single-node groups
+  LinkSpec nic;  // each network interface (rail); bandwidth 0 for single-node groups
+  // NICs per node (`nics_per_node`; 0 = one per device, as DGX rails). Fewer NICs than devices
+  // ("4 NICs shared by 8 GPUs", a NIC behind each PCIe switch): device d uses NIC
+  // d / devices_per_nic(), and the devices sharing it share its bandwidth in the platform.
+  int nics_per_node = 0;
+  int nic_count() const { return nics_per_node > 0 ? nics_per_node : devices_per_node; }
+  int devices_per_nic() const { return devices_per_node / nic_count(); }
   // CPU devices that are threads on one machine: the node's devices compute on `shared_cores`
   // cores together (0: every device has its own processor, as GPUs do), of which other programs
   // keep `background_load` cores' worth busy. More busy ranks than free cores slow each of them
@@ -94,6 +100,9 @@ struct Cluster {
   const DeviceProfile& device_of(int rank) const { return group_of(rank).device; }
   bool same_node(int rank_a, int rank_b) const;
   bool is_heterogeneous() const;  // more than one device kind
+  // What ranks 0..ranks-1 cost per second, from their devices' price_per_hour_usd; 0 when one of
+  // them has no price (a partial sum would understate the cost).
+  double usd_per_s(int ranks) const;
 
   // ---- where things are (what the SimGrid platform builder builds; see sim/platform_builder) ----
   int first_rank(int group) const;        // global rank of the group's first device
@@ -105,7 +114,7 @@ struct Cluster {
   int leaf_count() const;
   int leaf_of_node(int global_node) const;
   bool has_spine() const { return network.topology == InterNodeTopology::fat_tree && leaf_count() > 1; }
-  // A node's link into its (leaf) switch: the sum of its devices' NICs (non-blocking).
+  // A node's link into its (leaf) switch: the sum of its NICs (non-blocking).
   BytesPerSecond node_uplink_bytes_per_s(int global_node) const;
   // A leaf's link into the spine: the sum of its nodes' uplinks / oversubscription.
   BytesPerSecond leaf_uplink_bytes_per_s(int leaf) const;
@@ -120,6 +129,10 @@ struct Cluster {
   Seconds path_latency_s(int rank_a, int rank_b) const;
   BytesPerSecond path_bandwidth_bytes_per_s(int rank_a, int rank_b) const;
 };
+
+// Whether the cluster is this machine as the CPU backend runs it: one node whose devices are all
+// cpu devices (localhost, or a calibrated copy of it under any name).
+bool is_this_machine(const Cluster& cluster);
 
 // Loads a cluster description; device names resolve through find_device_profile
 // (relative to `devices_dir` if given). Errors name file, line, field.

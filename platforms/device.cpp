@@ -7,6 +7,7 @@
 #include "common/input_error.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster.hpp"  // bundled_dir
+#include "platforms/device_fields.hpp"
 #include "platforms/kernel_class.hpp"
 
 namespace tandem {
@@ -115,7 +116,7 @@ namespace {
 // maximum is relative to the profile's peak of the bound side and may exceed 1: a CPU kernel whose
 // working set stays in cache streams faster than the DRAM bandwidth the profile states.
 EfficiencyCurve read_curve(const YamlNode& node) {
-  node.only_keys({"bound", "max_efficiency", "half_work"});
+  node.only_keys(device_fields::kCurve);
   EfficiencyCurve curve;
   const YamlNode bound = node["bound"];
   const std::string side = bound.as_string();
@@ -130,8 +131,7 @@ EfficiencyCurve read_curve(const YamlNode& node) {
 // `gpu_kernels: { sm_count, gemm_efficiency, memory_efficiency, flash_fwd_efficiency,
 // flash_bwd_efficiency }`: the efficiencies are fractions of the datasheet peaks, in (0, 1].
 DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
-  node.only_keys({"sm_count", "gemm_efficiency", "gemm_efficiency_shape", "memory_efficiency",
-                  "flash_fwd_efficiency", "flash_bwd_efficiency"});
+  node.only_keys(device_fields::kGpuKernels);
   // In (0, 1], and not subnormal: 1e-320 is "positive" yet divides every kernel's time to inf.
   auto share = [&](const char* key) { return node[key].in(limits::kEfficiencyFraction); };
   DeviceProfile::GpuKernels g;
@@ -153,8 +153,7 @@ DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
 }
 
 void read_provenance(const YamlNode& node, DeviceProfile::Provenance& p) {
-  node.only_keys({"machine", "cpu_model", "cores", "kernel", "machine_id", "accelerator", "backend", "date",
-                  "tandem_commit"});
+  node.only_keys(device_fields::kProvenance);
   auto text = [&](const char* key) { return node.has(key) ? node.str(key) : std::string(); };
   p.machine = text("machine");
   p.cpu_model = text("cpu_model");
@@ -176,10 +175,7 @@ void read_provenance(const YamlNode& node, DeviceProfile::Provenance& p) {
 
 DeviceProfile load_device_profile(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.only_keys({"name", "description", "kind", "peak_fp32_tflops", "peak_bf16_tflops",
-                  "peak_fp16_tflops", "memory_bandwidth_gb_per_s", "memory_capacity_gb",
-                  "idle_power_w", "busy_power_w", "price_per_hour_usd", "launch_overhead_us", "core_handoff_us", "core_wake_us",
-                  "efficiency", "efficiency_curves", "calibrated", "gpu_kernels", "basis"});
+  root.only_keys(device_fields::kRoot);
   DeviceProfile p;
   p.file = path;
   p.name = root.str("name");
@@ -213,12 +209,11 @@ DeviceProfile load_device_profile(const std::string& path) {
     p.memory_efficiency[i] = e.memory;
   }
   if (auto eff = root.get("efficiency")) {
-    eff->only_keys({"gemm", "attention", "norm", "elementwise", "embedding", "loss", "optimizer",
-                    "memcpy"});
+    eff->only_keys(device_fields::kEfficiency);
     for (OpKind op : kComputeKinds) {
       auto entry = eff->get(to_string(op));
       if (!entry) continue;
-      entry->only_keys({"flops", "memory"});
+      entry->only_keys(device_fields::kEfficiencyEntry);
       const int i = static_cast<int>(op);
       if (auto f = entry->get("flops")) p.flop_efficiency[i] = f->in(limits::kEfficiencyFraction);
       if (auto m = entry->get("memory")) p.memory_efficiency[i] = m->in(limits::kEfficiencyFraction);

@@ -6,6 +6,7 @@
 
 #include "common/yaml_reader.hpp"
 #include "scenarios/gradient_compression_reader.hpp"
+#include "scenarios/scenario_fields.hpp"
 #include "scenarios/scenario_limits.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
@@ -98,10 +99,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
       node.fail(e.what());
     }
   }
-  node.only_keys({"type", "preset", "name", "num_layers", "hidden_size", "num_attention_heads",
-                  "num_query_groups", "kv_channels", "ffn_hidden_size", "vocab_size", "seq_length", "norm",
-                  "activation", "position", "tied_embeddings", "bias", "use_flash_attn",
-                  "hidden_dropout", "attention_dropout"});
+  node.only_keys(scenario_fields::kTransformer);
   SectionReader r(node, scenario);
   if (auto preset = r.get("preset")) {
     try {
@@ -150,7 +148,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
 }
 
 MlpConfig read_mlp(const YamlNode& node, Scenario& scenario) {
-  node.only_keys({"type", "name", "input_size", "hidden_sizes", "output_size"});
+  node.only_keys(scenario_fields::kMlp);
   SectionReader r(node, scenario);
   MlpConfig cfg;
   cfg.name = node.str_or("name", "mlp");
@@ -194,8 +192,7 @@ void read_cluster(const YamlNode& node, Scenario& s) {
 }
 
 void read_training(const YamlNode& node, Scenario& s) {
-  node.only_keys({"global_batch_size", "micro_batch_size", "seq_length", "precision", "optimizer",
-                  "accumulate_allreduce_grads_in_fp32", "lr", "weight_decay"});
+  node.only_keys(scenario_fields::kTraining);
   SectionReader r(node, s);
   TrainingConfig& t = s.training;
   node["global_batch_size"];
@@ -225,11 +222,7 @@ void read_training(const YamlNode& node, Scenario& s) {
 }
 
 void read_strategy(const YamlNode& node, Scenario& s) {
-  node.only_keys({"type", "data_parallel_size", "tensor_model_parallel_size",
-                  "pipeline_model_parallel_size", "sequence_parallel", "zero_stage",
-                  "recompute_granularity", "overlap_grad_reduce", "ddp_bucket_size", "batch_split",
-                  "pipeline_schedule", "virtual_pipeline_model_parallel_size", "rank_order",
-                  "pipeline_partition", "pipeline_layers", "gradient_compression"});
+  node.only_keys(scenario_fields::kStrategy);
   SectionReader r(node, s);
   ParallelConfig& p = s.parallel;
   HybridConfig& h = s.hybrid;
@@ -276,8 +269,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
 }
 
 void read_simulation(const YamlNode& node, Scenario& s) {
-  node.only_keys({"iterations", "warmup_iterations", "collective_algorithm", "collective_fidelity",
-                  "compute_fidelity", "replica_folding", "tensor_folding"});
+  node.only_keys(scenario_fields::kSimulation);
   SectionReader r(node, s);
   sim::SimulationOptions& o = s.simulation;
   r.count("iterations", o.iterations, limits::kIterations);
@@ -304,8 +296,7 @@ Scenario load_scenario(const std::string& name_or_path) {
   const YamlNode root = YamlNode::load_file(s.file);
   // `search:` is read by load_search_scenario (search_spec.hpp), `validation:` (a published
   // measurement of this scenario) by validation/validation_case.hpp; a plain load ignores both.
-  root.only_keys({"name", "description", "model", "cluster", "training", "strategy", "simulation", "search",
-                  "validation"});
+  root.only_keys(scenario_fields::kRoot);
   s.name = root.str_or("name", fs::path(s.file).stem().string());
   s.description = root.str_or("description", "");
   read_model(root["model"], s);

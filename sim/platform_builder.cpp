@@ -7,8 +7,6 @@
 #include <memory>
 #include <stdexcept>
 
-#include "sim/collectives/nccl_fabric.hpp"
-
 namespace tandem::sim {
 namespace s4u = simgrid::s4u;
 namespace kernel = simgrid::kernel;
@@ -36,7 +34,8 @@ struct BuiltNode {
 // Which zone owns a link does not matter to routing.
 struct NodeLinks {
   std::vector<s4u::Link*> intra;  // per device, split-duplex (nullptr with one device per node)
-  std::vector<s4u::Link*> nic;    // per device, split-duplex (nullptr in a single-node cluster)
+  std::vector<s4u::Link*> nic;    // per NIC, split-duplex (none in a single-node cluster); device d uses
+                                  // nic[d / devices_per_nic]: devices sharing a NIC share its bandwidth
   std::vector<s4u::Link*> loop;   // per device: a copy to itself
   s4u::Link* bus = nullptr;       // shared: PCIe root complex, memory bus
   s4u::Link* uplink = nullptr;    // into the (leaf) switch, split-duplex; multi-node clusters only
@@ -49,7 +48,6 @@ NodeLinks create_node_links(const Cluster& cluster, s4u::NetZone* owner, int gro
   const int count = group.devices_per_node;
   NodeLinks links;
   links.intra.assign(count, nullptr);
-  links.nic.assign(count, nullptr);
   links.loop.assign(count, nullptr);
   const bool bus_used = count > 1 || (multi_node && group.fabric == IntraNodeFabric::pcie);
   if (bus_used && group.intra_bus.bandwidth_bytes_per_s > 0) {
@@ -64,10 +62,11 @@ NodeLinks create_node_links(const Cluster& cluster, s4u::NetZone* owner, int gro
       links.intra[d] = owner->create_split_duplex_link(device + "-intra", group.intra_link.bandwidth_bytes_per_s)
                            ->set_latency(group.intra_link.latency_s / 2);
     }
-    if (multi_node) {
-      links.nic[d] = owner->create_split_duplex_link(device + "-nic", group.nic.bandwidth_bytes_per_s)
-                         ->set_latency(group.nic.latency_s);
-    }
+  }
+  if (multi_node) {
+    for (int k = 0; k < group.nic_count(); ++k)
+      links.nic.push_back(owner->create_split_duplex_link(name + "nic" + std::to_string(k), group.nic.bandwidth_bytes_per_s)
+                              ->set_latency(group.nic.latency_s));
   }
   if (multi_node) {
     // Half a switch latency on each node's uplink: node -> switch -> node crosses two.
@@ -142,7 +141,7 @@ BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_ind
     if (needs_gateway) {
       std::vector<s4u::LinkInRoute> route;
       if (links.bus != nullptr && group.fabric == IntraNodeFabric::pcie) route.emplace_back(links.bus);
-      route.emplace_back(links.nic[i], Direction::UP);
+      route.emplace_back(links.nic[i / group.devices_per_nic()], Direction::UP);
       built.zone->add_route(src, built.gateway, nullptr, nullptr, route, true);
     }
   }
@@ -300,9 +299,6 @@ TopologyView topology_view(const Cluster& cluster) {
   };
   view.inter_bandwidth_of = inter_bw;
   view.inter_latency_of = inter_latency;
-  // Groups whose cluster states an NVLink generation run their collectives and pipeline
-  // send/recv at NCCL's achievable rates and latencies (sim/collectives/nccl_model.hpp).
-  view.nccl_fabric_of = nccl_fabric_lookup(cluster);
   return view;
 }
 

@@ -5,11 +5,12 @@
 //                 device i -> device j : [intra_i UP, (bus), intra_j DOWN]
 //                                        (each intra port carries half of intra_node.latency_us;
 //                                         the bus, for pcie and shared_memory, is one shared link)
-//                 device i -> gateway  : [(bus, pcie only), nic_i UP]
+//                 device i -> gateway  : [(bus, pcie only), nic_k UP], k = i / devices_per_nic
+//                                        (one NIC per device, or nics_per_node shared NICs)
 //                 device i -> itself   : [loop_i]  (memory bandwidth / 2: a copy reads and writes)
 //               Intra ports and NICs are split-duplex (full rate each way).
 //   star        a StarZone "<cluster>" of node zones; each node's uplink ("g<G>n<N>-uplink",
-//               split-duplex, devices_per_node x nic bandwidth: non-blocking, the NICs cap single
+//               split-duplex, nic_count x nic bandwidth: non-blocking, the NICs cap single
 //               flows) carries half a switch latency, so node -> node crosses one switch.
 //   fat_tree    leaves: StarZones "leaf<L>" of nodes_per_leaf node zones (node uplinks as in a
 //               star) plus a switch zone holding the leaf's gateway router; the spine: a StarZone

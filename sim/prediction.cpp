@@ -48,6 +48,9 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
   FlopsPerSecond peak = 0;
   for (int r = 0; r < p.devices; ++r) peak += cluster.device_of(r).peak_flops_per_s(in.precision);
   p.mfu = p.model_flops_per_iteration / (result.iteration_time_s * peak);
+  const double usd_per_s = cluster.usd_per_s(p.devices);
+  p.usd_per_iteration = usd_per_s * result.iteration_time_s;
+  if (p.tokens_per_s > 0) p.usd_per_million_tokens = usd_per_s / p.tokens_per_s * 1e6;
 
   // Time: the mean over ranks, and the rank with the most compute (the one the others wait for).
   for (int r = 0; r < p.devices; ++r) {
@@ -127,6 +130,8 @@ nlohmann::json to_json(const Prediction& p) {
           {"memory", memory},
           {"out_of_memory", p.out_of_memory},
           {"energy_per_iteration_j", p.energy_per_iteration_j},
+          {"usd_per_iteration", p.usd_per_iteration},
+          {"usd_per_million_tokens", p.usd_per_million_tokens},
           {"simulation",
            {{"wall_time_s", p.simulation_wall_time_s},
             {"compute_ops", p.simulated_compute_ops},
@@ -170,6 +175,9 @@ std::string to_text(const Prediction& p) {
   out << "verdict     " << (p.out_of_memory ? "OUT OF MEMORY on at least one device" : "fits in memory")
       << "\n";
   out << "energy      " << fmt("%.4g", p.energy_per_iteration_j) << " J per iteration\n";
+  if (p.usd_per_iteration > 0)
+    out << "cost        $" << fmt("%.4g", p.usd_per_iteration) << " per iteration, $"
+        << fmt("%.4g", p.usd_per_million_tokens) << " per million tokens (device prices per hour)\n";
   out << "simulated   " << p.simulated_compute_ops << " compute + " << p.simulated_comm_ops
       << " comm ops on " << p.simulated_ranks << " of " << p.devices << " ranks in "
       << fmt("%.2f", p.simulation_wall_time_s) << " s wall (" << p.folding << ")\n";

@@ -50,6 +50,10 @@ struct Prediction {
   std::vector<GroupMemory> memory;
   bool out_of_memory = false;
   Joules energy_per_iteration_j = 0;
+  // The devices' price (price_per_hour_usd) over the iteration, as the cost search ranks plans;
+  // 0 when a device used has no price.
+  double usd_per_iteration = 0;
+  double usd_per_million_tokens = 0;
   double simulation_wall_time_s = 0;
   std::size_t simulated_compute_ops = 0;
   std::size_t simulated_comm_ops = 0;

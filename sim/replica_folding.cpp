@@ -34,7 +34,8 @@ bool same_kind_and_wiring(const Cluster& cluster, int a, int b) {
   if (&ga == &gb) return true;
   return ga.device.name == gb.device.name && ga.devices_per_node == gb.devices_per_node &&
          ga.fabric == gb.fabric && same_links(ga.intra_link, gb.intra_link) &&
-         same_links(ga.intra_bus, gb.intra_bus) && same_links(ga.nic, gb.nic);
+         same_links(ga.intra_bus, gb.intra_bus) && same_links(ga.nic, gb.nic) &&
+         ga.nic_count() == gb.nic_count();
 }
 
 // A consistent one-to-one renaming (ghost node -> simulated node, ghost leaf -> simulated leaf).

@@ -31,7 +31,7 @@ std::optional<nccl::Fabric> nccl_fabric(const NodeGroup& group) {
   f.nvlinks_per_gpu = std::max(1, static_cast<int>(std::lround(group.intra_link.bandwidth_bytes_per_s /
                                                                line_rate_bytes_per_s(group.nvlink_generation))));
   f.nic_bytes_per_s = group.nic.bandwidth_bytes_per_s;
-  f.nics_per_node = group.nic.bandwidth_bytes_per_s > 0 ? group.devices_per_node : 0;  // one NIC per GPU (rails)
+  f.nics_per_node = group.nic.bandwidth_bytes_per_s > 0 ? group.nic_count() : 0;  // rails, or shared NICs
   return f;
 }
 

@@ -12,6 +12,7 @@
 // The residual follows PyTorch (the local M minus this rank's share of the global
 // approximation), so that the residuals summed over ranks are exactly what the sum lost.
 #include <algorithm>
+#include <map>
 
 #include "strategies/compression/codec_ops.hpp"
 #include "strategies/compression/codecs.hpp"
@@ -89,9 +90,9 @@ class PowerSgdCodec final : public GradientCodec {
     std::vector<Tensor> uncompressed;
   };
 
-  State& state(Runtime& rt, const CodecBucket& b) { return states_.get(b.label, [&] { return make_state(rt, b); }); }
-
-  State make_state(Runtime& rt, const CodecBucket& b) const {
+  State& state(Runtime& rt, const CodecBucket& b) {
+    auto it = states_.find(b.label);
+    if (it != states_.end()) return it->second;
     State s;
     for (std::size_t j = 0; j < b.gradients.size(); ++j) {
       const Tensor& g = b.gradients[j];
@@ -107,7 +108,8 @@ class PowerSgdCodec final : public GradientCodec {
       }
       f.label = b.label + ".g" + std::to_string(j);
       f.gradient = g;
-      f.m = rt.alloc(f.label + ".powersgd_error", {f.rows, f.cols}, DType::fp32, kept_category(config_.use_error_feedback));
+      const MemCategory kept = config_.use_error_feedback ? MemCategory::optimizer_state : MemCategory::comm_buffers;
+      f.m = rt.alloc(f.label + ".powersgd_error", {f.rows, f.cols}, DType::fp32, kept);
       f.p = rt.alloc(f.label + ".powersgd_p", {f.rows, f.rank}, DType::fp32, MemCategory::comm_buffers);
       f.q = rt.alloc(f.label + ".powersgd_q", {f.cols, f.rank}, DType::fp32, MemCategory::optimizer_state);
       CodecArgs draw{CodecStep::gaussian, CodecFormat::fp32, f.cols * f.rank};
@@ -115,11 +117,11 @@ class PowerSgdCodec final : public GradientCodec {
       codec_ops::codec(rt, Phase::backward, f.label + ".q_init", draw, {}, {f.q});
       s.factors.push_back(f);
     }
-    return s;
+    return states_.emplace(b.label, std::move(s)).first->second;
   }
 
   CompressionConfig config_;
-  BucketStates<State> states_;
+  std::map<std::string, State> states_;
 };
 
 }  // namespace

@@ -66,5 +66,26 @@ TEST(ChromeTrace, ThePairPutsEachSideInItsOwnProcessAndEachRankStreamInItsOwnThr
   EXPECT_EQ(thread_names.size(), 5u);  // predicted: 2 threads, measured: 3
 }
 
+TEST(ChromeTrace, ProcessesAreNamedWithTheRanksDeviceAndNode) {
+  Trace trace = kPredicted;
+  trace.ranks = {{"H100-SXM", "h100", 0}, {"A100-SXM-80GB", "a100", 4}};
+  const nlohmann::json doc = nlohmann::json::parse(chrome_trace_json(trace));
+  std::set<std::string> names;
+  for (const auto& e : doc["traceEvents"])
+    if (e["name"] == "process_name") names.insert(e["args"]["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"rank 0: H100-SXM, node 0 (h100)", "rank 1: A100-SXM-80GB, node 4 (a100)"}));
+}
+
+TEST(ChromeTrace, TimesAreKeptToTheNanosecondAndOnlyNonZeroArgsWritten) {
+  Trace trace = trace_of("sim", {gemm(0, 0, "a", 1.0 / 3, 2.0 / 3)});
+  const nlohmann::json doc = nlohmann::json::parse(chrome_trace_json(trace));
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_EQ(e["ts"].get<double>(), 333333.333);
+    EXPECT_EQ(e["dur"].get<double>(), 333333.334);  // end and start rounded alike: no gap between ops
+    EXPECT_FALSE(e.contains("args")) << e.dump();  // no FLOPs, bytes, peer or group; one iteration
+  }
+}
+
 }  // namespace
 }  // namespace tandem

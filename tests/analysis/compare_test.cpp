@@ -183,11 +183,21 @@ TEST_F(CompareFiles, AMalformedRecordIsAnInputErrorNamingFileAndField) {
   expect_input_error([&] { compare_trace_files(p, m); }, m, "records[0].iteration");
 }
 
-TEST_F(CompareFiles, TracesOfDifferentScenariosAreRefused) {
+TEST_F(CompareFiles, TracesOfDifferentScenariosAreComparedWithAWarning) {
   Trace other = measured_pair();
   other.scenario = "another";
   const std::string p = write("p.json", predicted_pair()), m = write("m.json", other);
-  expect_input_error([&] { compare_trace_files(p, m); }, m, "scenario");
+  const Comparison c = compare_trace_files(p, m);
+  EXPECT_GT(c.matched_ops, 0);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("'another'"), std::string::npos) << c.warnings[0];
+  EXPECT_NE(to_text(c).find("warning"), std::string::npos);
+  EXPECT_EQ(to_json(c)["warnings"].size(), 1u);
+}
+
+TEST_F(CompareFiles, TracesOfOneScenarioCarryNoWarning) {
+  const std::string p = write("p.json", predicted_pair()), m = write("m.json", measured_pair());
+  EXPECT_TRUE(compare_trace_files(p, m).warnings.empty());
 }
 
 TEST_F(CompareFiles, TracesWithNoOpInCommonAreRefused) {

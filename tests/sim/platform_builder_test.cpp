@@ -105,6 +105,29 @@ TEST(PlatformBuilder, ConcurrentFlowsShareANic) {
   expect_time(duplex[1], 1e-6 + S / 450e9, "duplex");
 }
 
+// "4 NICs shared by 8 GPUs" (nics_per_node): a NIC behind each PCIe switch carries the traffic of
+// the devices under it, and the node's uplink is the NICs' sum, not the devices'.
+TEST(PlatformBuilder, DevicesSharingANicShareItsBandwidth) {
+  Cluster c = find_cluster("tiny-h100");
+  c.groups[0].nics_per_node = 2;  // devices 0, 1 on NIC 0; 2, 3 on NIC 1 (of each node)
+  const double S = 1e9;
+  const double latency = c.path_latency_s(0, 4);
+  // Devices 0 and 1 send at once: one NIC, half each (with a NIC per device they did not meet).
+  const auto shared = simulate_flows(c, {{0, 4, S}, {1, 6, S}});
+  expect_time(shared[0], latency + 2 * S / 50e9, "0 and 1 share NIC 0");
+  expect_time(shared[1], latency + 2 * S / 50e9, "0 and 1 share NIC 0");
+  // Devices 0 and 2 sit under different NICs: full rate each.
+  const auto apart = simulate_flows(c, {{0, 4, S}, {2, 6, S}});
+  expect_time(apart[0], latency + S / 50e9, "different NICs");
+  expect_time(apart[1], latency + S / 50e9, "different NICs");
+  // All four devices of a node: two flows per NIC, the node's uplink (2 x 50 GB/s) full.
+  const auto all = simulate_flows(c, {{0, 4, S}, {1, 5, S}, {2, 6, S}, {3, 7, S}});
+  for (double t : all) expect_time(t, latency + 2 * S / 50e9, "four devices, two NICs");
+  EXPECT_EQ(c.node_uplink_bytes_per_s(0), 2 * 50e9);
+  // A lone flow still sees one NIC's rate and the same latency.
+  expect_time(simulate_flows(c, {{3, 7, S}})[0], latency + S / 50e9, "lone");
+}
+
 TEST(PlatformBuilder, OversubscribedLeafUplinkIsShared) {
   test::TempDir dir;
   const std::string path = dir.write("os.yaml", R"(name: oversubscribed

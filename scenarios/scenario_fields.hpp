@@ -1,0 +1,119 @@
+// The fields of a scenario file (scenarios/*.yaml), section by section: what load_scenario
+// accepts (it checks keys against these tables) and what `tandem fields scenario` prints. Ranges
+// are the ones the reader checks (common/input_limits.hpp); defaults are those of the structs the
+// reader fills (strategies/strategy.hpp, strategies/hybrid_parallel.hpp, sim/simulation.hpp).
+#pragma once
+
+#include "common/field_doc.hpp"
+#include "scenarios/gradient_compression_reader.hpp"
+
+namespace tandem::scenario_fields {
+
+inline constexpr FieldDoc kRoot[] = {
+    {"name", "text", "the file's stem", "the scenario's name (traces carry it)"},
+    {"description", "text", "\"\"", "free text"},
+    {"model", "preset name or section", "required", "`model: gpt3-1.3b`, or a transformer / mlp section"},
+    {"cluster", "cluster name or path", "required", "a bundled cluster, or a .yaml relative to this file"},
+    {"training", "section", "required", "batch, precision, optimizer"},
+    {"strategy", "section", "required", "how the model is split"},
+    {"simulation", "section", "-", "what `simulate` runs by default"},
+    {"search", "section", "-", "the knobs `tandem search` explores (scenarios/search_spec.hpp)"},
+    {"validation", "section", "-", "a published measurement of this scenario (validation/)"},
+};
+
+inline constexpr FieldDoc kTransformer[] = {
+    {"type", "transformer | mlp", "transformer", "the model family"},
+    {"preset", "preset name", "-", "start from a preset (gpt3-175b, llama3-8b, ...); fields below override it"},
+    {"name", "text", "the preset's, or custom", "the model's name"},
+    {"num_layers", "count", "required without preset", "transformer layers", nullptr, &limits::kNumLayers},
+    {"hidden_size", "count", "required without preset", "model width", nullptr, &limits::kHiddenSize},
+    {"num_attention_heads", "count", "required without preset", "query heads", nullptr, &limits::kAttentionHeads},
+    {"num_query_groups", "count", "num_attention_heads (MHA)", "key/value heads (GQA)", nullptr,
+     &limits::kAttentionHeads},
+    {"kv_channels", "count", "hidden_size / num_attention_heads", "the head dim", nullptr, &limits::kHeadDim},
+    {"ffn_hidden_size", "count", "4 x hidden_size", "MLP width", nullptr, &limits::kFfnHiddenSize},
+    {"vocab_size", "count", "required without preset", "vocabulary", nullptr, &limits::kVocabSize},
+    {"seq_length", "tokens", "the preset's", "sequence length (training.seq_length wins)", nullptr,
+     &limits::kSeqLength},
+    {"norm", "layernorm | rmsnorm", "layernorm", "normalisation"},
+    {"activation", "gelu | swiglu", "gelu", "MLP activation"},
+    {"position", "learned | rope", "learned", "position embedding"},
+    {"tied_embeddings", "bool", "true", "the output layer shares the word embeddings"},
+    {"bias", "bool", "true", "biases in linears and norms (GPT yes, Llama no)"},
+    {"use_flash_attn", "bool", "false", "fused attention (no score matrix in memory)"},
+    {"hidden_dropout", "probability", "0.1", "Megatron-LM --hidden-dropout, in [0, 1)"},
+    {"attention_dropout", "probability", "0.1", "Megatron-LM --attention-dropout, in [0, 1)"},
+};
+
+inline constexpr FieldDoc kMlp[] = {
+    {"type", "mlp", "required", "a multi-layer perceptron"},
+    {"name", "text", "mlp", "the model's name"},
+    {"input_size", "count", "required", "input width", nullptr, &limits::kMlpWidth},
+    {"hidden_sizes", "list of counts", "required", "hidden layer widths", nullptr, &limits::kMlpWidth},
+    {"output_size", "count", "required", "output width", nullptr, &limits::kMlpWidth},
+};
+
+inline constexpr FieldDoc kTraining[] = {
+    {"global_batch_size", "sequences", "required", "per iteration, all replicas together", nullptr,
+     &limits::kGlobalBatchSize},
+    {"micro_batch_size", "sequences", "1", "per micro-batch", nullptr, &limits::kGlobalBatchSize},
+    {"seq_length", "tokens", "the model's", "training sequence length", nullptr, &limits::kSeqLength},
+    {"precision", "fp32 | bf16 | fp16", "bf16", "parameters and activations"},
+    {"optimizer", "adam | adamw", "adam", "mixed-precision AdamW: fp32 master weights, m, v"},
+    {"accumulate_allreduce_grads_in_fp32", "bool", "false", "Megatron-LM's flag of that name"},
+    {"lr", "rate", "3e-4", "learning rate (run)", &limits::kLearningRate},
+    {"weight_decay", "rate", "0.1", "AdamW weight decay (run)", &limits::kWeightDecay},
+};
+
+inline constexpr FieldDoc kStrategy[] = {
+    {"type", "data_parallel | hybrid (megatron, 3d)", "data_parallel", "the strategy family"},
+    {"data_parallel_size", "count", "1", "replicas", nullptr, &limits::kParallelSize},
+    {"tensor_model_parallel_size", "count", "1", "tensor-parallel group size", nullptr, &limits::kParallelSize},
+    {"pipeline_model_parallel_size", "count", "1", "pipeline stages", nullptr, &limits::kParallelSize},
+    {"sequence_parallel", "bool", "false", "Megatron sequence parallelism"},
+    {"zero_stage", "0 | 1 | 2 | 3", "0", "ZeRO optimizer / gradient / parameter sharding"},
+    {"recompute_granularity", "none | selective | full", "none", "activation recomputation"},
+    {"overlap_grad_reduce", "bool", "true", "gradient reduction overlapped with backward"},
+    {"ddp_bucket_size", "parameters", "40000000", "per gradient bucket (Megatron default)", nullptr,
+     &limits::kDdpBucketSize},
+    {"batch_split", "even | proportional", "even", "replicas' batch shares (proportional: to device speed)"},
+    {"pipeline_schedule", "gpipe | 1f1b | interleaved_1f1b", "1f1b (interleaved with virtual stages)",
+     "pipeline schedule"},
+    {"virtual_pipeline_model_parallel_size", "count", "1", "model chunks per stage (interleaved)", nullptr,
+     &limits::kVirtualStages},
+    {"rank_order", "tp-dp-pp | tp-pp-dp", "tp-dp-pp", "how ranks map to tensor, data, pipeline groups"},
+    {"pipeline_partition", "uniform | proportional", "uniform", "layers per stage (proportional: to speed)"},
+    {"pipeline_layers", "list of counts", "-", "explicit layers per stage (wins over pipeline_partition)",
+     nullptr, &limits::kNumLayers},
+    {"gradient_compression", "codec name | section", "none", "data-parallel gradient codec (below)"},
+};
+
+// strategy.gradient_compression (scenarios/gradient_compression_reader.hpp reads it).
+inline constexpr FieldDoc kGradientCompressionFields[] = {
+    {"type", "none | fp16_compress | bf16_compress | int8 | onebit | topk | powerSGD", "none",
+     "codec of the data-parallel gradient exchange"},
+    {"matrix_approximation_rank", "count", "1", "PowerSGD rank r (PyTorch powerSGD_hook)", nullptr,
+     &limits::kMatrixApproximationRank},
+    {"min_compression_rate", "ratio", "2", "PowerSGD compresses a matrix only above this size ratio"},
+    {"use_error_feedback", "bool", "true", "carry what the codec dropped into the next step"},
+    {"topk_ratio", "fraction in (0, 1]", "0.01", "share of a bucket's entries top-k sends"},
+    {"random_seed", "count", "0", "PowerSGD's initial Q (the same on every rank)"},
+};
+
+inline constexpr FieldDoc kSimulation[] = {
+    {"iterations", "count", "1", "measured iterations", nullptr, &limits::kIterations},
+    {"warmup_iterations", "count", "0", "iterations before measuring", nullptr, &limits::kWarmupIterations},
+    {"collective_algorithm", "auto | ring | tree | hierarchical | direct", "auto", "collective algorithm"},
+    {"collective_fidelity", "auto | exact | aggregated", "auto", "collectives as every flow, or aggregated"},
+    {"compute_fidelity", "fused | per_op", "fused", "compute blocks fused between communications"},
+    {"replica_folding", "auto | off", "auto", "identical replicas simulated once"},
+    {"tensor_folding", "auto | off", "auto", "one tensor-parallel member simulated"},
+};
+
+inline constexpr FieldSection kSections[] = {
+    {"", kRoot},         {"model (transformer)", kTransformer}, {"model (type: mlp)", kMlp},
+    {"training", kTraining}, {"strategy", kStrategy},           {"simulation", kSimulation},
+    {"strategy.gradient_compression", kGradientCompressionFields},
+};
+
+}  // namespace tandem::scenario_fields
