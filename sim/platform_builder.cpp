@@ -7,6 +7,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "sim/collectives/nccl_fabric.hpp"
+
 namespace tandem::sim {
 namespace s4u = simgrid::s4u;
 namespace kernel = simgrid::kernel;
@@ -299,6 +301,9 @@ TopologyView topology_view(const Cluster& cluster) {
   };
   view.inter_bandwidth_of = inter_bw;
   view.inter_latency_of = inter_latency;
+  // Groups whose cluster states an NVLink generation run their collectives and pipeline
+  // send/recv at NCCL's achievable rates and latencies (sim/collectives/nccl_model.hpp).
+  view.nccl_fabric_of = nccl_fabric_lookup(cluster);
   return view;
 }
 

@@ -343,10 +343,13 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
       fidelity = CollectiveFidelity::aggregated;
     if (in_folded_tensor_group(op)) run_folded_tensor_collective(call, chosen.algorithm, fidelity);
     else run_collective(call, chosen.algorithm, fidelity, *this, context_.topology);
-  } else if (op.kind == OpKind::send) {
-    send_async(op.peer, op.bytes, pending.channel)->wait();
   } else {
-    recv_async(op.peer, op.bytes, pending.channel)->wait();
+    // A pipeline transfer's flow carries its payload over NCCL's achievable share of the edge
+    // (collectives scale their own transfers: nccl_flows.cpp).
+    const int from = op.kind == OpKind::send ? rank_ : op.peer, to = op.kind == OpKind::send ? op.peer : rank_;
+    const Bytes wire = point_to_point_wire_bytes(context_.topology, from, to, op.bytes);
+    if (op.kind == OpKind::send) send_async(op.peer, wire, pending.channel)->wait();
+    else recv_async(op.peer, wire, pending.channel)->wait();
   }
 
   running_arrivals_.erase(pending.channel);

@@ -1,6 +1,7 @@
 #include "strategies/strategy.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace tandem {
@@ -85,6 +86,11 @@ void check_gradient_compression(const ParallelConfig& parallel) {
   if (c.type == Compression::top_k && !(c.topk_ratio > 0.0 && c.topk_ratio <= 1.0))
     throw StrategyError("strategy.gradient_compression.topk_ratio",
                         "must be in (0, 1], not " + std::to_string(c.topk_ratio));
+  // Top-k sends 32-bit indices into its bucket.
+  if (c.type == Compression::top_k && parallel.ddp_bucket_size > std::numeric_limits<std::int32_t>::max())
+    throw StrategyError("strategy.ddp_bucket_size", "top-k compression indexes a bucket with 32-bit indices: at most " +
+                                                        std::to_string(std::numeric_limits<std::int32_t>::max()) +
+                                                        " parameters per bucket");
   if (!(c.min_compression_rate >= 0.0))
     throw StrategyError("strategy.gradient_compression.min_compression_rate", "must be >= 0");
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 
 #include "common/process_pool.hpp"
 #include "scenarios/prediction_inputs.hpp"
@@ -35,6 +36,10 @@ CaseResult result_of(const ValidationCase& c, const ProcessOutcome& outcome) {
   r.name = c.name();
   r.source = c.source;
   r.devices = c.devices();
+  for (const NodeGroup& g : c.scenario.cluster.groups) {
+    if (r.device_kind.find(g.device.name) == std::string::npos)
+      r.device_kind += (r.device_kind.empty() ? "" : "+") + g.device.name;
+  }
   r.band_pct = c.band_pct;
   r.published_s = c.published_iteration_time_s();
   r.published_tflops_per_gpu = c.tflops_per_gpu(r.published_s);
@@ -97,6 +102,14 @@ Summary summarize(const std::vector<CaseResult>& results) {
   return s;
 }
 
+std::vector<std::pair<std::string, Summary>> summarize_by_device(const std::vector<CaseResult>& results) {
+  std::map<std::string, std::vector<CaseResult>> by_kind;
+  for (const CaseResult& r : results) by_kind[r.device_kind].push_back(r);
+  std::vector<std::pair<std::string, Summary>> out;
+  for (const auto& [kind, of_kind] : by_kind) out.emplace_back(kind, summarize(of_kind));
+  return out;
+}
+
 std::string format_table(const std::vector<CaseResult>& results) {
   std::string out = line("%-34s %6s %10s %10s %8s %8s %8s  %-22s %s\n", "case", "GPUs", "published",
                          "predicted", "error", "TF/GPU", "pub TF", "compute/comm/idle (s)", "source");
@@ -115,6 +128,10 @@ std::string format_table(const std::vector<CaseResult>& results) {
   const Summary s = summarize(results);
   out += line("\n%d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n", s.cases, s.failed,
               100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str());
+  for (const auto& [kind, k] : summarize_by_device(results)) {
+    out += line("  %-24s %2d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n", kind.c_str(), k.cases,
+                k.failed, 100 * k.mean_abs_error, 100 * k.max_abs_error, k.worst.c_str());
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "validation/validation_case.hpp"
@@ -14,6 +15,7 @@ struct CaseResult {
   std::string name;
   std::string source;
   int devices = 0;
+  std::string device_kind;  // the cluster's device profile name ("A100-SXM-80GB"; kinds joined by "+")
   bool ok = false;        // the simulation ran; `failure` says why not
   std::string failure;
   Seconds published_s = 0;
@@ -43,8 +45,11 @@ struct Summary {
 // Predicts each case, `workers` at a time; results in the order of `cases`.
 std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers);
 Summary summarize(const std::vector<CaseResult>& results);
+// The same per device kind (what a GPU profile's error is), in order of the kinds' names.
+std::vector<std::pair<std::string, Summary>> summarize_by_device(const std::vector<CaseResult>& results);
 
-// The table `tandem validate` prints: one line per case and the mean/max |error|.
+// The table `tandem validate` prints: one line per case, the mean/max |error| and the same per
+// device kind.
 std::string format_table(const std::vector<CaseResult>& results);
 
 }  // namespace tandem::validation

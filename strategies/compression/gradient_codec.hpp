@@ -18,6 +18,7 @@
 // the same from one iteration to the next. One codec object per rank.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,28 @@ std::unique_ptr<GradientCodec> make_gradient_codec(const CompressionConfig& conf
 
 // The elements of a bucket (all its gradients).
 std::int64_t bucket_numel(const std::vector<Tensor>& gradients);
+
+// Where a codec keeps a tensor that lives from one step to the next: with error feedback it is a
+// residual, part of the training state like the optimizer's; without, a reused work buffer.
+inline MemCategory kept_category(bool error_feedback) {
+  return error_feedback ? MemCategory::optimizer_state : MemCategory::comm_buffers;
+}
+
+// A codec's state per bucket, made at the bucket's first reduction and found by its label after.
+template <class State>
+class BucketStates {
+ public:
+  template <class Make>
+  State& get(const std::string& label, Make&& make) {
+    auto it = states_.find(label);
+    if (it == states_.end()) it = states_.emplace(label, make()).first;
+    return it->second;
+  }
+  const State& at(const std::string& label) const { return states_.at(label); }
+
+ private:
+  std::map<std::string, State> states_;
+};
 
 // Issue on the compute stream after `h`, and on the data-parallel stream after everything
 // issued on the compute stream so far (the encode that fills a collective's buffer).

@@ -5,7 +5,6 @@
 // The CPU backend rounds the packed values and the result to the format; its shared-memory
 // all-reduce adds in fp32 between the two (a GPU ring rounds after every step), so it is the
 // closer to exact of the two.
-#include <map>
 
 #include "strategies/compression/codec_ops.hpp"
 #include "strategies/compression/codecs.hpp"
@@ -23,12 +22,11 @@ class HalfCodec final : public GradientCodec {
 
   Handle round(Runtime& rt, int, const CodecBucket& b, Handle) override {
     const std::int64_t n = bucket_numel(b.gradients);
-    auto it = wire_.find(b.label);
-    if (it == wire_.end())
-      it = wire_.emplace(b.label, rt.alloc(b.label + ".wire", {n}, dtype_, MemCategory::comm_buffers)).first;
+    const Tensor& wire =
+        wire_.get(b.label, [&] { return rt.alloc(b.label + ".wire", {n}, dtype_, MemCategory::comm_buffers); });
     CodecArgs pack{CodecStep::pack, format_, n};
-    codec_ops::codec(rt, Phase::backward, b.label + ".pack", pack, b.gradients, {it->second});
-    return ops::all_reduce(rt, Phase::backward, b.label + ".all_reduce", it->second, b.group, on_dp_stream(rt));
+    codec_ops::codec(rt, Phase::backward, b.label + ".pack", pack, b.gradients, {wire});
+    return ops::all_reduce(rt, Phase::backward, b.label + ".all_reduce", wire, b.group, on_dp_stream(rt));
   }
 
   void finish(Runtime& rt, const CodecBucket& b, Handle last) override {
@@ -40,7 +38,7 @@ class HalfCodec final : public GradientCodec {
  private:
   CodecFormat format_;
   DType dtype_;
-  std::map<std::string, Tensor> wire_;  // bucket label -> its half-precision buffer
+  BucketStates<Tensor> wire_;  // each bucket's half-precision buffer
 };
 
 }  // namespace

@@ -12,7 +12,6 @@
 // The residual follows PyTorch (the local M minus this rank's share of the global
 // approximation), so that the residuals summed over ranks are exactly what the sum lost.
 #include <algorithm>
-#include <map>
 
 #include "strategies/compression/codec_ops.hpp"
 #include "strategies/compression/codecs.hpp"
@@ -90,9 +89,9 @@ class PowerSgdCodec final : public GradientCodec {
     std::vector<Tensor> uncompressed;
   };
 
-  State& state(Runtime& rt, const CodecBucket& b) {
-    auto it = states_.find(b.label);
-    if (it != states_.end()) return it->second;
+  State& state(Runtime& rt, const CodecBucket& b) { return states_.get(b.label, [&] { return make_state(rt, b); }); }
+
+  State make_state(Runtime& rt, const CodecBucket& b) const {
     State s;
     for (std::size_t j = 0; j < b.gradients.size(); ++j) {
       const Tensor& g = b.gradients[j];
@@ -108,8 +107,7 @@ class PowerSgdCodec final : public GradientCodec {
       }
       f.label = b.label + ".g" + std::to_string(j);
       f.gradient = g;
-      const MemCategory kept = config_.use_error_feedback ? MemCategory::optimizer_state : MemCategory::comm_buffers;
-      f.m = rt.alloc(f.label + ".powersgd_error", {f.rows, f.cols}, DType::fp32, kept);
+      f.m = rt.alloc(f.label + ".powersgd_error", {f.rows, f.cols}, DType::fp32, kept_category(config_.use_error_feedback));
       f.p = rt.alloc(f.label + ".powersgd_p", {f.rows, f.rank}, DType::fp32, MemCategory::comm_buffers);
       f.q = rt.alloc(f.label + ".powersgd_q", {f.cols, f.rank}, DType::fp32, MemCategory::optimizer_state);
       CodecArgs draw{CodecStep::gaussian, CodecFormat::fp32, f.cols * f.rank};
@@ -117,11 +115,11 @@ class PowerSgdCodec final : public GradientCodec {
       codec_ops::codec(rt, Phase::backward, f.label + ".q_init", draw, {}, {f.q});
       s.factors.push_back(f);
     }
-    return states_.emplace(b.label, std::move(s)).first->second;
+    return s;
   }
 
   CompressionConfig config_;
-  std::map<std::string, State> states_;
+  BucketStates<State> states_;
 };
 
 }  // namespace

@@ -13,7 +13,6 @@
 // true gradients minus the residuals left at the end (tested). Without it the codec is plain
 // quantization, biased for 1-bit.
 #include <algorithm>
-#include <map>
 
 #include "strategies/compression/codec_ops.hpp"
 #include "strategies/compression/codecs.hpp"
@@ -73,27 +72,27 @@ class QuantizedCodec final : public GradientCodec {
     return {table};
   }
 
-  State& state(Runtime& rt, const CodecBucket& b) {
-    auto it = states_.find(b.label);
-    if (it != states_.end()) return it->second;
+  State& state(Runtime& rt, const CodecBucket& b) { return states_.get(b.label, [&] { return make_state(rt, b); }); }
+
+  State make_state(Runtime& rt, const CodecBucket& b) const {
     State s;
     s.members = b.group.size();
     s.index = std::max(0, b.group.index_of(rt.rank()));
     s.numel = bucket_numel(b.gradients);
     s.chunk = std::max<std::int64_t>(1, (s.numel + s.members - 1) / s.members);
     s.own_valid = std::clamp<std::int64_t>(s.numel - s.index * s.chunk, 0, s.chunk);
-    const MemCategory kept = error_feedback_ ? MemCategory::optimizer_state : MemCategory::comm_buffers;
+    const MemCategory kept = kept_category(error_feedback_);
     s.worker = rt.alloc(b.label + ".worker_error", {s.members * s.chunk}, DType::fp32, kept);
     s.server = rt.alloc(b.label + ".server_error", {s.chunk}, DType::fp32, kept);
     const std::int64_t words = quantized_row_words(format_, s.chunk);
     s.to_members = rt.alloc(b.label + ".to_members", {s.members, words}, DType::int32, MemCategory::comm_buffers);
     s.gathered = rt.alloc(b.label + ".gathered", {s.members, words}, DType::int32, MemCategory::comm_buffers);
-    return states_.emplace(b.label, s).first->second;
+    return s;
   }
 
   CodecFormat format_;
   bool error_feedback_;
-  std::map<std::string, State> states_;
+  BucketStates<State> states_;
 };
 
 }  // namespace

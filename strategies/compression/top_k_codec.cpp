@@ -8,7 +8,8 @@
 // Error feedback keeps the entries not sent for later steps; without it they are dropped.
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <limits>
+#include <stdexcept>
 
 #include "strategies/compression/codec_ops.hpp"
 #include "strategies/compression/codecs.hpp"
@@ -53,22 +54,24 @@ class TopKCodec final : public GradientCodec {
     Tensor pairs;     // int32 [members, 2k]: each member's indices then values
   };
 
-  State& state(Runtime& rt, const CodecBucket& b) {
-    auto it = states_.find(b.label);
-    if (it != states_.end()) return it->second;
+  State& state(Runtime& rt, const CodecBucket& b) { return states_.get(b.label, [&] { return make_state(rt, b); }); }
+
+  State make_state(Runtime& rt, const CodecBucket& b) const {
     State s;
     s.numel = bucket_numel(b.gradients);
+    if (s.numel > std::numeric_limits<std::int32_t>::max())  // one tensor larger than the bucket limit
+      throw std::length_error(b.label + ": top-k's 32-bit indices cannot address a bucket of " +
+                              std::to_string(s.numel) + " elements");
     s.k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(ratio_ * static_cast<double>(s.numel))), 1,
                                    std::max<std::int64_t>(1, s.numel));
-    const MemCategory kept = error_feedback_ ? MemCategory::optimizer_state : MemCategory::comm_buffers;
-    s.residual = rt.alloc(b.label + ".topk_error", {s.numel}, DType::fp32, kept);
+    s.residual = rt.alloc(b.label + ".topk_error", {s.numel}, DType::fp32, kept_category(error_feedback_));
     s.pairs = rt.alloc(b.label + ".pairs", {b.group.size(), 2 * s.k}, DType::int32, MemCategory::comm_buffers);
-    return states_.emplace(b.label, s).first->second;
+    return s;
   }
 
   double ratio_;
   bool error_feedback_;
-  std::map<std::string, State> states_;
+  BucketStates<State> states_;
 };
 
 }  // namespace

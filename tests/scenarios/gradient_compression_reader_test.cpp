@@ -96,13 +96,17 @@ TEST(GradientCompressionReader, TopKRatioOutsideZeroToOneIsRefusedAtItsField) {
   }
 }
 
-TEST(GradientCompressionReader, UnknownFieldAndZeroShardingAreRefused) {
+TEST(GradientCompressionReader, UnknownFieldZeroShardingAndTopKOverLargeBucketsAreRefused) {
   InputError e = load_error(scenario_with("  gradient_compression:\n    type: topk\n    ratio: 0.1\n"));
   EXPECT_EQ(e.line(), 13);
   EXPECT_EQ(e.field(), "strategy.gradient_compression.ratio");
   e = load_error(scenario_with("  gradient_compression: int8\n", "hybrid", "  zero_stage: 1\n"));
   EXPECT_EQ(e.field(), "strategy.gradient_compression");
   EXPECT_EQ(e.line(), 11);
+  // Top-k's indices are 32-bit: a bucket of more parameters cannot be addressed.
+  e = load_error(scenario_with("  gradient_compression: topk\n", "data_parallel", "  ddp_bucket_size: 4000000000\n"));
+  EXPECT_EQ(e.field(), "strategy.ddp_bucket_size");
+  EXPECT_EQ(e.line(), 10);
 }
 
 TEST(GradientCompressionReader, AWrittenScenarioKeepsItsCodec) {

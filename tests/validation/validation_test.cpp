@@ -25,7 +25,7 @@ const ValidationCase& find(const std::vector<ValidationCase>& cases, const std::
 
 TEST(Validation, EveryCaseLoadsWithItsSourceAndAPublishedFigure) {
   const auto cases = all_cases();
-  EXPECT_GE(cases.size(), 26u);
+  EXPECT_GE(cases.size(), 31u);
   for (const auto& c : cases) {
     EXPECT_FALSE(c.source.empty()) << c.name();
     EXPECT_GT(c.published_iteration_time_s(), 0) << c.name();
@@ -45,6 +45,29 @@ TEST(Validation, PublishedTimesAndTflopsAgreeThroughThePublishedFlopCount) {
   // Megatron-LM README H100 table: 1.7B at 408.8 TF/GPU is 41% of 989 (its MFU column).
   const ValidationCase& h100 = find(cases, "megatron-core-h100-1.7b");
   EXPECT_NEAR(h100.tflops_per_gpu(h100.published_iteration_time_s()) / 989, 0.41, 0.005);
+}
+
+TEST(Validation, ErrorsAreSummarisedPerDeviceKind) {
+  // What a GPU profile's basis line quotes: the suite's error over the cases run on that kind.
+  auto result = [](const std::string& kind, double published_s, double predicted_s, bool ok = true) {
+    CaseResult r;
+    r.name = kind + "-" + std::to_string(predicted_s);
+    r.device_kind = kind;
+    r.ok = ok;
+    r.published_s = published_s;
+    r.predicted_s = predicted_s;
+    return r;
+  };
+  const auto kinds = summarize_by_device({result("H100-SXM", 10, 9), result("A100-SXM-80GB", 10, 8),
+                                          result("A100-SXM-80GB", 10, 11), result("A100-SXM-80GB", 10, 0, false)});
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0].first, "A100-SXM-80GB");
+  EXPECT_EQ(kinds[0].second.cases, 3);
+  EXPECT_EQ(kinds[0].second.failed, 1);
+  EXPECT_NEAR(kinds[0].second.mean_abs_error, 0.15, 1e-12);  // the failed case counts in neither
+  EXPECT_NEAR(kinds[0].second.max_abs_error, 0.20, 1e-12);
+  EXPECT_EQ(kinds[1].first, "H100-SXM");
+  EXPECT_NEAR(kinds[1].second.mean_abs_error, 0.10, 1e-12);
 }
 
 TEST(Validation, TheCiSubsetIsPredictedWithinEachCasesBand) {

@@ -104,29 +104,32 @@ TEST(NcclValidation, ClustersWithoutAnNvlinkGenerationKeepTheLinksAsAchievable) 
 TEST(NcclValidation, PipelineSendRecvFlowsCarryNcclsAchievableRate) {
   // DGX A100: across nodes an HDR NIC (25 GB/s) at NCCL's 24 GB/s; in a node NVLink 3 (300 GB/s)
   // at 12 x 20 GB/s.
+  // The platform's own topology view (what `simulate` runs with) carries the NCCL fabric.
   const Cluster dgx = find_cluster("dgx-a100");
-  TopologyView view = topology_view(dgx);
-  EXPECT_EQ(point_to_point_wire_bytes(view, 0, 8, 1e9), 1e9);  // no NCCL fabric in the view: as is
-  view.nccl_fabric_of = nccl_fabric_lookup(dgx);
+  const TopologyView view = topology_view(dgx);
   EXPECT_NEAR(point_to_point_wire_bytes(view, 0, 8, 1e9), 1e9 * 25.0 / 24.0, 1e3);
   EXPECT_NEAR(point_to_point_wire_bytes(view, 0, 1, 1e9), 1e9 * 300.0 / 240.0, 1e3);
+  // A cluster that does not state its NVLink generation has no NCCL fabric: the payload as is.
+  Cluster unstated = dgx;
+  unstated.groups[0].nvlink_generation = 0;
+  EXPECT_EQ(point_to_point_wire_bytes(topology_view(unstated), 0, 8, 1e9), 1e9);
 }
 
 TEST(NcclValidation, AGroupOverDifferentFabricsHasNoNcclModel) {
   // mixed: ranks 0-63 on DGX H100 nodes, 64-127 on DGX A100 nodes.
   const Cluster mixed = find_cluster("mixed");
-  TopologyView view = topology_view(mixed);
-  view.nccl_fabric_of = nccl_fabric_lookup(mixed);
+  const TopologyView view = topology_view(mixed);
   EXPECT_TRUE(nccl_estimate(OpKind::all_reduce, 1e9, {0, 8}, view).has_value());
   EXPECT_FALSE(nccl_estimate(OpKind::all_reduce, 1e9, {0, 64}, view).has_value());
 }
 
 TEST(NcclValidation, AnalyticEstimateWithoutFlowsForAGroupInOneNode) {
   const Cluster dgx = find_cluster("dgx-h100");
-  TopologyView view = topology_view(dgx);
   const std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
-  EXPECT_FALSE(nccl_estimate(OpKind::all_reduce, 8e9, node, view).has_value());  // no NCCL fabric
-  view.nccl_fabric_of = nccl_fabric_lookup(dgx);
+  Cluster unstated = dgx;
+  unstated.groups[0].nvlink_generation = 0;
+  EXPECT_FALSE(nccl_estimate(OpKind::all_reduce, 8e9, node, topology_view(unstated)).has_value());  // no NCCL fabric
+  const TopologyView view = topology_view(dgx);
   const auto automatic = nccl_estimate(OpKind::all_reduce, 8e9, node, view);
   ASSERT_TRUE(automatic.has_value());
   EXPECT_EQ(automatic->algorithm, nccl::Algorithm::nvls);
