@@ -34,6 +34,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
                   "simulate one block of identical data-parallel replicas and mirror the rest: auto, off");
   cmd->add_option("--tensor-folding", o.tensor_folding,
                   "simulate one member of each tensor-parallel group and mirror the rest: auto, off");
+  cmd->add_option("--pipeline-extrapolation", o.pipeline_extrapolation,
+                  "simulate two shorter iterations of a periodic pipeline and extrapolate: auto, off");
   return cmd;
 }
 
@@ -54,6 +56,8 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.compute_fidelity.empty()) options.compute_fidelity = sim::parse_compute_fidelity(o.compute_fidelity);
     if (!o.replica_folding.empty()) options.replica_folding = sim::parse_replica_folding(o.replica_folding);
     if (!o.tensor_folding.empty()) options.tensor_folding = sim::parse_folding_mode(o.tensor_folding);
+    if (!o.pipeline_extrapolation.empty())
+      options.pipeline_extrapolation = sim::parse_folding_mode(o.pipeline_extrapolation);
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
   }

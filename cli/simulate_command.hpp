@@ -21,6 +21,7 @@ struct SimulateOptions {
   std::string compute_fidelity;
   std::string replica_folding;    // auto, off
   std::string tensor_folding;     // auto, off
+  std::string pipeline_extrapolation;  // auto, off
 };
 
 // Registers the sub-command; `run_simulate` is called with the parsed options.

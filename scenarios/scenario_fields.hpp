@@ -108,6 +108,7 @@ inline constexpr FieldDoc kSimulation[] = {
     {"compute_fidelity", "fused | per_op", "fused", "compute blocks fused between communications"},
     {"replica_folding", "auto | off", "auto", "identical replicas simulated once"},
     {"tensor_folding", "auto | off", "auto", "one tensor-parallel member simulated"},
+    {"pipeline_extrapolation", "auto | off", "auto", "two shorter iterations extrapolated"},
 };
 
 inline constexpr FieldSection kSections[] = {

@@ -13,6 +13,7 @@
 
 #include "analysis/iteration_view.hpp"
 #include "common/checked_math.hpp"
+#include "sim/pipeline_extrapolation.hpp"
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
 #include "sim/tensor_folding.hpp"
@@ -57,18 +58,21 @@ struct RankOutcome {
   std::string error;
 };
 
-}  // namespace
-
-SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
-                          const SimulationOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
+void check_simulation(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& options) {
   const int world = strategy.world_size();
   if (world > cluster.device_count())
     throw std::invalid_argument("strategy needs " + std::to_string(world) + " devices, cluster '" +
                                 cluster.name + "' has " + std::to_string(cluster.device_count()));
   if (options.iterations < 1) throw std::invalid_argument("at least one measured iteration");
   if (options.warmup_iterations < 0) throw std::invalid_argument("negative warm-up iterations");
+}
 
+// The simulation itself, in this process; `note` (how the pipeline was treated) joins the
+// folding notes.
+SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& options,
+                               const std::string& note) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const int world = strategy.world_size();
   s4u::Engine& engine = make_engine();
   FoldPlan fold = plan_replica_folding(strategy, cluster, options.replica_folding, options.record_trace);
   plan_tensor_folding(strategy, cluster, options.tensor_folding, options.record_trace, fold);
@@ -173,7 +177,7 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   //    ghost's figures are those of the rank it mirrors.
   SimulationResult result;
   result.simulated_ranks = fold.simulated_ranks();
-  result.folding = fold.note + "; " + fold.tensor_note;
+  result.folding = fold.note + "; " + fold.tensor_note + (note.empty() ? "" : "; " + note);
   const auto device_of = [&](int r) -> SimDevice& { return *outcomes[fold.mirror_of[r]].device; };
   // An iteration's time is the period training advances by, as the real backends measure it
   // (analysis/iteration_view.hpp): ranks that take turns on shared cores start an iteration at
@@ -221,6 +225,26 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
   result.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
+}
+
+}  // namespace
+
+SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& options) {
+  check_simulation(strategy, cluster, options);
+  ExtrapolationPlan plan = plan_pipeline_extrapolation(strategy, cluster, options);
+  if (plan.apply) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    SimulationOptions shorter = options;
+    shorter.pipeline_extrapolation = FoldingMode::off;
+    const auto simulate_one = [&](const Strategy& s) { return simulate_here(s, cluster, shorter, ""); };
+    if (std::optional<SimulationResult> result = simulate_extrapolated(strategy, plan, simulate_one)) {
+      result->wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+      return std::move(*result);
+    }
+    plan.note = "no pipeline extrapolation: peak memory differs between " + std::to_string(plan.shorter) + " and " +
+                std::to_string(plan.longer) + " micro-batches";
+  }
+  return simulate_here(strategy, cluster, options, plan.note);
 }
 
 }  // namespace tandem::sim

@@ -34,6 +34,7 @@ struct SimulationOptions {
   ComputeFidelity compute_fidelity = ComputeFidelity::fused;
   ReplicaFolding replica_folding = ReplicaFolding::automatic;  // see replica_folding.hpp
   FoldingMode tensor_folding = FoldingMode::automatic;         // see tensor_folding.hpp
+  FoldingMode pipeline_extrapolation = FoldingMode::automatic; // see pipeline_extrapolation.hpp
   bool record_trace = false;
 };
 
@@ -64,7 +65,8 @@ struct SimulationResult {
   Trace trace;             // filled when record_trace
 };
 
-// Runs the whole simulation in this process. Throws std::runtime_error naming the rank and op if a
+// Runs the whole simulation in this process (or, with pipeline extrapolation, in two child
+// processes that simulate shorter iterations). Throws std::runtime_error naming the rank and op if a
 // rank program fails or the ranks deadlock (mismatched communication).
 SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
                           const SimulationOptions& options);

@@ -1,6 +1,7 @@
 #include "strategies/hybrid_parallel.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -338,6 +339,7 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   check_tensor_groups(devices);
   split_batch(devices);
   partition_layers(devices);
+  devices_ = std::move(devices);
   try {
     for (std::int64_t m : micro_batches_)
       validate_pipeline(hybrid_.schedule, layout_.pp_size(), static_cast<int>(m), hybrid_.virtual_stages);
@@ -356,6 +358,33 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
     r.position_of.push_back(c.tp + layout_.tp_size() * c.pp);
   }
   return r;
+}
+
+std::optional<PipelineStructure> HybridParallel::pipeline_structure() const {
+  const std::int64_t p = layout_.pp_size();
+  if (p < 2 || hybrid_.schedule == PipelineSchedule::gpipe) return std::nullopt;  // GPipe's memory grows with them
+  if (std::adjacent_find(micro_batches_.begin(), micro_batches_.end(), std::not_equal_to<>()) != micro_batches_.end())
+    return std::nullopt;
+  PipelineStructure s;
+  s.micro_batches = micro_batches_.front();
+  if (hybrid_.schedule == PipelineSchedule::one_f_one_b) {
+    // Stage s warms up with p-s-1 forwards, then alternates: once every stage has its full
+    // warm-up (M >= p), each further micro-batch adds one forward-backward pair to the steady phase.
+    s.periodic_from = p;
+    s.period = 1;
+  } else {
+    // Interleaved: stage 0 warms up with 2(p-1) + (v-1)p chunks, which fit in its M v chunks
+    // (so memory stops growing) from M = 2p on; counts are multiples of p.
+    s.periodic_from = 2 * p;
+    s.period = p;
+  }
+  return s;
+}
+
+std::unique_ptr<Strategy> HybridParallel::with_micro_batches(std::int64_t micro_batches) const {
+  TrainingConfig training = training_;
+  training.global_batch_size = micro_batches * training_.micro_batch_size * layout_.dp_size();
+  return std::make_unique<HybridParallel>(model_, training, parallel_, hybrid_, devices_);
 }
 
 std::optional<TensorStructure> HybridParallel::tensor_structure() const {

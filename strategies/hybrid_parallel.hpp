@@ -74,6 +74,9 @@ class HybridParallel final : public Strategy {
   // model checks divisibility), and every other group (data, pipeline, embedding) joins ranks of
   // one tensor position.
   std::optional<TensorStructure> tensor_structure() const override;
+  // 1F1B and interleaved pipelines whose replicas run equal micro-batch counts.
+  std::optional<PipelineStructure> pipeline_structure() const override;
+  std::unique_ptr<Strategy> with_micro_batches(std::int64_t micro_batches) const override;
 
   const RankLayout& layout() const { return layout_; }
   // Transformer layers held by each virtual stage (chunk c of stage s is virtual stage c*p+s).
@@ -91,6 +94,7 @@ class HybridParallel final : public Strategy {
   ParallelConfig parallel_;
   HybridConfig hybrid_;
   RankLayout layout_;
+  std::vector<RankDevice> devices_;
   std::vector<int> virtual_stage_layers_;
   std::vector<std::int64_t> micro_batches_;  // per data-parallel replica
 };

@@ -6,6 +6,8 @@
 
 namespace tandem {
 
+std::unique_ptr<Strategy> Strategy::with_micro_batches(std::int64_t) const { return nullptr; }
+
 std::vector<std::int64_t> split_proportionally(std::int64_t total, const std::vector<double>& weights) {
   const std::size_t n = weights.size();
   if (n == 0) throw std::invalid_argument("no replicas to split a batch over");

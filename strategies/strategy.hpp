@@ -95,6 +95,17 @@ struct TensorStructure {
   int group_size = 1;          // ranks per tensor-parallel group
 };
 
+// The pipeline of a strategy whose schedule reaches a periodic steady state. Every replica runs
+// `micro_batches` per iteration; from `periodic_from` micro-batches on, `period` more add the same
+// time to every rank and nothing to its peak memory (1F1B: from p, period 1; interleaved 1F1B:
+// from 2p, period p, as its counts are multiples of p). So a backend may run two shorter
+// iterations and extrapolate (the simulator's pipeline extrapolation).
+struct PipelineStructure {
+  std::int64_t micro_batches = 0;  // per replica
+  std::int64_t periodic_from = 0;
+  std::int64_t period = 1;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -107,6 +118,10 @@ class Strategy {
   virtual std::optional<ReplicaStructure> replica_structure() const { return std::nullopt; }
   // Its tensor-parallel groups; nullopt for a strategy without them (or whose members differ).
   virtual std::optional<TensorStructure> tensor_structure() const { return std::nullopt; }
+  // Its periodic pipeline; nullopt without one (no pipeline, GPipe, replicas of unequal work).
+  virtual std::optional<PipelineStructure> pipeline_structure() const { return std::nullopt; }
+  // The same strategy running `micro_batches` per replica (for a pipeline_structure).
+  virtual std::unique_ptr<Strategy> with_micro_batches(std::int64_t micro_batches) const;
 };
 
 // The micro-batch shape every strategy derives from the training configuration.

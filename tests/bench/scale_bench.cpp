@@ -56,6 +56,7 @@ sim::SimulationOptions exact_options() {
   sim::SimulationOptions o;
   o.replica_folding = sim::ReplicaFolding::off;
   o.tensor_folding = sim::FoldingMode::off;
+  o.pipeline_extrapolation = sim::FoldingMode::off;
   o.compute_fidelity = sim::ComputeFidelity::per_op;
   o.collective_fidelity = sim::CollectiveFidelity::exact;
   return o;
@@ -111,10 +112,12 @@ struct Member {
 const Member kMembers[] = {
     {"gpt_175b_interleaved_l16_mb8_p4", "gpt-175b-t8p8-interleaved-64", 16, 8, 4, 1, ""},
     {"gpt_175b_interleaved_l32_mb16_p8", "gpt-175b-t8p8-interleaved-64", 32, 16, 8, 1, ""},
+    {"gpt_175b_interleaved_l16_mb32_p4", "gpt-175b-t8p8-interleaved-64", 16, 32, 4, 1, ""},
     {"gpt_530b_full_l8_mb16_p4", "gpt-530b-t8p35-full", 8, 16, 4, 1, ""},
     {"gpt_530b_sp_l8_mb16_p4", "gpt-530b-t8p35-sp", 8, 16, 4, 1, ""},
     {"gpt_1t_sp_l8_mb16_p8", "gpt-1t-t8p64-sp", 8, 16, 8, 1, ""},
     {"gpt_1t_sp_l16_mb32_p16", "gpt-1t-t8p64-sp", 16, 32, 16, 1, ""},
+    {"gpt_1t_sp_l16_mb64_p16", "gpt-1t-t8p64-sp", 16, 64, 16, 1, ""},
     {"gpt_1t_zero1_l8_mb8_p8_d4", "gpt-1t-t8p64d32-16k", 8, 8, 8, 4, ""},
     // H100 and A100 stages (the bundled 'mixed' cluster's first 128 GPUs), proportional shares.
     {"gpt_175b_mixed_l8_mb8_p2_d8", "gpt-175b-mixed-16k", 8, 8, 2, 8, "mixed"},

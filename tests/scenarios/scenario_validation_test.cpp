@@ -92,7 +92,7 @@ TEST(ScenarioLimits, A16kGpuFoldedSimulationOfA1TModelWith512MicroBatchesIsAccep
   const Scenario s = load_scenario(path);
   EXPECT_EQ(s.cluster.device_count(), 16384);
   const SimulationSize size = estimate_simulation_size(s, s.simulation);
-  EXPECT_EQ(size.micro_batches, 512);
+  EXPECT_EQ(size.micro_batches, 64 + 65);  // pipeline extrapolation: two shorter iterations of 512
   EXPECT_LT(size.ops, 1e9L);
   EXPECT_LT(size.memory_bytes, 8e9L) << "fits a machine of 16 GB";
 }

@@ -29,9 +29,7 @@ struct Tolerance {
 
 // Replica folding is exact up to traffic between two ghosts, which on a full-bisection fabric
 // shares no link with simulated traffic: the default tolerance. Memory is always exact.
-inline void expect_same_prediction(const Outcome& coarse, const Outcome& exact, int world, Tolerance tol = {}) {
-  EXPECT_LT(coarse.simulated_ranks, world) << coarse.folding;
-  EXPECT_EQ(exact.simulated_ranks, world) << exact.folding;
+inline void expect_same_figures(const Outcome& coarse, const Outcome& exact, int world, Tolerance tol = {}) {
   EXPECT_LT(relative(coarse.iteration_s, exact.iteration_s), tol.iteration)
       << coarse.iteration_s << " coarse vs " << exact.iteration_s << " exact (" << coarse.folding << ")";
   EXPECT_LT(relative(coarse.energy_j, exact.energy_j), tol.energy);
@@ -42,6 +40,13 @@ inline void expect_same_prediction(const Outcome& coarse, const Outcome& exact, 
     EXPECT_NEAR(coarse.idle_s[r], exact.idle_s[r], tol.per_rank * exact.iteration_s) << "rank " << r;
     EXPECT_EQ(coarse.peak_bytes[r], exact.peak_bytes[r]) << "rank " << r;
   }
+}
+
+// A folded simulation (fewer ranks simulated) against the unfolded one.
+inline void expect_same_prediction(const Outcome& coarse, const Outcome& exact, int world, Tolerance tol = {}) {
+  EXPECT_LT(coarse.simulated_ranks, world) << coarse.folding;
+  EXPECT_EQ(exact.simulated_ranks, world) << exact.folding;
+  expect_same_figures(coarse, exact, world, tol);
 }
 
 }  // namespace tandem::sim_test

@@ -29,11 +29,13 @@ struct Outcome {
   std::vector<double> compute_s, exposed_s, idle_s, peak_bytes;
 };
 
-// Peak resident memory of this process so far.
+// Peak resident memory of this process so far, or of the largest child it waited for (pipeline
+// extrapolation simulates in child processes).
 inline double peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  return static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) * 1024.0;
 }
 
 // Simulates the strategy `make(cluster)` returns on the bundled cluster `cluster_name` (or one

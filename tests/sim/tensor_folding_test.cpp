@@ -12,47 +12,14 @@
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
 #include "tests/sim/folding_test_support.hpp"
+#include "tests/sim/hybrid_test_shapes.hpp"
 
 namespace tandem {
 namespace {
 
-using sim_test::devices_of;
 
-// GPT-3 1.3B's layer (hidden 2048, 16 heads) with `layers` of them: small enough to simulate
-// unfolded, wide enough for 8-way tensor parallelism.
-std::shared_ptr<const Model> gpt(int layers) {
-  auto cfg = transformer_preset("gpt3-1.3b");
-  cfg.num_layers = layers;
-  cfg.seq_length = 1024;
-  return std::make_shared<TransformerModel>(cfg);
-}
-
-struct Shape {
-  int tp = 8, pp = 1, dp = 1, virtual_stages = 1, zero = 0;
-  std::int64_t micro_batches = 4;  // per replica
-  bool sp = false;
-  bool proportional = false;
-  int layers = 4;
-};
-
-std::unique_ptr<Strategy> hybrid(const Cluster& cluster, const Shape& s) {
-  TrainingConfig t;
-  t.global_batch_size = s.micro_batches * s.dp;
-  t.micro_batch_size = 1;
-  t.seq_length = 1024;
-  ParallelConfig p;
-  p.tensor_model_parallel_size = s.tp;
-  p.pipeline_model_parallel_size = s.pp;
-  p.data_parallel_size = s.dp;
-  p.zero_stage = s.zero;
-  p.sequence_parallel = s.sp;
-  if (s.sp) p.recompute_granularity = Recompute::selective;
-  HybridConfig h;
-  h.virtual_stages = s.virtual_stages;
-  if (s.virtual_stages > 1) h.schedule = PipelineSchedule::interleaved_1f1b;
-  if (s.proportional) h.partition = HybridConfig::Partition::proportional;
-  return std::make_unique<HybridParallel>(gpt(s.layers), t, p, h, devices_of(cluster, s.tp * s.pp * s.dp));
-}
+using sim_test::hybrid;
+using Shape = sim_test::HybridShape;
 
 sim::FoldPlan plan_for(const Cluster& cluster, const Shape& shape, sim::FoldingMode mode = sim::FoldingMode::automatic,
                        bool traced = false) {
@@ -149,6 +116,7 @@ TEST(TensorFoldingSim, DefaultCoarseningsPredictTheExactForm) {
   sim::SimulationOptions exact;
   exact.replica_folding = sim::ReplicaFolding::off;
   exact.tensor_folding = sim::FoldingMode::off;
+  exact.pipeline_extrapolation = sim::FoldingMode::off;
   exact.compute_fidelity = sim::ComputeFidelity::per_op;
   exact.collective_fidelity = sim::CollectiveFidelity::exact;
   const sim_test::Outcome full = sim_test::simulate_outcome("dgx-a100", exact, make);
