@@ -1,9 +1,9 @@
 #include "analysis/json_file.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 #include "analysis/json_locate.hpp"
+#include "analysis/json_strict_parse.hpp"
 #include "common/gzip.hpp"
 #include "common/input_error.hpp"
 
@@ -15,21 +15,14 @@ JsonInput read_json_input(const std::string& path, std::uint64_t max_bytes) {
     try {
       input.text = gzip_decompress(input.text, max_bytes);
     } catch (const std::runtime_error& e) {
-      throw InputError(path, 0, "", std::string("gzip: ") + e.what());
+      throw InputError(path, 0, kWholeFileField, std::string("gzip: ") + e.what());
     }
   }
-  const std::string& text = input.text;
-  try {
-    input.root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into a line number.
-    const auto end = text.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(e.byte, text.size()));
-    const int line = 1 + static_cast<int>(std::count(text.begin(), end, '\n'));
-    throw InputError(path, line, "", "JSON syntax error at byte " + std::to_string(e.byte));
-  } catch (const nlohmann::json::exception&) {
-    // out_of_range 406: a number beyond double ("1e400"); nlohmann gives no position for it.
-    throw InputError(path, 0, "", "a number is beyond the range of a double");
-  }
+  input.root = parse_json_strictly(input.text, [&](const JsonRefusal& r) {
+    // The byte as well as the line: a trace written without indentation is one line.
+    throw InputError(path, r.line, r.field.empty() ? std::string("(top level)") : r.field,
+                     r.message + " (at byte " + std::to_string(r.byte) + ")");
+  });
   return input;
 }
 

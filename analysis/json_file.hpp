@@ -19,8 +19,9 @@ struct JsonInput {
   nlohmann::json root;
 };
 
-// Parses `path` (a regular file of at most `max_bytes`, common/input_file.hpp); InputError naming
-// the file and the line of a syntax error otherwise.
+// Parses `path` (a regular file of at most `max_bytes`, common/input_file.hpp); an InputError
+// naming the file, the line and the field otherwise: a syntax error, a key given twice in one
+// object, a number beyond a double (analysis/json_strict_parse.hpp).
 JsonInput read_json_input(const std::string& path, std::uint64_t max_bytes = kMaxJsonBytes);
 
 // Typed access to an object's fields; a missing or mistyped field is an InputError naming the

@@ -41,14 +41,16 @@ class Scanner {
  public:
   explicit Scanner(const std::string& text) : t_(text) {}
 
-  int locate(const std::vector<Step>& steps) {
+  JsonPosition locate(const std::vector<Step>& steps, int repeat) {
     space();
-    for (const Step& step : steps) {
-      const int here = line_;
-      if (!(step.is_index ? enter_index(step.index) : enter_key(step.key))) return here;
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      const JsonPosition here{line_, i_};
+      const Step& step = steps[s];
+      const int skip = s + 1 == steps.size() ? repeat : 0;
+      if (!(step.is_index ? enter_index(step.index) : enter_key(step.key, skip))) return here;
       space();
     }
-    return line_;
+    return {line_, i_};
   }
 
  private:
@@ -96,8 +98,9 @@ class Scanner {
         advance();
     }
   }
-  // Moves to the value of `key` in the object here; false when there is none.
-  bool enter_key(const std::string& key) {
+  // Moves to the value of `key` in the object here, passing over its first `skip` occurrences;
+  // false when there is none.
+  bool enter_key(const std::string& key, int skip) {
     if (!at('{')) return false;
     advance();
     for (space(); i_ < t_.size() && !at('}'); space()) {
@@ -106,7 +109,7 @@ class Scanner {
       space();
       if (at(':')) advance();
       space();
-      if (name == key) return true;
+      if (name == key && skip-- == 0) return true;
       skip_value();
       space();
       if (at(',')) advance();
@@ -134,8 +137,12 @@ class Scanner {
 
 }  // namespace
 
+JsonPosition json_position_of(const std::string& text, const std::string& field_path, int repeat) {
+  return Scanner(text).locate(parse_path(field_path), repeat);
+}
+
 int json_line_of(const std::string& text, const std::string& field_path) {
-  return Scanner(text).locate(parse_path(field_path));
+  return json_position_of(text, field_path).line;
 }
 
 }  // namespace tandem

@@ -22,8 +22,13 @@ inline constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{1} << 30;
 //   models it can run); 16 GiB is far above any of them.
 inline constexpr std::uint64_t kMaxCheckpointBytes = std::uint64_t{16} << 30;
 
-// The whole content of `path`. InputError (file, line 0) when it cannot be opened, is not a
-// regular file (FIFO, device, directory, socket), is larger than `max_bytes`, or cannot be read.
+// The field of an InputError about a file as a whole (line 0): it cannot be opened or read, is
+// not a regular file, or is too large.
+inline constexpr const char* kWholeFileField = "(file)";
+
+// The whole content of `path`. InputError (file, line 0, field kWholeFileField) when it cannot be
+// opened, is not a regular file (FIFO, device, directory, socket), is larger than `max_bytes`, or
+// cannot be read.
 std::string read_input_file(const std::string& path, std::uint64_t max_bytes);
 
 }  // namespace tandem

@@ -57,7 +57,11 @@ make_dictionary() {
   local reader=$1 dict="$build/dict/$1.dict"
   mkdir -p "$build/dict"
   : >"$dict"
-  [ "$reader" = checkpoint ] && { printf '"TANDEMCK"\n' >"$dict"; return; }
+  # A checkpoint is binary: its magic, and the keys of its JSON header (exec/cpu/checkpoint.hpp).
+  if [ "$reader" = checkpoint ]; then
+    printf '"%s"\n' TANDEMCK strategy world_size next_iteration seed sequences_per_iteration tensors >"$dict"
+    return
+  fi
   cat fuzz/corpus/"$reader"/* 2>/dev/null |
     grep -oE '"?[A-Za-z_][A-Za-z0-9_.-]{1,40}"?[[:space:]]*:' | sed -E 's/[[:space:]]*:$//; s/"//g' |
     sort -u | head -400 | while read -r token; do printf '"%s"\n' "$token"; done >"$dict"

@@ -47,7 +47,8 @@ files="${3:-}"
 # -O1 -g: readable stacks at a tolerable speed.
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-  -DCMAKE_EXE_LINKER_FLAGS="$flags" -DTANDEM_TEST_SOURCES_REGEX="$files" >/dev/null
+  -DCMAKE_EXE_LINKER_FLAGS="$flags" -DTANDEM_TEST_SOURCES_REGEX="$files" \
+  $(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) >/dev/null
 cmake --build "$dir" -j "${JOBS:-$(nproc)}" --target tandem tandem_tests
 
 # OpenBLAS's own threads are not instrumented: one BLAS thread per rank (the backend's default).

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/json_strict_parse.hpp"
 #include "common/input_error.hpp"
 #include "common/input_file.hpp"
 #include "common/input_limits.hpp"
@@ -27,7 +28,9 @@ namespace {
 constexpr char kMagic[8] = {'T', 'A', 'N', 'D', 'E', 'M', 'C', 'K'};
 constexpr std::uint32_t kVersion = 2;  // 2: global (logical) tensors instead of per-rank ones
 
-std::uint64_t checksum(const char* data, std::size_t size) {
+}  // namespace
+
+std::uint64_t checkpoint_checksum(const char* data, std::size_t size) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   std::size_t i = 0;
   for (; i + 8 <= size; i += 8) {
@@ -38,6 +41,8 @@ std::uint64_t checksum(const char* data, std::size_t size) {
   for (; i < size; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
   return splitmix64(h ^ size);
 }
+
+namespace {
 
 template <class T>
 void put(std::string& out, T value) {
@@ -69,7 +74,7 @@ void save_checkpoint(const Checkpoint& ck, const std::string& path) {
   put<std::uint64_t>(out, offset * sizeof(float));
   for (const auto& [name, values] : ck.tensors)
     out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-  put<std::uint64_t>(out, checksum(out.data(), out.size()));
+  put<std::uint64_t>(out, checkpoint_checksum(out.data(), out.size()));
 
   // Atomic replace (temporary file beside it, fsync, rename, fsync the folder), and the
   // temporary file removed on every exit path, a signal included (common/output_set.hpp).
@@ -123,17 +128,15 @@ Checkpoint load_checkpoint(const std::string& path) {
   const std::uint64_t stored = read_u64("checksum");
   if (at != size) bad_at(at, "checksum", std::to_string(size - at) + " unexpected bytes after the checksum");
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION  // fuzz/run.sh: mutated inputs reach the header parsing
-  if (checksum(data.data(), checksum_at) != stored) bad_at(checksum_at, "checksum", "corrupted (checksum mismatch)");
+  if (checkpoint_checksum(data.data(), checksum_at) != stored) bad_at(checksum_at, "checksum", "corrupted (checksum mismatch)");
 #endif
 
   // The header is JSON; each field is type- and range-checked here (nlohmann's own conversions
   // narrow silently and its exceptions are not messages for a user).
-  nlohmann::json h;
-  try {
-    h = nlohmann::json::parse(data.substr(header_at, header_size));
-  } catch (const nlohmann::json::parse_error& e) {
-    bad_at(header_at + std::min<std::size_t>(e.byte, header_size), "header", "malformed JSON header");
-  }
+  // A key given twice or a number beyond a double is refused at its field, like a syntax error.
+  const nlohmann::json h = parse_json_strictly(data.substr(header_at, header_size), [&](const JsonRefusal& r) {
+    bad_at(header_at + r.byte, r.field.empty() ? std::string("header") : "header." + r.field, r.message);
+  });
   auto header_error = [&](const std::string& field, const std::string& why) { bad_at(header_at, "header." + field, why); };
   if (!h.is_object()) header_error("", "expected a JSON object");
   auto whole = [&](const nlohmann::json& v, const std::string& field, std::uint64_t lo, std::uint64_t hi) {
@@ -169,7 +172,10 @@ Checkpoint load_checkpoint(const std::string& path) {
     const std::uint64_t offset = whole(entry[2], at_entry + "[2]", 0, floats);
     if (numel > floats - offset) header_error(at_entry, "tensor '" + name + "' lies outside the payload");
     std::vector<float> values(numel);
-    std::memcpy(values.data(), data.data() + payload_at + offset * sizeof(float), numel * sizeof(float));
+    // An empty tensor's vector may have no buffer at all, and memcpy's pointers must not be null
+    // even for 0 bytes (found by fuzzing: fuzz/README.md).
+    if (numel > 0)
+      std::memcpy(values.data(), data.data() + payload_at + offset * sizeof(float), numel * sizeof(float));
     if (!ck.tensors.emplace(name, std::move(values)).second) header_error(at_entry, "tensor '" + name + "' appears twice");
   }
   return ck;

@@ -27,6 +27,7 @@
 // the file and what is wrong.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -44,6 +45,9 @@ struct Checkpoint {
 };
 
 void save_checkpoint(const Checkpoint& checkpoint, const std::string& path);
+// The checksum a checkpoint ends with, over every byte before it (`data`, `size`): for tools that
+// reseal a file they edited (the fuzzing regression test replays mutated headers through it).
+std::uint64_t checkpoint_checksum(const char* data, std::size_t size);
 Checkpoint load_checkpoint(const std::string& path);
 
 }  // namespace tandem::exec::cpu

@@ -94,6 +94,18 @@ TEST_F(TraceReader, EachMalformedFieldIsAnErrorAtItsPath) {
   }
 }
 
+TEST_F(TraceReader, AFieldGivenTwiceIsRefusedAtItsSecondLine) {
+  const InputError e = error_after("\"rank\": 1", "\"rank\": 1,\n \"rank\": 7");
+  EXPECT_EQ(e.field(), "records[1].rank");
+  EXPECT_EQ(e.line(), line_of("\"rank\": 7"));
+}
+
+TEST_F(TraceReader, ASyntaxErrorNamesItsRecordAndField) {
+  const InputError e = error_after("\"end_s\": 2.0", "\"end_s\": 2.0.1");
+  EXPECT_EQ(e.field(), "records[1].end_s");
+  EXPECT_EQ(e.line(), line_of("2.0.1"));
+}
+
 TEST_F(TraceReader, AMissingFieldIsReportedAtItsRecord) {
   const InputError e = error_after("\"kind\": \"gemm\",", "");  // keys are written sorted: kind is not last
   EXPECT_EQ(e.field(), "records[1].kind");

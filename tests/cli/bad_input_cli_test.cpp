@@ -99,7 +99,8 @@ TEST(BadInputCli, ATraceErrorNamesItsRecordsLineAndField) {
   write_trace_json(Trace{"sim", "x", {r}}, good);
   std::ifstream in(good);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string bad_text = replaced(text, "\"rank\": 1", "\"rank\": 4294967297");
+  // tandem-trace/2: a record is a row of numbers, the rank first.
+  const std::string bad_text = replaced(text, "\n[1,", "\n[4294967297,");
   const std::string bad = dir.write("bad.json", bad_text);
   expect_one_line_input_error("compare " + good + " " + bad,
                               {bad + ":" + std::to_string(test::line_of(bad_text, "4294967297")),

@@ -10,7 +10,7 @@ option); "exit 2 unlocated" = exit 2 without them; "accepted" = exit 0 (the valu
 "exit 1", "signal", "timeout" and "multi-line" are failures of the promise."""
 import os, re, subprocess, sys, tempfile, json, collections
 
-build = sys.argv[1]
+build = os.path.abspath(sys.argv[1])  # the probe runs tandem from a folder of its own
 verbose = '--verbose' in sys.argv
 tandem = os.path.join(build, 'tandem')
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,8 +36,9 @@ def run(args, timeout=20):
     lines = err.strip('\n').split('\n')
     if len(lines) != 1:
         return 'multi-line', err
+    # A refusal of a whole file (a FIFO, a device, a directory) has no line: its field is "(file)".
     if p.returncode == 2 and (re.search(r':\d+: field \'', err) or 'command line' in err or
-                              re.search(r'field \'[^\']+\'.*at byte', err)):
+                              re.search(r'field \'[^\']+\'.*at byte', err) or ": field '(file)'" in err):
         return 'input error', err
     return 'exit 2 unlocated', err
 
@@ -119,10 +120,16 @@ probe_file('cluster', 'platforms/clusters/tiny-h100.yaml',
                         ] if write('c2.yaml', bad) else [])
 probe_file('device', 'platforms/devices/cpu-generic.yaml', with_device)
 
-# Traces: compare a good trace with a mutated one.
-good = os.path.join(work, 'good.json')
-subprocess.run([tandem, 'simulate', 'gpt-tiny-localhost', '--trace', good], capture_output=True, cwd=work)
-trace = json.load(open(good))
+# Traces: compare a good trace with a mutated one. A small tandem-trace/1 file written here (the
+# schema of one object per record, which every reader version reads), so mutations name fields.
+def trace_record(i):
+    return {'rank': 0, 'iteration': 0, 'op_id': f'op{i}', 'kind': 'gemm', 'phase': 'forward', 'stream': 'compute',
+            'start_s': float(i), 'end_s': i + 0.5, 'flops': 1e6, 'bytes': 1e3, 'peer': -1, 'group_id': -1,
+            'group_size': 0}
+
+
+trace = {'schema': 'tandem-trace/1', 'source': 'sim', 'scenario': 'probe', 'records': [trace_record(i) for i in range(6)]}
+good = write('good.json', json.dumps(trace, indent=1))
 for field in ['rank', 'iteration', 'op_id', 'kind', 'phase', 'stream', 'start_s', 'end_s', 'flops', 'bytes', 'peer',
               'group_id', 'group_size']:
     for bad in [-1, 4294967297, 1e300, 'x', [1], None, 2.5, {'a': 1}]:
@@ -130,10 +137,34 @@ for field in ['rank', 'iteration', 'op_id', 'kind', 'phase', 'stream', 'start_s'
         t['records'][3][field] = bad
         outcome, err = run(['compare', good, write('bad.json', json.dumps(t, indent=1))])
         record(f'trace records[3].{field}={bad}', outcome, err)
+# Keys given twice: in a record, and at the top level (JSON parsers keep the last one silently).
+def trace_text(records, head='"schema": "tandem-trace/1"'):
+    return '{' + head + ', "records": [\n' + ',\n'.join(records) + '\n]}'
+
+
+plain = [json.dumps(r) for r in trace['records']]
+for field in ['rank', 'start_s', 'kind', 'op_id']:
+    again = plain[:3] + [plain[3][:-1] + ', "%s": %s}' % (field, json.dumps(trace['records'][3][field]))] + plain[4:]
+    outcome, err = run(['compare', good, write('bad.json', trace_text(again))])
+    record(f'trace records[3] {field} given twice', outcome, err)
+outcome, err = run(['compare', good, write('bad.json', trace_text(plain, '"schema": "tandem-trace/1", "schema": "x"'))])
+record('trace schema given twice', outcome, err)
 for label, text in [('empty', ''), ('list', '[]'), ('number overflow', '{"records": [], "x": 1e400}'),
                     ('truncated', open(good).read()[:500]), ('schema', '{"schema": 1}')]:
     outcome, err = run(['compare', good, write('bad.json', text)])
     record(f'trace {label}', outcome, err)
+
+# Checkpoints: resuming from damaged copies of a real one (each error names a field and a byte).
+ck = os.path.join(work, 'ck.bin')
+subprocess.run([tandem, 'run', 'gpt-tiny-localhost', '--iterations', '1', '--checkpoint', ck], capture_output=True, cwd=work)
+data = open(ck, 'rb').read()
+for label, bad in [('empty', b''), ('magic only', data[:8]), ('cut in the header', data[:40]),
+                   ('cut in the payload', data[:len(data) // 2]), ('one payload bit flipped', data[:-20] + bytes([data[-20] ^ 1]) + data[-19:]),
+                   ('a byte after the checksum', data + b'x'), ('a YAML file', b'name: x\n')]:
+    with open(os.path.join(work, 'bad.ck'), 'wb') as f:
+        f.write(bad)
+    outcome, err = run(['run', 'gpt-tiny-localhost', '--iterations', '1', '--resume', os.path.join(work, 'bad.ck')])
+    record(f'checkpoint {label}', outcome, err)
 
 # Non-regular files.
 os.mkfifo(os.path.join(work, 'fifo.yaml'))

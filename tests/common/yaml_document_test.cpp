@@ -34,10 +34,30 @@ TEST(YamlDocument, TheSameKeyInTwoMappingsIsFine) {
   EXPECT_NO_THROW(YamlNode::load_string("a: {x: 1}\nb: {x: 2}\nc: [{x: 1}, {x: 2}]\n", "in.yaml"));
 }
 
-TEST(YamlDocument, ASecondDocumentIsRefused) {
+TEST(YamlDocument, ASecondDocumentIsRefusedAtItsFirstKey) {
   const InputError e = parse_error("name: a\n---\nname: b\n");
-  EXPECT_EQ(e.line(), 2);
-  EXPECT_NE(std::string(e.what()).find("second YAML document"), std::string::npos) << e.what();
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.field(), "name");
+  EXPECT_NE(std::string(e.what()).find("second YAML document (after '---' at line 2)"), std::string::npos) << e.what();
+  for (const char* keyless : {"name: a\n---\n", "name: a\n---\n- 1\n", "name: a\n--- 5\n"}) {
+    const InputError k = parse_error(keyless);
+    EXPECT_EQ(k.line(), 2) << keyless;
+    EXPECT_EQ(k.field(), "(second document)") << keyless;
+  }
+}
+
+TEST(YamlDocument, ASyntaxErrorNamesTheFieldTheParserStoodIn) {
+  const InputError in_list = parse_error("name: x\ntraining:\n  sizes: [1, 2\n  lr: 1\n");
+  EXPECT_EQ(in_list.field(), "training.sizes[2]") << in_list.what();
+  EXPECT_NE(std::string(in_list.what()).find("YAML syntax error"), std::string::npos) << in_list.what();
+  const InputError in_map = parse_error("network:\n  topology: fat_tree\n   bad indent: 1\n");
+  EXPECT_EQ(in_map.field(), "network.topology") << in_map.what();
+  EXPECT_EQ(in_map.line(), 3);
+  const InputError after_a_value = parse_error("a: 1\n b: 2\n");
+  EXPECT_EQ(after_a_value.field(), "a") << after_a_value.what();
+  const InputError in_a_value = parse_error("name: x\ndescription: [1, 2] nodes\n");
+  EXPECT_EQ(in_a_value.field(), "description") << in_a_value.what();
+  EXPECT_EQ(in_a_value.line(), 2);
 }
 
 TEST(YamlDocument, AKeyThatIsNotANameIsRefusedWithoutBadConversion) {

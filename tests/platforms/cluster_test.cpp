@@ -336,7 +336,7 @@ TEST_P(ClusterLoadBadInput, RaisesInputErrorAtTheRightPlace) {
 INSTANTIATE_TEST_SUITE_P(
     ClusterLoad, ClusterLoadBadInput,
     ::testing::Values(
-        BadCase{"yaml syntax", "  topology: fat_tree\n", "  topology: fat_tree\n   bad indent: [\n", "",
+        BadCase{"yaml syntax", "  topology: fat_tree\n", "  topology: fat_tree\n   bad indent: [\n", "network.topology",
                 "bad indent", "YAML syntax error"},
         BadCase{"missing nodes", "    nodes: 2\n", "", "node_groups[1].nodes", "- name: a100",
                 "missing required field"},

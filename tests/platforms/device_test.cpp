@@ -187,7 +187,7 @@ TEST_P(DeviceProfileBadInput, RaisesInputErrorAtTheRightPlace) {
 INSTANTIATE_TEST_SUITE_P(
     DeviceProfile, DeviceProfileBadInput,
     ::testing::Values(
-        BadCase{"yaml syntax", "kind: gpu", "kind: [gpu", "", "peak_fp32_tflops", "YAML syntax error"},
+        BadCase{"yaml syntax", "kind: gpu", "kind: [gpu", "kind[1]", "peak_fp32_tflops", "YAML syntax error"},
         BadCase{"missing field", "memory_capacity_gb: 24\n", "", "memory_capacity_gb", "name:",
                 "missing required field"},
         BadCase{"negative bandwidth", "memory_bandwidth_gb_per_s: 1000", "memory_bandwidth_gb_per_s: -1000",

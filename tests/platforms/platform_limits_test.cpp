@@ -34,7 +34,7 @@ TEST(PlatformLimits, DeviceNumbersAreInputErrorsAtTheField) {
         BadCase{"negative price", "price_per_hour_usd: 12.29", "price_per_hour_usd: -1", "price_per_hour_usd",
                 "price_per_hour_usd", "must not be negative"},
         BadCase{"duplicate key", "kind: gpu", "kind: gpu\nkind: cpu", "kind", "kind: cpu", "given twice"},
-        BadCase{"second document", "kind: gpu", "kind: gpu\n---\nkind: cpu", "", "---", "second YAML document"}},
+        BadCase{"second document", "kind: gpu", "kind: gpu\n---\nkind: cpu", "kind", "kind: cpu", "second YAML document"}},
       [](const std::string& path) { load_device_profile(path); });
 }
 

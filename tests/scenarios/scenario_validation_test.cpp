@@ -38,9 +38,9 @@ TEST(ScenarioValidation, TinyScenarioNumbersAndStructure) {
         BadCase{"negative warmup", "data_parallel_size: 2", "data_parallel_size: 2\nsimulation:\n  warmup_iterations: -1",
                 "simulation.warmup_iterations", "warmup_iterations", "must be a whole number between"},
         BadCase{"second document", "data_parallel_size: 2", "data_parallel_size: 2\n---\nname: other",
-                "", "---", "second YAML document"},
+                "name", "name: other", "second YAML document"},
         BadCase{"model as a list", "model: gpt-tiny", "model: [gpt-tiny]", "model", "model:", "expected a single value"},
-        BadCase{"key as a list", "model: gpt-tiny", "model: gpt-tiny\n? [a, b]\n: 1", "", "? [a", "plain name"}},
+        BadCase{"key as a list", "model: gpt-tiny", "model: gpt-tiny\n? [a, b]\n: 1", "(top level)", "? [a", "plain name"}},
       [](const std::string& path) { load_scenario(path); });
 }
 

@@ -89,5 +89,19 @@ TEST(CheckpointReader, HeaderFieldsAreRangeChecked) {
   EXPECT_EQ(load_error(b).field(), "header.next_iteration");
 }
 
+// An empty tensor's values have no buffer: reading it must not hand memcpy a null pointer
+// (undefined even for 0 bytes; found by fuzzing, caught by UBSan in tests/sanitize.sh asan).
+TEST(CheckpointReader, AnEmptyTensorRoundTrips) {
+  test::TempDir dir;
+  Checkpoint ck = small();
+  ck.tensors["empty"] = {};
+  const std::string path = (dir.path() / "empty.ck").string();
+  save_checkpoint(ck, path);
+  const Checkpoint back = load_checkpoint(path);
+  ASSERT_EQ(back.tensors.count("empty"), 1u);
+  EXPECT_TRUE(back.tensors.at("empty").empty());
+  EXPECT_EQ(back.tensors.at("w"), ck.tensors.at("w"));
+}
+
 }  // namespace
 }  // namespace tandem::exec::cpu
