@@ -11,6 +11,7 @@
 #include "common/input_error.hpp"
 #include "common/output_set.hpp"
 #include "exec/cpu/cpu_run.hpp"
+#include "exec/cpu/diverged.hpp"
 #include "scenarios/scenario.hpp"
 
 #ifdef TANDEM_HAVE_CUDA
@@ -36,6 +37,8 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also save it every N iterations")
       ->check(in_range(limits::kIterations));
   cmd->add_option("--resume", o.resume_path, "continue training from the checkpoint FILE");
+  cmd->footer("Exit status: 0 trained; 2 bad input (file, line, field); 3 training diverged (a NaN or "
+              "infinite loss: the iteration and rank are named); 1 any other failure; 128+N stopped by signal N.");
   return cmd;
 }
 
@@ -116,11 +119,18 @@ int run_run(const RunCommandOptions& o) {
 #ifdef TANDEM_HAVE_CUDA
   exec::cuda::CudaRunExtras extras;
   extras.math = scenario.training.precision == DType::fp32 ? kernels::cuda::MathMode::fp32 : kernels::cuda::MathMode::bf16;
-  const exec::cpu::RunResult result =
-      cuda ? exec::cuda::run_cuda(*strategy, options, extras) : exec::cpu::run_cpu(*strategy, options);
-#else
-  const exec::cpu::RunResult result = exec::cpu::run_cpu(*strategy, options);
 #endif
+  exec::cpu::RunResult result;
+  try {
+#ifdef TANDEM_HAVE_CUDA
+    result = cuda ? exec::cuda::run_cuda(*strategy, options, extras) : exec::cpu::run_cpu(*strategy, options);
+#else
+    result = exec::cpu::run_cpu(*strategy, options);
+#endif
+  } catch (const exec::cpu::DivergedError& e) {
+    std::cerr << "tandem: " << e.what() << "\n";
+    return kExitDiverged;
+  }
 
   const nlohmann::json summary = [&] {
 #ifdef TANDEM_HAVE_CUDA

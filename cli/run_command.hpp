@@ -3,7 +3,9 @@
 // the same op ids as `tandem simulate --trace`) and a JSON summary on request. The cpu
 // backend runs on the `localhost` cluster only (CPU cores as devices); any other cluster, or
 // another backend, is refused with exit status 2, as is a corrupted, truncated or mismatched
-// checkpoint given to --resume.
+// checkpoint given to --resume. Training that diverges (a NaN or infinite loss) stops every
+// rank at that iteration and exits with kExitDiverged, after one line naming the iteration and
+// the rank (exec/cpu/diverged.hpp); no output file is written.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,10 @@
 #include <string>
 
 namespace tandem::cli {
+
+// Exit status of `tandem run` when the loss became NaN or infinite: neither bad input (2: the
+// same scenario with a smaller learning rate trains) nor a failure of the machine (1).
+inline constexpr int kExitDiverged = 3;
 
 struct RunCommandOptions {
   std::string scenario;

@@ -39,15 +39,18 @@ double CpuRunContext::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
 }
 
-void CpuRunContext::fail(int rank, const std::string& op_label, const std::string& message) {
+bool CpuRunContext::fail(int rank, const std::string& op_label, const std::string& message) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_.empty()) {
       failure_ = "rank " + std::to_string(rank) + " failed" +
                  (op_label.empty() ? std::string() : " in op " + op_label) + ": " + message;
+      first = true;
     }
   }
   comm_.abort();
+  return first;
 }
 
 bool CpuRunContext::failed() const {

@@ -111,8 +111,9 @@ class CpuRunContext {
   int world_size() const { return world_; }
   double now_s() const;  // seconds since the run's epoch
 
-  // Records a failure (the first one wins) and aborts the run.
-  void fail(int rank, const std::string& op_label, const std::string& message);
+  // Records a failure (the first one wins) and aborts the run. True when this failure is the
+  // one recorded (the first), so a caller can keep details of its own about it.
+  bool fail(int rank, const std::string& op_label, const std::string& message);
   bool aborted() const { return comm_.aborted(); }
   bool failed() const;
   // "rank 1 failed in op mb0.layer0.attn.qkv.fwd: ..." (empty when nothing failed).

@@ -7,12 +7,14 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "common/checked_math.hpp"
 #include "common/input_error.hpp"
 #include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/cpu_device.hpp"
+#include "exec/cpu/diverged.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/hybrid_parallel.hpp"
@@ -240,6 +242,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   std::mutex resume_mutex;
   std::string resume_mismatch;  // the checkpoint does not fit this run's tensors
   std::set<std::string> restored;  // logical tensors some rank took from the checkpoint
+  std::optional<DivergedError> diverged;  // the run's failure, when it was a non-finite loss
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -275,6 +278,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
           device.begin_iteration(it);
           program->train_step(device, it);
           device.end_iteration();
+          require_finite_losses(r, it, device.losses());
           board.arrive(it, device.iteration_windows().back(), device.compute_s() - kernels_before_s, device.losses());
           if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (i + 1) % o.checkpoint_every == 0 &&
               i + 1 < total_iterations)
@@ -282,6 +286,9 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
         }
       } catch (const AbortedError&) {
         // Another rank failed first; its error is the run's.
+      } catch (const DivergedError& e) {
+        // Only the first failure's thread writes it; the joins below order it before the read.
+        if (context.fail(r, "", e.what())) diverged = e;
       } catch (const OpError& e) {
         context.fail(r, e.label(), e.what());
       } catch (const std::exception& e) {
@@ -295,6 +302,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   for (auto& d : devices) d->shutdown();
   if (!resume_mismatch.empty())
     throw InputError(o.resume_path, 0, "", "checkpoint does not match this run: " + resume_mismatch);
+  if (diverged) throw *diverged;  // its own type: the command line gives it its own status
   if (context.failed()) throw RunError(context.failure());
   if (!o.checkpoint_path.empty())
     save_checkpoint(snapshot_run(strategy, o, first_iteration + total_iterations, devices), o.checkpoint_path);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "exec/cpu/diverged.hpp"
 #include "exec/cuda/bootstrap.hpp"
 #include "exec/cuda/cuda_device.hpp"
 #include "kernels/cuda/check.hpp"
@@ -98,7 +99,13 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
                                                      device.losses(), tokens_per_iteration);
         result.iterations.push_back(s);
         if (o.on_iteration && rank == 0) o.on_iteration(s);
+        // Every process holds the joined loss, so all stop together on a divergence (no rank is
+        // left waiting in a collective); a rank that computed the bad loss names its own.
+        cpu::require_finite_losses(rank, i, device.losses());
+        if (s.micro_batches > 0 && !std::isfinite(s.loss)) throw cpu::DivergedError(rank, i, -1, s.loss);
       }
+    } catch (const cpu::DivergedError&) {
+      throw;
     } catch (const cpu::OpError& e) {
       throw cpu::RunError("rank " + std::to_string(rank) + " failed in op " + e.label() + ": " + e.what());
     } catch (const std::exception& e) {
