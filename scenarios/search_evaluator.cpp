@@ -64,6 +64,18 @@ search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) c
   return e;
 }
 
+search::Candidate sketch_twin(const search::Candidate& c, const std::vector<int>& layers_per_stage) {
+  search::Candidate twin = c;
+  twin.batch_split = BatchSplit::even;
+  twin.schedule = PipelineSchedule::one_f_one_b;
+  twin.virtual_stages = 1;
+  twin.partition = HybridConfig::Partition::uniform;
+  const bool uniform = std::adjacent_find(layers_per_stage.begin(), layers_per_stage.end(), std::not_equal_to<>()) ==
+                       layers_per_stage.end();
+  twin.layers_per_stage = uniform ? std::vector<int>{} : layers_per_stage;
+  return twin;
+}
+
 search::Estimate SimulationEvaluator::sketch_one(const search::Candidate& c) const {
   search::Estimate e;
   const Scenario s = scenario_for(base_, c);
@@ -73,28 +85,29 @@ search::Estimate SimulationEvaluator::sketch_one(const search::Candidate& c) con
   if (hybrid == nullptr) return estimate_one(c);
   // Micro-batches per replica of the two short traces: the first and the last micro-batch may
   // differ from the others, every other one issues the same ops.
-  const bool interleaved = c.schedule == PipelineSchedule::interleaved_1f1b;
-  const int k1 = interleaved ? c.pp : 2, k2 = interleaved ? 2 * c.pp : 3;
+  constexpr int k1 = 2, k2 = 3;
   const auto& micro_batches = hybrid->micro_batches_per_replica();
   if (*std::min_element(micro_batches.begin(), micro_batches.end()) < k1 ||
       *std::max_element(micro_batches.begin(), micro_batches.end()) <= k2)
     return estimate_one(c);  // short already: the full trace costs no more
-  search::AnalyticEstimate short_traces[2];
-  for (int k : {k1, k2}) {
-    Scenario shorter = s;
-    shorter.training.global_batch_size = c.micro_batch_size * c.dp * k;
-    shorter.parallel.batch_split = BatchSplit::even;
-    search::Estimate ignored;
-    const std::unique_ptr<Strategy> short_strategy = build(shorter, ignored);
-    const auto* short_hybrid = dynamic_cast<const HybridParallel*>(short_strategy.get());
-    // The same layers per stage, or the traces say nothing about this strategy.
-    if (short_hybrid == nullptr || short_hybrid->layers_per_virtual_stage() != hybrid->layers_per_virtual_stage())
-      return estimate_one(c);
-    short_traces[k == k1 ? 0 : 1] = search::estimate_strategy(*short_hybrid, s.cluster, simulated_compute_s);
+  describe(*strategy, s, c, e);
+  const search::Candidate twin = sketch_twin(c, e.layers_per_stage);
+  auto traced = twin_traces_.find(twin);
+  if (traced == twin_traces_.end()) {
+    std::array<search::AnalyticEstimate, 2> traces;
+    for (int k : {k1, k2}) {
+      Scenario shorter = scenario_for(base_, twin);
+      shorter.training.global_batch_size = c.micro_batch_size * c.dp * k;
+      search::Estimate ignored;
+      const std::unique_ptr<Strategy> short_strategy = build(shorter, ignored);
+      if (short_strategy == nullptr) return estimate_one(c);  // the twin says nothing about this strategy
+      traces[k == k1 ? 0 : 1] =
+          search::estimate_strategy(*short_strategy, s.cluster, simulated_compute_s, search::EstimateDetail::compute);
+    }
+    traced = twin_traces_.emplace(twin, std::move(traces)).first;
   }
   const search::AnalyticEstimate a =
-      search::extrapolate_micro_batches(*hybrid, s.cluster, short_traces[0], k1, short_traces[1], k2);
-  describe(*strategy, s, c, e);
+      search::extrapolate_micro_batches(*hybrid, s.cluster, traced->second[0], k1, traced->second[1], k2);
   e.sketched = true;
   e.iteration_time_s = a.iteration_time_s;
   e.energy_per_iteration_j = a.energy_per_iteration_j;
@@ -112,11 +125,23 @@ std::vector<search::Estimate> SimulationEvaluator::in_workers(const std::vector<
     return out;
   }
   const std::size_t shares = static_cast<std::size_t>(workers_);
+  // Candidates likely to share a sketch twin (the same plan but for schedule and batch split) go
+  // to the same worker, which traces the twin once for all of them.
+  std::map<search::Candidate, std::size_t> group_of;
+  std::vector<std::size_t> share_of(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    search::Candidate group = candidates[i];
+    group.batch_split = BatchSplit::even;
+    group.schedule = PipelineSchedule::one_f_one_b;
+    group.virtual_stages = 1;
+    share_of[i] = group_of.emplace(group, group_of.size()).first->second % shares;
+  }
   const auto outcomes = run_in_processes(
       shares,
       [&](std::size_t k) {
         nlohmann::json share = nlohmann::json::array();
-        for (std::size_t i = k; i < candidates.size(); i += shares) share.push_back(search::to_json(one(i)));
+        for (std::size_t i = 0; i < candidates.size(); ++i)
+          if (share_of[i] == k) share.push_back(search::to_json(one(i)));
         return share.dump();
       },
       workers_);
@@ -125,8 +150,9 @@ std::vector<search::Estimate> SimulationEvaluator::in_workers(const std::vector<
     if (!o.ok) throw std::runtime_error("estimating candidates: " + o.error);
     parsed.push_back(nlohmann::json::parse(o.output));
   }
+  std::vector<std::size_t> next(shares, 0);
   for (std::size_t i = 0; i < candidates.size(); ++i)
-    out.push_back(search::estimate_from_json(parsed[i % shares].at(i / shares)));
+    out.push_back(search::estimate_from_json(parsed[share_of[i]].at(next[share_of[i]]++)));
   return out;
 }
 

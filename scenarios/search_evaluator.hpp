@@ -8,10 +8,14 @@
 // MPI ranks.
 #pragma once
 
+#include <array>
 #include <functional>
+#include <map>
+#include <vector>
 
 #include "scenarios/scenario.hpp"
 #include "sim/prediction.hpp"
+#include "strategies/search/analytic_estimate.hpp"
 #include "strategies/search/search.hpp"
 
 namespace tandem {
@@ -22,9 +26,10 @@ class SimulationEvaluator final : public search::Evaluator {
   SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated = {});
 
   std::vector<search::Estimate> estimate(const std::vector<search::Candidate>& candidates) override;
-  // A pipeline of many micro-batches is traced with 2 and 3 (interleaved: p and 2p) micro-batches
-  // per replica instead, and its compute bound extrapolated (analytic_estimate.hpp); anything
-  // else is estimated in full.
+  // A pipeline of many micro-batches: its sketch twin (below) is traced with 2 and 3 micro-batches
+  // per replica, compute only, and the candidate's compute bound extrapolated from them
+  // (analytic_estimate.hpp); candidates sharing a twin share its traces. Anything else is
+  // estimated in full.
   std::vector<search::Estimate> sketch(const std::vector<search::Candidate>& candidates) override;
   std::vector<search::Evaluation> evaluate(const std::vector<search::Candidate>& candidates) override;
 
@@ -35,13 +40,23 @@ class SimulationEvaluator final : public search::Evaluator {
 
  private:
   // estimate_one or sketch_one of each candidate, in order; many candidates are shared among the
-  // workers (every k-th to worker k).
+  // workers (those that may share a sketch twin together).
   std::vector<search::Estimate> in_workers(const std::vector<search::Candidate>& candidates, bool sketch) const;
 
   Scenario base_;
   int workers_;
   std::function<void()> on_simulated_;
+  // Short traces of each sketch twin met so far (at 2 and 3 micro-batches per replica).
+  mutable std::map<search::Candidate, std::array<search::AnalyticEstimate, 2>> twin_traces_;
 };
+
+// The candidate whose compute traces stand for a pipelined candidate's in a sketch: each rank holds
+// the same layers (`layers_per_stage`, the candidate's per stage, all its chunks together) in one
+// chunk under 1F1B, with an even batch split. A rank's compute sums do not depend on the order the
+// schedule issues its ops in, nor on its replica's micro-batch count, which the extrapolation
+// takes from the candidate itself: interleaved and non-interleaved schedules, even and
+// proportional batch splits of one plan share one twin.
+search::Candidate sketch_twin(const search::Candidate& candidate, const std::vector<int>& layers_per_stage);
 
 // The prediction of a simulated scenario, condensed for the search.
 search::Evaluation evaluation_of(const sim::Prediction& prediction, const Cluster& cluster);

@@ -81,19 +81,31 @@ class LedgerRuntime final : public Runtime {
 };
 
 // Ranks with equal keys run the same program (up to peers and tensor-parallel rank, which change
-// neither shapes nor op counts).
-std::vector<std::int64_t> program_keys(const Strategy& strategy) {
+// neither shapes nor op counts): same micro-batches and pipeline stage. For a compute estimate,
+// ranks with equal keys issue the same compute ops: same micro-batches, the same layer counts in
+// each chunk, and the same of the embedding (stage 0) and the head (stage p-1).
+std::vector<std::vector<std::int64_t>> program_keys(const Strategy& strategy, EstimateDetail detail) {
   const int world = strategy.world_size();
-  std::vector<std::int64_t> keys(world);
+  std::vector<std::vector<std::int64_t>> keys(world);
   if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) {
+    const int p = hybrid->layout().pp_size();
+    const auto& layers = hybrid->layers_per_virtual_stage();
     for (int r = 0; r < world; ++r) {
       const RankCoord c = hybrid->layout().coord_of(r);
-      keys[r] = hybrid->micro_batches_per_replica()[c.dp] * hybrid->layout().pp_size() + c.pp;
+      keys[r] = {hybrid->micro_batches_per_replica()[c.dp]};
+      if (detail == EstimateDetail::full) {
+        keys[r].push_back(c.pp);
+        continue;
+      }
+      keys[r].push_back(c.pp == 0);
+      keys[r].push_back(c.pp == p - 1);
+      for (std::size_t k = static_cast<std::size_t>(c.pp); k < layers.size(); k += static_cast<std::size_t>(p))
+        keys[r].push_back(layers[k]);
     }
   } else if (const auto* data = dynamic_cast<const DataParallel*>(&strategy)) {
-    for (int r = 0; r < world; ++r) keys[r] = data->micro_batches_per_replica()[r];
+    for (int r = 0; r < world; ++r) keys[r] = {data->micro_batches_per_replica()[r]};
   } else {
-    for (int r = 0; r < world; ++r) keys[r] = r;  // unknown strategy: trace every rank
+    for (int r = 0; r < world; ++r) keys[r] = {r};  // unknown strategy: trace every rank
   }
   return keys;
 }
@@ -159,9 +171,9 @@ BytesPerSecond fastest_port_bytes_per_s(const Cluster& cluster) {
 }
 
 AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& cluster,
-                                   const LeastComputeSeconds& least_compute) {
+                                   const LeastComputeSeconds& least_compute, EstimateDetail detail) {
   const int world = strategy.world_size();
-  const auto keys = program_keys(strategy);
+  const auto keys = program_keys(strategy, detail);
   // Ranks running one program, and the device kinds among them: each program is traced once,
   // on one timeline per device kind.
   struct Program {
@@ -172,7 +184,7 @@ AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& clus
     std::vector<RankEstimate> compute;  // per device kind
     std::vector<Seconds> host_end_s;    // per device kind
   };
-  std::map<std::int64_t, Program> programs;
+  std::map<std::vector<std::int64_t>, Program> programs;
   for (int r = 0; r < world; ++r) {
     Program& p = programs[keys[r]];
     if (p.first_rank < 0) p.first_rank = r;
@@ -205,10 +217,16 @@ AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& clus
     std::size_t kind = 0;
     while (p.devices[kind]->name != device.name) ++kind;
     e.ranks[r] = p.compute[kind];
+    if (in_first_replica(strategy, r)) e.replica_ops += static_cast<double>(p.ops);
+    if (detail == EstimateDetail::compute) {
+      // The traced rank's memory and timeline are its own, not those of every rank it stands for.
+      e.ranks[r].peak_memory_bytes = 0;
+      e.iteration_time_s = std::max(e.iteration_time_s, e.ranks[r].compute_s);
+      continue;
+    }
     e.iteration_time_s = std::max(e.iteration_time_s, p.host_end_s[kind]);
     e.peak_memory_bytes = std::max(e.peak_memory_bytes, p.peak_bytes);
     e.memory_fraction = std::max(e.memory_fraction, p.peak_bytes / device.memory_capacity_bytes);
-    if (in_first_replica(strategy, r)) e.replica_ops += static_cast<double>(p.ops);
   }
   if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy))
     e.iteration_time_s = std::max(e.iteration_time_s, pipeline_lower_bound_s(*hybrid, e.ranks));

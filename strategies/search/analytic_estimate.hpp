@@ -17,7 +17,10 @@
 //           its compute runs.
 //
 // Ranks that run the same program (same pipeline stage, same number of micro-batches) are
-// traced once.
+// traced once. A compute-only estimate (EstimateDetail::compute) goes further: it needs only each
+// rank's compute sums, which do not depend on the order a schedule issues the ops in, so pipeline
+// stages holding the same layer counts (and neither or both of the embedding and the head) share
+// one trace: a pipeline of 32 uniform stages is traced as 3.
 #pragma once
 
 #include <functional>
@@ -49,6 +52,11 @@ struct AnalyticEstimate {
   double replica_ops = 0;
 };
 
+enum class EstimateDetail {
+  full,     // memory, per-rank compute and the timeline bound (communication included)
+  compute,  // per-rank compute sums only, and the compute part of the bound: no memory, no timeline
+};
+
 // The least time a compute op can take on a device. Must never exceed what the simulator charges.
 using LeastComputeSeconds = std::function<Seconds(const ComputeOp& op, const DeviceProfile& device)>;
 
@@ -61,7 +69,8 @@ Seconds peak_roofline_seconds(const ComputeOp& op, const DeviceProfile& device);
 BytesPerSecond fastest_port_bytes_per_s(const Cluster& cluster);
 
 AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& cluster,
-                                   const LeastComputeSeconds& least_compute = peak_roofline_seconds);
+                                   const LeastComputeSeconds& least_compute = peak_roofline_seconds,
+                                   EstimateDetail detail = EstimateDetail::full);
 
 // A cheaper time bound of a hybrid strategy of many micro-batches, from estimates of the same
 // strategy with k1 < k2 micro-batches per replica (same layers per stage, even batch): every
@@ -69,7 +78,9 @@ AnalyticEstimate estimate_strategy(const Strategy& strategy, const Cluster& clus
 // linear in its micro-batches, and its forward and backward parts too. The result holds the
 // compute part of the bound only (per-rank compute, pipeline fill and drain; no communication)
 // and no memory: a lower bound of estimate_strategy's, for ordering and pruning a large space
-// before estimating in full.
+// before estimating in full. The short estimates need only be compute estimates (EstimateDetail),
+// of `full` itself or of any strategy whose ranks run the same compute ops per micro-batch (the
+// evaluator's sketch uses a non-interleaved twin holding the same layers on every rank).
 AnalyticEstimate extrapolate_micro_batches(const HybridParallel& full, const Cluster& cluster,
                                            const AnalyticEstimate& at_k1, int k1, const AnalyticEstimate& at_k2, int k2);
 

@@ -41,6 +41,10 @@ class Guided {
   Ranked rank_of(int i) const { return {state_.value(i), state_.candidate(i)}; }
   Ranked rank_of_bound(int i) const { return {state_.bound(i), state_.candidate(i)}; }
   int budget_left() const { return std::max(0, settings_.max_evaluations - state_.evaluations()); }
+  // Worth simulating: not dropped when estimated in full (a sketched candidate that cannot fit is
+  // never simulated, so proposing it again would loop without spending the budget), and its bound
+  // could still enter the top k.
+  bool open(int i) const { return !state_.dropped(i) && state_.may_matter(i); }
 
   const std::vector<int>& neighbours(int i) {
     auto it = neighbours_.find(i);
@@ -70,7 +74,7 @@ class Guided {
       std::vector<int> batch;
       for (int j : neighbours(current)) {
         if (static_cast<int>(batch.size()) == settings_.batch_size) break;
-        if (!state_.evaluated(j) && state_.may_matter(j) && rank_of_bound(j) < rank_of(current)) batch.push_back(j);
+        if (!state_.evaluated(j) && open(j) && rank_of_bound(j) < rank_of(current)) batch.push_back(j);
       }
       if (batch.empty()) return;  // a local optimum: no neighbour left that could be better
       evaluate(batch);
@@ -96,18 +100,18 @@ class Guided {
       std::vector<int> proposals;
       bool fresh = false;
       for (int current : chains) {
-        std::vector<int> open, known;
+        std::vector<int> unexplored, known;
         for (int j : neighbours(current)) {
-          if (!state_.may_matter(j)) continue;
-          (state_.evaluated(j) ? known : open).push_back(j);
+          if (!open(j)) continue;
+          (state_.evaluated(j) ? known : unexplored).push_back(j);
         }
-        const std::vector<int>& pool = open.empty() ? known : open;
+        const std::vector<int>& pool = unexplored.empty() ? known : unexplored;
         if (pool.empty()) {
           proposals.push_back(current);
           continue;
         }
         proposals.push_back(pool[rng_() % pool.size()]);
-        fresh = fresh || !open.empty();
+        fresh = fresh || !unexplored.empty();
       }
       stuck = fresh ? 0 : stuck + 1;
       evaluate(proposals);
