@@ -8,6 +8,7 @@
 #include "cli/calibrate_command.hpp"
 #include "cli/check_command.hpp"
 #include "cli/compare_command.hpp"
+#include "cli/goodput_command.hpp"
 #include "cli/guarded.hpp"
 #include "cli/job_command.hpp"
 #include "cli/report_command.hpp"
@@ -39,6 +40,8 @@ int run(int argc, char** argv) {
   CLI::App* job_cmd = add_job_command(app, job_options);
   ValidateOptions validate_options;
   CLI::App* validate_cmd = add_validate_command(app, validate_options);
+  GoodputOptions goodput_options;
+  CLI::App* goodput_cmd = add_goodput_command(app, goodput_options);
   CheckOptions check_options;
   CLI::App* check_cmd = add_check_command(app, check_options);
   FieldsOptions fields_options;
@@ -62,6 +65,7 @@ int run(int argc, char** argv) {
     if (compare_cmd->parsed()) return run_compare(compare);
     if (report_cmd->parsed()) return run_report(report);
     if (validate_cmd->parsed()) return run_validate(validate_options);
+    if (goodput_cmd->parsed()) return run_goodput(goodput_options);
     if (fields_cmd->parsed()) return run_fields(fields_options);
     return 0;
   });

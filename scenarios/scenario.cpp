@@ -296,7 +296,8 @@ Scenario load_scenario(const std::string& name_or_path) {
   s.file = resolve_scenario(name_or_path);
   const YamlNode root = YamlNode::load_file(s.file);
   // `search:` is read by load_search_scenario (search_spec.hpp), `validation:` (a published
-  // measurement of this scenario) by validation/validation_case.hpp; a plain load ignores both.
+  // measurement of this scenario) by validation/validation_case.hpp, `reliability:` by
+  // load_reliability_scenario (reliability_spec.hpp); a plain load ignores them.
   root.only_keys(scenario_fields::kRoot);
   s.name = root.str_or("name", fs::path(s.file).stem().string());
   s.description = root.str_or("description", "");
@@ -306,7 +307,13 @@ Scenario load_scenario(const std::string& name_or_path) {
   read_strategy(root["strategy"], s);
   if (auto sim = root.get("simulation")) read_simulation(*sim, s);
   check_model_size(s);  // before anything computes with the model's sizes
-  make_strategy(s);     // an impossible strategy is refused at load time, at the faulty knob
+  const int world = make_strategy(s)->world_size();  // an impossible strategy is refused at load time, at the faulty knob
+  if (auto stragglers = root.get("stragglers")) {
+    s.lines["stragglers"] = stragglers->line();
+    s.stragglers = read_stragglers(*stragglers);
+    check_stragglers(s.stragglers, s.cluster, world);
+    s.simulation.stragglers = draw_stragglers(s.stragglers, world, 1);
+  }
   check_simulation_size(s, s.simulation);
   return s;
 }

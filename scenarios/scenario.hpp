@@ -10,6 +10,7 @@
 
 #include "common/input_error.hpp"
 #include "platforms/cluster.hpp"
+#include "scenarios/straggler_reader.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/model.hpp"
 #include "strategies/models/mlp.hpp"
@@ -36,7 +37,8 @@ struct Scenario {
   std::string strategy_type = "data_parallel";  // or "hybrid" (Megatron-style 3D)
   ParallelConfig parallel;
   HybridConfig hybrid;
-  sim::SimulationOptions simulation;
+  sim::SimulationOptions simulation;  // its stragglers: the `stragglers:` section drawn with seed 1
+  std::vector<StragglerSpec> stragglers;  // as written (drawn ranks and ranges undrawn)
   // Line of every field read, keyed by dotted path ("strategy.data_parallel_size"), so that
   // inconsistencies found after loading still point at the right line.
   std::map<std::string, int> lines;

@@ -35,6 +35,8 @@ SimDevice::SimDevice(int rank, SimulationContext& context)
       mutex_(s4u::Mutex::create()),
       op_done_(s4u::ConditionVariable::create()) {
   for (auto& s : streams_) s.has_work = s4u::ConditionVariable::create();
+  if (const char* slowdown = host_->get_property(reliability::kComputeSlowdownProperty))
+    compute_slowdown_ = std::stod(slowdown);
   if (const char* cores = host_->get_property(kComputeHostProperty)) {
     compute_host_ = s4u::Host::by_name(cores);
     const auto turns = context.core_turns.find(cores);
@@ -84,7 +86,7 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
   if (!issue.after.empty()) {
     for (const Handle& h : issue.after) block_on(h.id);
   }
-  const Seconds duration = compute_cost(op, device_).seconds;
+  const Seconds duration = compute_cost(op, device_).seconds * compute_slowdown_;
   ++compute_ops_;
   if (measuring()) totals_.compute_s += duration;
   if (compute_host_ != nullptr) {

@@ -193,6 +193,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   const DeviceProfile& device_;
   simgrid::s4u::Host* host_;
   simgrid::s4u::Host* compute_host_ = nullptr;  // shared cores (platform_builder.hpp), else null
+  double compute_slowdown_ = 1;  // a straggler's (sim/reliability/straggler.hpp)
   CoreTurns* turns_ = nullptr;                   // the shared cores' turns (more ranks than cores), else null
 
   MemoryLedger memory_;

@@ -74,14 +74,20 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
   const auto wall_start = std::chrono::steady_clock::now();
   const int world = strategy.world_size();
   s4u::Engine& engine = make_engine();
-  FoldPlan fold = plan_replica_folding(strategy, cluster, options.replica_folding, options.record_trace);
-  plan_tensor_folding(strategy, cluster, options.tensor_folding, options.record_trace, fold);
+  // A straggler makes its replica and tensor group unlike the others: nothing is mirrored.
+  const bool stragglers = !options.stragglers.empty();
+  FoldPlan fold = plan_replica_folding(strategy, cluster, stragglers ? FoldingMode::off : options.replica_folding,
+                                       options.record_trace);
+  plan_tensor_folding(strategy, cluster, stragglers ? FoldingMode::off : options.tensor_folding, options.record_trace,
+                      fold);
+  if (stragglers) fold.note += " (stragglers: ranks differ)";
   SimulationContext context;
   context.cluster = &cluster;
   context.options = options;
   context.fold = &fold;
   BuiltPlatform platform = build_platform(cluster);
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
+  reliability::apply_stragglers(options.stragglers, cluster, context.hosts);
   context.topology = topology_view(cluster);
 
   // 0. Ranks that outnumber a machine's cores take turns on them (core_turns.hpp).

@@ -13,6 +13,7 @@
 #include "common/units.hpp"
 #include "platforms/cluster.hpp"
 #include "sim/collectives/collective.hpp"
+#include "sim/reliability/straggler.hpp"
 #include "sim/replica_folding.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/strategy.hpp"
@@ -36,6 +37,8 @@ struct SimulationOptions {
   FoldingMode tensor_folding = FoldingMode::automatic;         // see tensor_folding.hpp
   FoldingMode pipeline_extrapolation = FoldingMode::automatic; // see pipeline_extrapolation.hpp
   bool record_trace = false;
+  // Slowed devices and links (sim/reliability/straggler.hpp). Ranks then differ: no folding.
+  std::vector<reliability::Straggler> stragglers;
 };
 
 // Where one rank's time went over the measured iterations. compute + exposed_comm + idle equals

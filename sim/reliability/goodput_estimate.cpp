@@ -87,6 +87,9 @@ TimeToTrain estimate_time_to_train(const GoodputModel& model, double tokens, int
     else ++r.unfinished;
   }
   r.wall_s = estimate_of(walls);
+  // The normal interval of a heavy-tailed sample can reach below what no trial can beat: the
+  // failure-free time bounds the mean from below.
+  r.wall_s.low = std::max(r.wall_s.low, r.failure_free_s);
   r.p10_s = quantile(walls, 0.1);
   r.p90_s = quantile(walls, 0.9);
   return r;

@@ -232,7 +232,8 @@ class Trial {
     for (double sum = m_.failures[0].rate_per_s; c + 1 < m_.failures.size() && pick > sum;)
       sum += m_.failures[++c].rate_per_s;
     ++tally_.failures;
-    blame_ = c;
+    const bool was_waiting = state_ == State::waiting;
+    const Seconds waiting_until = state_end_;
     if (state_ == State::running) {
       confirm_write_by(now_);
       tally_.lost_by_cause[c] += pending_wall_ + unconfirmed_wall_;
@@ -242,6 +243,9 @@ class Trial {
     Seconds resume = now_;  // when the restart may begin
     if (state_ == State::waiting) resume = std::max(resume, state_end_);
     if (f.nodes_taken > 0) resume = std::max(resume, recover_nodes(f));
+    // Time is charged to the failure that caused it: a wait that this one does not prolong stays
+    // its first cause's.
+    if (!(was_waiting && resume <= waiting_until)) blame_ = c;
     state_ = resume > now_ ? State::waiting : State::restarting;
     state_end_ = resume > now_ ? resume : now_ + m_.restart_s;
   }

@@ -1,0 +1,218 @@
+#include "cli/goodput_command.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/option_ranges.hpp"
+#include "common/duration_text.hpp"
+#include "common/input_error.hpp"
+#include "common/output_set.hpp"
+#include "scenarios/goodput_inputs.hpp"
+#include "scenarios/reliability_spec.hpp"
+#include "sim/reliability/checkpoint_interval.hpp"
+#include "sim/reliability/goodput_estimate.hpp"
+
+namespace tandem::cli {
+
+namespace rel = sim::reliability;
+
+namespace {
+
+constexpr limits::CountRange kTrials{1, 100000};
+constexpr limits::CountRange kSweepPoints{3, 201};
+// The sweep spans Young's interval divided and multiplied by this: wide enough for Daly's
+// correction and for restarts that move the optimum, narrow enough to resolve it.
+constexpr double kSweepSpan = 4;
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f%%", 100 * fraction);
+  return text;
+}
+
+std::string number(double value, const char* format = "%.4g") {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+struct Report {
+  GoodputSetup setup;
+  rel::IntervalSweep sweep;
+  bool swept = false;
+  rel::HorizonEstimate horizon;
+  std::optional<rel::TimeToTrain> train;
+  std::vector<rel::Straggler> stragglers;
+  double tokens_per_s_failure_free = 0;
+};
+
+nlohmann::json estimate_json(const rel::Estimate& e) {
+  return {{"mean", e.mean}, {"ci95_low", e.low}, {"ci95_high", e.high}, {"stddev", e.stddev}, {"samples", e.samples}};
+}
+
+nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, const Report& r) {
+  const rel::GoodputModel& m = r.setup.model;
+  nlohmann::json j;
+  j["scenario"] = rs.base.name;
+  j["seed"] = o.seed;
+  j["devices"] = r.setup.job.devices;
+  j["nodes"] = r.setup.job.nodes;
+  j["iteration_s"] = m.iteration_s;
+  j["tokens_per_iteration"] = m.tokens_per_iteration;
+  j["failure_free_tokens_per_s"] = r.tokens_per_s_failure_free;
+  for (const rel::Straggler& s : r.stragglers)
+    j["stragglers"].push_back({{"rank", s.rank}, {"compute_slowdown", s.compute_slowdown},
+                               {"network_bandwidth_fraction", s.network_bandwidth_fraction}});
+  j["failure_profile"] = {{"name", rs.spec.failures.name}, {"source", rs.spec.failures.source}};
+  j["job_mtbf_s"] = 1 / m.total_failure_rate_per_s();
+  for (const rel::FailureStream& f : m.failures)
+    j["causes"].push_back({{"cause", f.cause}, {"rate_per_hour", f.rate_per_s * 3600}, {"nodes_taken", f.nodes_taken}});
+  j["checkpoint"] = {{"bytes", r.setup.checkpoint_bytes}, {"mode", m.checkpoint.asynchronous ? "async" : "sync"},
+                     {"blocking_s", m.checkpoint.blocking_s}, {"write_s", r.setup.write_s},
+                     {"interval_s", m.interval_s}};
+  j["restart_s"] = m.restart_s;
+  j["policy"] = rel::to_string(m.policy);
+  if (r.swept) {
+    j["sweep"] = {{"best_interval_s", r.sweep.best_interval_s}, {"young_s", r.sweep.young_s}, {"daly_s", r.sweep.daly_s}};
+    for (const rel::SweepPoint& p : r.sweep.points)
+      j["sweep"]["points"].push_back({{"interval_s", p.interval_s}, {"goodput", p.goodput}});
+  }
+  const rel::HorizonEstimate& h = r.horizon;
+  j["horizon_s"] = h.horizon_s;
+  j["trials"] = h.trials;
+  j["goodput"] = estimate_json(h.goodput);
+  j["effective_tokens_per_s"] = estimate_json(h.tokens_per_s);
+  j["failures_per_trial"] = estimate_json(h.failures);
+  j["time_s"] = {{"useful", h.useful_s}, {"checkpoint", h.checkpoint_s}, {"degraded", h.degraded_s}, {"regrow", h.regrow_s}};
+  for (std::size_t c = 0; c < h.causes.size(); ++c)
+    j["time_s"]["by_cause"][h.causes[c]] = {{"lost_work", h.lost_s[c]}, {"restart", h.restart_s[c]}, {"waiting", h.waiting_s[c]}};
+  if (r.train) {
+    j["time_to_train"] = {{"tokens", r.train->tokens}, {"failure_free_s", r.train->failure_free_s},
+                          {"wall_s", estimate_json(r.train->wall_s)}, {"p10_s", r.train->p10_s},
+                          {"p90_s", r.train->p90_s}, {"unfinished_trials", r.train->unfinished}};
+  }
+  return j;
+}
+
+std::string to_text(const ReliabilityScenario& rs, const Report& r) {
+  const rel::GoodputModel& m = r.setup.model;
+  const rel::HorizonEstimate& h = r.horizon;
+  std::string t;
+  auto line = [&](const std::string& label, const std::string& text) {
+    t += label + std::string(label.size() < 12 ? 12 - label.size() : 1, ' ') + text + "\n";
+  };
+  line("scenario", rs.base.name + " on " + std::to_string(r.setup.job.devices) + " devices, " +
+                       std::to_string(r.setup.job.nodes) + " nodes");
+  line("iteration", format_duration(m.iteration_s) + " simulated once (failure-free: " +
+                        number(r.tokens_per_s_failure_free, "%.4g") + " tokens/s)");
+  for (const rel::Straggler& s : r.stragglers) line("straggler", rel::describe(s) + " (in the simulated iteration)");
+  line("failures", "job MTBF " + format_duration(1 / m.total_failure_rate_per_s()) + " from " + rs.spec.failures.name +
+                       " (" + rs.spec.failures.source + ")");
+  for (const rel::FailureStream& f : m.failures)
+    line("", "  " + f.cause + ": every " + format_duration(1 / f.rate_per_s) + ", takes " + std::to_string(f.nodes_taken) +
+                 " node(s)");
+  line("checkpoint", number(r.setup.checkpoint_bytes / 1e9, "%.1f") + " GB, written in " + format_duration(r.setup.write_s) +
+                         (m.checkpoint.asynchronous ? " in the background after a " + format_duration(m.checkpoint.blocking_s) + " snapshot"
+                                                    : " (training stops)") +
+                         ", every " + format_duration(m.effective_interval_s()) + " of training");
+  if (r.swept) {
+    line("interval", "best of the sweep " + format_duration(r.sweep.best_interval_s) + "; Young " +
+                         format_duration(r.sweep.young_s) + ", Daly " + format_duration(r.sweep.daly_s) +
+                         " (their assumptions: Poisson failures, fixed costs, restart in place)");
+  }
+  line("restart", format_duration(m.restart_s) + " (relaunch " + format_duration(rs.spec.relaunch_s) + ", init " +
+                      format_duration(rs.spec.init_s) + ", reload " + format_duration(r.setup.reload_s) + ", " +
+                      std::to_string(rs.spec.warmup_iterations) + " warm-up iterations); policy " + rel::to_string(m.policy));
+  line("horizon", format_duration(h.horizon_s) + ", " + std::to_string(h.trials) + " trials, " +
+                      number(h.failures.mean, "%.1f") + " failures per trial");
+  line("goodput", percent(h.goodput.mean) + " [" + percent(h.goodput.low) + ", " + percent(h.goodput.high) + "] (95% CI)");
+  line("tokens/s", number(h.tokens_per_s.mean) + " effective [" + number(h.tokens_per_s.low) + ", " +
+                       number(h.tokens_per_s.high) + "]");
+  line("time", "useful " + percent(h.useful_s / h.horizon_s) + ", checkpoints " + percent(h.checkpoint_s / h.horizon_s) +
+                   (h.degraded_s > 0 ? ", shrunk " + percent(h.degraded_s / h.horizon_s) : "") +
+                   (h.regrow_s > 0 ? ", regrowing " + percent(h.regrow_s / h.horizon_s) : ""));
+  for (std::size_t c = 0; c < h.causes.size(); ++c)
+    line("", "  " + h.causes[c] + ": lost work " + percent(h.lost_s[c] / h.horizon_s) + ", restarts " +
+                 percent(h.restart_s[c] / h.horizon_s) + ", waiting " + percent(h.waiting_s[c] / h.horizon_s));
+  if (r.train) {
+    const rel::TimeToTrain& tt = *r.train;
+    line("to train", number(tt.tokens, "%.3g") + " tokens: " + format_duration(tt.wall_s.mean) + " [" +
+                         format_duration(tt.wall_s.low) + ", " + format_duration(tt.wall_s.high) + "] (95% CI of the mean; p10 " +
+                         format_duration(tt.p10_s) + ", p90 " + format_duration(tt.p90_s) + "); failure-free " +
+                         format_duration(tt.failure_free_s) +
+                         (tt.unfinished > 0 ? "; " + std::to_string(tt.unfinished) + " trials never finished" : ""));
+  }
+  return t;
+}
+
+}  // namespace
+
+CLI::App* add_goodput_command(CLI::App& app, GoodputOptions& o) {
+  CLI::App* cmd = app.add_subcommand("goodput", "goodput over days: failures, checkpoints, restarts, stragglers");
+  cmd->add_option("scenario", o.scenario, "scenario with a reliability section (file or bundled name)")->required();
+  cmd->add_option("--horizon", o.horizon, "how long to play (7d, 12h, 30min, 90s); default: the scenario's");
+  cmd->add_option("--seed", o.seed, "seed of the Monte Carlo and of drawn stragglers");
+  cmd->add_option("--trials", o.trials, "Monte Carlo trials")->check(in_range(kTrials));
+  cmd->add_option("--tokens", o.tokens, "time to train this many tokens (overrides reliability.target_tokens)");
+  cmd->add_option("--interval", o.interval, "checkpoint interval (a duration, or auto: the sweep's best)");
+  cmd->add_option("--sweep-points", o.sweep_points, "intervals in the sweep")->check(in_range(kSweepPoints));
+  cmd->add_option("--json", o.json_path, "write the result as JSON to FILE ('-' for stdout)");
+  return cmd;
+}
+
+int run_goodput(const GoodputOptions& o) {
+  // 1. Inputs, all checked before anything runs.
+  OutputSet::check_writable(o.json_path, "--json");
+  ReliabilityScenario rs = load_reliability_scenario(o.scenario);
+  ReliabilitySpec& spec = rs.spec;
+  try {
+    if (!o.horizon.empty()) spec.horizon_s = parse_duration_s(o.horizon);
+    if (!o.interval.empty()) spec.checkpoint_interval_s = o.interval == "auto" ? 0 : parse_duration_s(o.interval);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("command line", 0, o.horizon.empty() ? "--interval" : "--horizon", e.what());
+  }
+  if (o.tokens) {
+    if (!(*o.tokens >= 1 && *o.tokens <= 1e18)) throw InputError("command line", 0, "--tokens", "must be in [1, 1e18]");
+    spec.target_tokens = *o.tokens;
+  }
+  if (o.trials) spec.trials = *o.trials;
+
+  // 2. The failure-free iteration, simulated once, with this seed's stragglers.
+  auto strategy = make_strategy(rs.base);
+  sim::SimulationOptions options = rs.base.simulation;
+  options.stragglers = draw_stragglers(rs.base.stragglers, strategy->world_size(), o.seed);
+  const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
+
+  // 3. The horizon, as events.
+  Report r;
+  r.stragglers = options.stragglers;
+  r.setup = goodput_setup(rs, *strategy, iteration);
+  rel::GoodputModel& m = r.setup.model;
+  r.tokens_per_s_failure_free = m.tokens_per_iteration / m.iteration_s;
+  if (m.total_failure_rate_per_s() <= 0) throw InputError(rs.base.file, 0, "reliability.failures", "no failures: goodput is trivially 100%");
+  const Seconds mtbf = 1 / m.total_failure_rate_per_s();
+  const Seconds young = rel::young_interval_s(m.checkpoint.blocking_s > 0 ? m.checkpoint.blocking_s : m.iteration_s, mtbf);
+  const Seconds low = std::max(m.iteration_s, young / kSweepSpan);
+  r.sweep = rel::sweep_interval(m, low, std::max(young * kSweepSpan, 4 * low), o.sweep_points, spec.horizon_s,
+                                spec.trials, o.seed);
+  r.swept = true;
+  const Seconds chosen = spec.checkpoint_interval_s > 0 ? spec.checkpoint_interval_s : r.sweep.best_interval_s;
+  m.interval_s = std::max(1.0, std::round(chosen / m.iteration_s)) * m.iteration_s;  // whole iterations
+  r.horizon = rel::estimate_horizon(m, spec.horizon_s, spec.trials, o.seed);
+  if (spec.target_tokens > 0) r.train = rel::estimate_time_to_train(m, spec.target_tokens, spec.trials, o.seed);
+
+  // 4. Report.
+  const nlohmann::json json = to_json(rs, o, r);
+  OutputSet outputs;
+  if (!o.json_path.empty() && o.json_path != "-") outputs.stage(o.json_path, json.dump(2) + "\n");
+  outputs.commit();
+  if (o.json_path == "-") std::cout << json.dump(2) << "\n";
+  else std::cout << to_text(rs, r);
+  return 0;
+}
+
+}  // namespace tandem::cli

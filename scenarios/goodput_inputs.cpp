@@ -1,0 +1,80 @@
+#include "scenarios/goodput_inputs.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "sim/reliability/checkpoint_cost.hpp"
+
+namespace tandem {
+
+namespace {
+
+sim::reliability::JobShape job_shape(const Cluster& cluster, int world) {
+  std::set<int> nodes, leaves;
+  for (int r = 0; r < world; ++r) {
+    nodes.insert(cluster.global_node_of(r));
+    leaves.insert(cluster.leaf_of_node(cluster.global_node_of(r)));
+  }
+  sim::reliability::JobShape job;
+  job.devices = world;
+  job.nodes = static_cast<int>(nodes.size());
+  job.leaf_switches = static_cast<int>(leaves.size());
+  job.nodes_per_leaf = (job.nodes + job.leaf_switches - 1) / job.leaf_switches;
+  return job;
+}
+
+// The slowest path into storage among the job's nodes: its NICs (the scenario may say less).
+BytesPerSecond node_storage_bytes_per_s(const Cluster& cluster, int world) {
+  BytesPerSecond slowest = 0;
+  for (int r = 0; r < world; ++r) {
+    const BytesPerSecond uplink = cluster.node_uplink_bytes_per_s(cluster.global_node_of(r));
+    if (uplink > 0) slowest = slowest == 0 ? uplink : std::min(slowest, uplink);
+  }
+  return slowest;
+}
+
+}  // namespace
+
+GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
+                           const sim::SimulationResult& iteration) {
+  const Scenario& base = scenario.base;
+  const ReliabilitySpec& spec = scenario.spec;
+  const int world = strategy.world_size();
+  GoodputSetup g;
+  g.job = job_shape(base.cluster, world);
+
+  sim::reliability::StorageSystem storage = spec.storage;
+  if (storage.per_node_bytes_per_s == 0) storage.per_node_bytes_per_s = node_storage_bytes_per_s(base.cluster, world);
+  if (storage.per_node_bytes_per_s == 0)
+    base.fail("reliability.storage.per_node_gb_per_s", "the cluster's nodes have no network: say how fast a node reaches storage");
+  g.per_node_bytes_per_s = storage.per_node_bytes_per_s;
+  g.checkpoint_bytes = sim::reliability::checkpoint_bytes(make_model(base.model)->describe().parameter_count,
+                                                          base.training.precision);
+  g.write_s = sim::reliability::storage_transfer_s(storage, g.checkpoint_bytes, g.job.nodes);
+  g.reload_s = g.write_s;  // reads as fast as writes: the same links and the same share
+  for (const sim::RankResult& rank : iteration.ranks) {
+    const auto& bytes = rank.memory_at_peak.by_category;
+    g.snapshot_bytes_per_device =
+        std::max(g.snapshot_bytes_per_device, bytes[static_cast<std::size_t>(MemCategory::parameters)] +
+                                                  bytes[static_cast<std::size_t>(MemCategory::optimizer_state)]);
+  }
+  if (spec.async_checkpoint) g.snapshot_s = g.snapshot_bytes_per_device / spec.host_copy_bytes_per_s;
+
+  sim::reliability::GoodputModel& m = g.model;
+  m.iteration_s = iteration.iteration_time_s;
+  m.tokens_per_iteration = static_cast<double>(strategy.sequences_per_iteration()) * base.training.seq_length;
+  m.interval_s = spec.checkpoint_interval_s;
+  m.checkpoint = spec.async_checkpoint ? sim::reliability::CheckpointCost{true, g.snapshot_s, g.write_s}
+                                       : sim::reliability::CheckpointCost{false, g.write_s, 0};
+  m.restart_s = spec.relaunch_s + spec.init_s + g.reload_s + spec.warmup_iterations * m.iteration_s;
+  m.failures = sim::reliability::failure_streams(spec.failures, g.job, spec.failure_rate_scale, spec.repair_s,
+                                                 spec.leaf_switch_mtbf_s);
+  m.policy = spec.policy;
+  m.spare_nodes = spec.spare_nodes;
+  m.replicas = base.parallel.data_parallel_size;
+  const int replica_devices = base.parallel.tensor_model_parallel_size * base.parallel.pipeline_model_parallel_size;
+  m.replicas_per_node = std::max(1, base.cluster.group_of(0).devices_per_node / replica_devices);
+  return g;
+}
+
+}  // namespace tandem

@@ -1,0 +1,106 @@
+#include "scenarios/reliability_spec.hpp"
+
+#include "common/duration_text.hpp"
+#include "common/yaml_reader.hpp"
+
+namespace tandem {
+
+namespace {
+using sim::reliability::RecoveryPolicy;
+
+// Bounds past which a value is a typo rather than a fleet.
+constexpr limits::Range kRateScale{0, 1e4, "x"};
+constexpr limits::Range kHours{1e-3, 1e6, "h"};
+constexpr limits::Range kGbPerS{1e-3, 1e6, "GB/s"};
+constexpr limits::Range kLatencyS{0, 3600, "s"};
+constexpr limits::Range kLoad{0, 0.99, "of the aggregate"};
+constexpr limits::Range kSetupS{0, 86400, "s"};
+constexpr limits::Range kTokens{1, 1e18, "tokens"};
+constexpr limits::CountRange kSpareNodes{0, 1 << 20};
+constexpr limits::CountRange kWarmup{0, 100000};
+constexpr limits::CountRange kTrials{1, 100000};
+constexpr double kSecondsPerHour = 3600;
+
+Seconds duration_of(const YamlNode& node) {
+  try {
+    return parse_duration_s(node.as_string());
+  } catch (const std::invalid_argument& e) {
+    node.fail(e.what());
+  }
+}
+
+void read_checkpoint(const YamlNode& node, ReliabilitySpec& r) {
+  node.only_keys({"mode", "interval", "host_copy_gb_per_s"});
+  const std::string mode = node.str_or("mode", "sync");
+  if (mode != "sync" && mode != "async") node["mode"].fail("expected sync or async");
+  r.async_checkpoint = mode == "async";
+  if (auto interval = node.get("interval"); interval && interval->as_string() != "auto")
+    r.checkpoint_interval_s = duration_of(*interval);
+  if (r.async_checkpoint) r.host_copy_bytes_per_s = node["host_copy_gb_per_s"].in(kGbPerS) * kGB;
+  else if (node.has("host_copy_gb_per_s")) node["host_copy_gb_per_s"].fail("only async checkpoints copy to host memory");
+}
+
+void read_storage(const YamlNode& node, ReliabilitySpec& r) {
+  node.only_keys({"aggregate_gb_per_s", "per_node_gb_per_s", "latency_s", "background_load"});
+  r.storage.aggregate_bytes_per_s = node["aggregate_gb_per_s"].in(kGbPerS) * kGB;
+  if (auto n = node.get("per_node_gb_per_s")) r.storage.per_node_bytes_per_s = n->in(kGbPerS) * kGB;
+  if (auto n = node.get("latency_s")) r.storage.latency_s = n->in(kLatencyS);
+  if (auto n = node.get("background_load")) r.storage.background_load = n->in(kLoad);
+}
+
+void read_restart(const YamlNode& node, ReliabilitySpec& r) {
+  node.only_keys({"relaunch_s", "init_s", "warmup_iterations"});
+  r.relaunch_s = node["relaunch_s"].in(kSetupS);
+  r.init_s = node["init_s"].in(kSetupS);
+  if (auto n = node.get("warmup_iterations")) r.warmup_iterations = static_cast<int>(n->count(kWarmup));
+}
+
+ReliabilitySpec read_reliability(const YamlNode& node, const Scenario& base) {
+  node.only_keys({"failures", "failure_rate_scale", "leaf_switch_mtbf_hours", "repair_hours", "policy", "spare_nodes",
+                  "checkpoint", "storage", "restart", "target_tokens", "horizon", "trials"});
+  ReliabilitySpec r;
+  const YamlNode failures = node["failures"];
+  try {
+    r.failures = find_failure_profile(failures.as_string());
+  } catch (const InputError& e) {
+    if (e.line() > 0) throw;  // inside the profile: it names its own line
+    failures.fail(e.what());
+  }
+  if (auto n = node.get("failure_rate_scale")) r.failure_rate_scale = n->in(kRateScale);
+  if (auto n = node.get("leaf_switch_mtbf_hours")) r.leaf_switch_mtbf_s = n->in(kHours) * kSecondsPerHour;
+  r.repair_s = node["repair_hours"].in(kHours) * kSecondsPerHour;
+  if (auto n = node.get("policy")) {
+    try {
+      r.policy = sim::reliability::parse_recovery_policy(n->as_string());
+    } catch (const std::invalid_argument& e) {
+      n->fail(e.what());
+    }
+    if (r.policy == RecoveryPolicy::shrink && base.parallel.data_parallel_size < 2)
+      n->fail("shrink continues on the surviving data-parallel replicas: the strategy has only one");
+  }
+  if (auto n = node.get("spare_nodes")) {
+    if (r.policy != RecoveryPolicy::restart_on_spares) n->fail("spare nodes serve the restart_on_spares policy only");
+    r.spare_nodes = static_cast<int>(n->count(kSpareNodes));
+  }
+  read_checkpoint(node["checkpoint"], r);
+  read_storage(node["storage"], r);
+  read_restart(node["restart"], r);
+  if (auto n = node.get("target_tokens")) r.target_tokens = n->in(kTokens);
+  if (auto n = node.get("horizon")) r.horizon_s = duration_of(*n);
+  if (auto n = node.get("trials")) r.trials = static_cast<int>(n->count(kTrials));
+  return r;
+}
+
+}  // namespace
+
+ReliabilityScenario load_reliability_scenario(const std::string& name_or_path) {
+  ReliabilityScenario rs;
+  rs.base = load_scenario(name_or_path);
+  const YamlNode root = YamlNode::load_file(rs.base.file);
+  const auto section = root.get("reliability");
+  if (!section) throw InputError(rs.base.file, 0, "reliability", "the scenario has no reliability section (see scenarios/reliability_spec.hpp)");
+  rs.spec = read_reliability(*section, rs.base);
+  return rs;
+}
+
+}  // namespace tandem

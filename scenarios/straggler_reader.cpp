@@ -1,0 +1,88 @@
+#include "scenarios/straggler_reader.hpp"
+
+#include <algorithm>
+
+#include "sim/reliability/random_stream.hpp"
+
+namespace tandem {
+
+namespace {
+// A device 100x slower is not a straggler but a failure; a link at 1/1000 of its rate likewise.
+constexpr limits::Range kSlowdown{1, 100, "x"};
+constexpr limits::Range kBandwidthFraction{1e-3, 1, "of nominal"};
+
+// A number, or [min, max] to draw from.
+void read_range(const YamlNode& node, const limits::Range& range, double& low, double& high) {
+  if (!node.is_sequence()) {
+    low = high = node.in(range);
+    return;
+  }
+  const std::vector<YamlNode> bounds = node.items();
+  if (bounds.size() != 2) node.fail("expects a number or [min, max]");
+  low = bounds[0].in(range);
+  high = bounds[1].in(range);
+  if (high < low) node.fail("max is below min");
+}
+}  // namespace
+
+std::vector<StragglerSpec> read_stragglers(const YamlNode& node) {
+  std::vector<StragglerSpec> specs;
+  for (const YamlNode& item : node.items()) {
+    item.only_keys({"rank", "compute_slowdown", "network_bandwidth_fraction"});
+    StragglerSpec s;
+    s.file = item.file();
+    s.field = item.path();
+    const YamlNode rank = item["rank"];
+    s.line = rank.line();
+    if (rank.as_string() != "random") s.rank = static_cast<int>(rank.count({0, 1 << 24}));
+    if (auto n = item.get("compute_slowdown")) read_range(*n, kSlowdown, s.slowdown_min, s.slowdown_max);
+    if (auto n = item.get("network_bandwidth_fraction"))
+      read_range(*n, kBandwidthFraction, s.bandwidth_min, s.bandwidth_max);
+    if (!item.has("compute_slowdown") && !item.has("network_bandwidth_fraction"))
+      item.fail("a straggler needs compute_slowdown or network_bandwidth_fraction");
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+void check_stragglers(const std::vector<StragglerSpec>& specs, const Cluster& cluster, int world) {
+  for (const StragglerSpec& s : specs) {
+    if (s.rank >= world)
+      throw InputError(s.file, s.line, s.field + ".rank",
+                       "rank " + std::to_string(s.rank) + " is outside the strategy's " + std::to_string(world) + " ranks");
+    const bool slowed = s.slowdown_max > 1;
+    auto shares_cores = [&](int r) { return cluster.group_of(r).shared_cores > 0; };
+    const bool any_shared = s.rank >= 0 ? shares_cores(s.rank) : std::any_of(cluster.groups.begin(), cluster.groups.end(), [](const NodeGroup& g) { return g.shared_cores > 0; });
+    if (slowed && any_shared)
+      throw InputError(s.file, s.line, s.field + ".compute_slowdown",
+                       "ranks that share a machine's cores (shared_cores) cannot be slowed one by one");
+    if (s.bandwidth_min < 1 && cluster.node_count() == 1 && cluster.groups[0].devices_per_node == 1)
+      throw InputError(s.file, s.line, s.field + ".network_bandwidth_fraction", "a single device has no link to slow");
+  }
+}
+
+std::vector<sim::reliability::Straggler> draw_stragglers(const std::vector<StragglerSpec>& specs, int world,
+                                                         std::uint64_t seed) {
+  sim::reliability::RandomStream rng(seed);
+  std::vector<sim::reliability::Straggler> out;
+  for (const StragglerSpec& s : specs) {
+    // Every spec draws the same three numbers, used or not, so one spec's draw does not shift another's.
+    const auto drawn_rank = static_cast<int>(rng.below(static_cast<std::uint64_t>(world)));
+    const double u_slow = rng.uniform_open();
+    const double u_bandwidth = rng.uniform_open();
+    sim::reliability::Straggler st;
+    st.rank = s.rank >= 0 ? s.rank : drawn_rank;
+    st.compute_slowdown = s.slowdown_min + u_slow * (s.slowdown_max - s.slowdown_min);
+    st.network_bandwidth_fraction = s.bandwidth_min + u_bandwidth * (s.bandwidth_max - s.bandwidth_min);
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) { return o.rank == st.rank; });
+    if (same == out.end()) {
+      out.push_back(st);
+    } else {
+      same->compute_slowdown *= st.compute_slowdown;
+      same->network_bandwidth_fraction *= st.network_bandwidth_fraction;
+    }
+  }
+  return out;
+}
+
+}  // namespace tandem

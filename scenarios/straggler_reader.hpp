@@ -1,0 +1,42 @@
+// The `stragglers:` section of a scenario: slowed devices or links, fixed or drawn.
+//
+//   stragglers:
+//     - rank: 5                          # a device of the strategy's world
+//       compute_slowdown: 1.3            # its compute takes 1.3x as long (>= 1)
+//     - rank: random                     # drawn (seeded: `goodput --seed`, seed 1 for simulate)
+//       compute_slowdown: [1.1, 1.5]     # drawn uniformly in [min, max]
+//       network_bandwidth_fraction: 0.5  # its NIC at half rate, in (0, 1]
+//
+// Errors name file, line and field. The simulator makes them real (sim/reliability/straggler.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/yaml_reader.hpp"
+#include "sim/reliability/straggler.hpp"
+
+namespace tandem {
+
+struct StragglerSpec {
+  int rank = -1;  // -1: drawn
+  double slowdown_min = 1, slowdown_max = 1;
+  double bandwidth_min = 1, bandwidth_max = 1;
+  std::string file;
+  int line = 0;
+  std::string field;  // "stragglers[i]"
+};
+
+std::vector<StragglerSpec> read_stragglers(const YamlNode& node);
+
+// Refuses a rank outside the world, or a slowed compute on ranks that share cores (the CPU
+// clusters): InputError at the straggler's line.
+void check_stragglers(const std::vector<StragglerSpec>& specs, const Cluster& cluster, int world);
+
+// The stragglers of one draw: fixed ones as given, drawn ranks and ranges from `seed`. Two
+// stragglers on one rank compound.
+std::vector<sim::reliability::Straggler> draw_stragglers(const std::vector<StragglerSpec>& specs, int world,
+                                                         std::uint64_t seed);
+
+}  // namespace tandem

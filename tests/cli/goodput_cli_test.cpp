@@ -1,0 +1,141 @@
+// `tandem goodput` end to end: the real binary on a small bundled scenario (one simulated
+// iteration, then the horizon as events), its accounting, its determinism per seed, and bad input
+// in every new field refused with file, line and field (exit 2).
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/cli/cli_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::CliRun;
+using cli_test::run_tandem;
+
+// A short horizon and few trials keep each run well under a second after the simulation.
+const std::string kQuick = " --horizon 2d --trials 20 --sweep-points 9";
+
+nlohmann::json goodput_json(const std::string& args) {
+  const CliRun run = run_tandem("goodput goodput-gpt2-124m-straggler" + kQuick + " --json - " + args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  return run.status == 0 ? nlohmann::json::parse(run.out) : nlohmann::json{};
+}
+
+TEST(GoodputCli, PrintsGoodputTimeLostAndTheIntervalAgainstYoungAndDaly) {
+  const CliRun run = run_tandem("goodput goodput-gpt2-124m-straggler" + kQuick);
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* needle : {"goodput", "95% CI", "tokens/s", "Young", "Daly", "straggler", "rank 3: compute x1.30",
+                             "lost work", "to train", "shrink"})
+    EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
+}
+
+TEST(GoodputCli, TheTimeOfTheHorizonIsAccountedFor) {
+  const nlohmann::json j = goodput_json("--seed 3");
+  ASSERT_FALSE(j.is_null());
+  const auto& t = j["time_s"];
+  double sum = t["useful"].get<double>() + t["checkpoint"].get<double>() + t["degraded"].get<double>() +
+               t["regrow"].get<double>();
+  for (const auto& [cause, parts] : t["by_cause"].items())
+    sum += parts["lost_work"].get<double>() + parts["restart"].get<double>() + parts["waiting"].get<double>();
+  EXPECT_NEAR(sum, j["horizon_s"].get<double>(), 1e-6 * j["horizon_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["horizon_s"].get<double>(), 2 * 86400.0);
+  EXPECT_GT(j["goodput"]["mean"].get<double>(), 0.5);
+  EXPECT_LT(j["goodput"]["mean"].get<double>(), 1.0);
+  EXPECT_LE(j["goodput"]["ci95_low"].get<double>(), j["goodput"]["mean"].get<double>());
+}
+
+TEST(GoodputCli, TheSameSeedGivesTheSameAnswerBitForBitAndAnotherDrawsAnother) {
+  const nlohmann::json a = goodput_json("--seed 7");
+  const nlohmann::json b = goodput_json("--seed 7");
+  const nlohmann::json c = goodput_json("--seed 8");
+  EXPECT_EQ(a.dump(), b.dump());
+  EXPECT_NE(a["goodput"].dump(), c["goodput"].dump());
+}
+
+TEST(GoodputCli, TheJsonFileIsWrittenWhole) {
+  const fs::path dir = cli_test::fresh_dir("tandem-goodput", "json");
+  const std::string path = (dir / "goodput.json").string();
+  const CliRun run = run_tandem("goodput goodput-gpt2-124m-straggler" + kQuick + " --json " + path);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(cli_test::read_file(path));
+  EXPECT_EQ(j["scenario"], "goodput-gpt2-124m-straggler");
+  EXPECT_EQ(j["stragglers"][0]["rank"], 3);
+  fs::remove_all(dir);
+}
+
+// A small reliability scenario with one line replaced, written beside the test.
+std::string scenario_with(const std::string& from, const std::string& to) {
+  std::string text =
+      "name: bad-goodput\n"
+      "model: gpt2-124m\n"
+      "cluster: tiny-h100\n"
+      "training: { global_batch_size: 64, micro_batch_size: 8, seq_length: 1024 }\n"
+      "strategy: { type: data_parallel, data_parallel_size: 8 }\n"
+      "stragglers:\n"
+      "  - rank: 3\n"
+      "    compute_slowdown: 1.3\n"
+      "reliability:\n"
+      "  failures: llama3-405b-h100\n"
+      "  repair_hours: 24\n"
+      "  policy: restart_on_spares\n"
+      "  checkpoint: { mode: sync, interval: auto }\n"
+      "  storage: { aggregate_gb_per_s: 2000, per_node_gb_per_s: 50 }\n"
+      "  restart: { relaunch_s: 60, init_s: 30 }\n";
+  if (!from.empty()) {
+    const auto at = text.find(from);
+    if (at == std::string::npos) throw std::logic_error("no '" + from + "' in the scenario");
+    text.replace(at, from.size(), to);
+  }
+  const fs::path dir = cli_test::fresh_dir("tandem-goodput", "bad");
+  const fs::path path = dir / ("s" + std::to_string(std::hash<std::string>{}(from + to)) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
+  struct Case {
+    std::string from, to, field;
+    int line;
+  };
+  const std::vector<Case> cases = {
+      {"policy: restart_on_spares", "policy: pray", "reliability.policy", 12},
+      {"  repair_hours: 24\n", "", "reliability", 9},  // missing: reported at its section
+      {"repair_hours: 24", "repair_hours: -3", "reliability.repair_hours", 11},
+      {"failures: llama3-405b-h100", "failures: no-such-profile", "reliability.failures", 10},
+      {"interval: auto", "interval: soon", "reliability.checkpoint.interval", 13},
+      {"mode: sync", "mode: eventually", "reliability.checkpoint.mode", 13},
+      {"aggregate_gb_per_s: 2000", "aggregate_gb_per_s: 0", "reliability.storage.aggregate_gb_per_s", 14},
+      {"relaunch_s: 60", "relaunch_s: nan", "reliability.restart.relaunch_s", 15},
+      {"rank: 3", "rank: 8", "stragglers[0].rank", 7},
+      {"compute_slowdown: 1.3", "compute_slowdown: 0.5", "stragglers[0].compute_slowdown", 8},
+      {"compute_slowdown: 1.3", "compute_slowdown: [1.5, 1.2]", "stragglers[0].compute_slowdown", 8},
+      {"policy: restart_on_spares", "policy: restart_on_spares\n  spare_nodes: -1", "reliability.spare_nodes", 13},
+      {"  restart:", "  bogus: 1\n  restart:", "reliability.bogus", 15},
+  };
+  for (const Case& c : cases) {
+    const std::string path = scenario_with(c.from, c.to);
+    const CliRun run = run_tandem("goodput " + path + kQuick);
+    EXPECT_EQ(run.status, 2) << c.to << "\n" << run.out << run.err;
+    EXPECT_NE(run.err.find(path + ":" + std::to_string(c.line)), std::string::npos) << c.to << ": " << run.err;
+    EXPECT_NE(run.err.find(c.field), std::string::npos) << c.to << ": " << run.err;
+  }
+}
+
+TEST(GoodputCli, BadCommandLineValuesAndMissingSectionsExitTwo) {
+  const std::string path = scenario_with("", "");
+  for (const char* args : {" --horizon 7x", " --horizon -1d", " --interval never", " --tokens 0", " --trials 0"}) {
+    const CliRun run = run_tandem("goodput " + path + std::string(args));
+    EXPECT_EQ(run.status, 2) << args << ": " << run.err;
+  }
+  const CliRun plain = run_tandem("goodput gpt2-124m-dp8");
+  EXPECT_EQ(plain.status, 2) << plain.err;
+  EXPECT_NE(plain.err.find("reliability"), std::string::npos) << plain.err;
+}
+
+}  // namespace
+}  // namespace tandem
