@@ -19,6 +19,8 @@ inline constexpr FieldDoc kRoot[] = {
     {"simulation", "section", "-", "what `simulate` runs by default"},
     {"search", "section", "-", "the knobs `tandem search` explores (scenarios/search_spec.hpp)"},
     {"validation", "section", "-", "a published measurement of this scenario (validation/)"},
+    {"stragglers", "list", "-", "slowed devices or links (scenarios/straggler_reader.hpp)"},
+    {"reliability", "section", "-", "failures, checkpoints, restarts for `tandem goodput` (scenarios/reliability_spec.hpp)"},
 };
 
 inline constexpr FieldDoc kTransformer[] = {
