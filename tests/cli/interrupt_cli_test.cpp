@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -61,6 +62,37 @@ TEST(InterruptCli, SigintStopsASearchAndReapsItsWorkers) {
   for (pid_t w : workers) EXPECT_FALSE(SpawnedTandem::alive(w)) << "worker " << w << " outlived the search";
   EXPECT_EQ(read_file(dir / "search.json"), "old\n");
   EXPECT_FALSE(fs::exists(dir / "winner.yaml"));
+  expect_no_temporary_files(dir);
+}
+
+// Ctrl-C in a terminal signals the whole foreground process group: the workers get SIGINT at
+// the same moment as the search. Every process of the search is gone afterwards (not only
+// reaped children: any descendant), the search exits with 130 and one line, and it does so
+// promptly. The promise is a second; the bound below is ten times that, so it tells a stop
+// from a hang or from a wait for the 5 s grace a child command gets, not a fast machine from a
+// slow one.
+TEST(InterruptCli, CtrlCToASearchsProcessGroupLeavesNoProcessBehindAndExitsPromptly) {
+  const fs::path dir = fresh_dir("search-group");
+  SpawnedTandem tandem({"search", "search-gpt3-13b-mixed", "--workers", "2", "--json", (dir / "search.json").string()},
+                       dir, /*own_group=*/true);
+  std::vector<pid_t> processes;
+  // Two workers running: the search is past its start-up (the watcher took the signals over).
+  ASSERT_TRUE(tandem.wait_until([&] {
+    processes = tandem.descendants();
+    return processes.size() >= 2;
+  })) << "two workers were never seen at once; stderr: " << tandem.err();
+  const auto sent = std::chrono::steady_clock::now();
+  tandem.signal_group(SIGINT);
+  const int raw = tandem.wait();
+  const auto took = std::chrono::steady_clock::now() - sent;
+  EXPECT_TRUE(exited_with(raw, 130)) << "raw status " << raw << "; stderr: " << tandem.err();
+  EXPECT_LT(took, std::chrono::seconds(10)) << "stopping took "
+                                            << std::chrono::duration<double>(took).count() << " s";
+  const std::string err = tandem.err();
+  EXPECT_EQ(err.find("tandem: interrupted (SIGINT)"), err.rfind("tandem: interrupted")) << "one line: " << err;
+  EXPECT_NE(err.find("tandem: interrupted (SIGINT)"), std::string::npos) << err;
+  for (pid_t p : processes) EXPECT_FALSE(SpawnedTandem::alive(p)) << "process " << p << " outlived the search";
+  EXPECT_FALSE(fs::exists(dir / "search.json"));
   expect_no_temporary_files(dir);
 }
 

@@ -24,13 +24,16 @@ namespace tandem::cli_test {
 
 class SpawnedTandem {
  public:
-  SpawnedTandem(const std::vector<std::string>& args, const std::filesystem::path& log_dir)
+  // `own_group`: the process leads a process group of its own, which its children join, so a
+  // test can signal all of them at once as a terminal's Ctrl-C does (signal_group).
+  SpawnedTandem(const std::vector<std::string>& args, const std::filesystem::path& log_dir, bool own_group = false)
       : out_path_(log_dir / "stdout.txt"), err_path_(log_dir / "stderr.txt") {
     const std::string binary = tandem_binary();
     std::vector<std::string> argv_text{binary};
     argv_text.insert(argv_text.end(), args.begin(), args.end());
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (own_group) ::setpgid(0, 0);
       std::freopen(out_path_.c_str(), "w", stdout);
       std::freopen(err_path_.c_str(), "w", stderr);
       std::vector<char*> argv;
@@ -49,17 +52,25 @@ class SpawnedTandem {
 
   pid_t pid() const { return pid_; }
   void signal(int sig) const { ::kill(pid_, sig); }
+  // To the whole process group (own_group): the command and every child it started.
+  void signal_group(int sig) const { ::kill(-pid_, sig); }
 
   // The processes whose parent is this tandem (from /proc).
-  std::vector<pid_t> children() const {
-    std::vector<pid_t> out;
-    DIR* proc = ::opendir("/proc");
-    while (const dirent* e = proc ? ::readdir(proc) : nullptr) {
-      const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-      if (pid > 0 && parent_of(pid) == pid_) out.push_back(pid);
+  std::vector<pid_t> children() const { return children_of(pid_); }
+
+  // Children, their children, and so on (a snapshot: taken before a signal, the processes to
+  // check for afterwards, when orphans would no longer point back to this tandem).
+  std::vector<pid_t> descendants() const {
+    std::vector<pid_t> all;
+    std::vector<pid_t> parents{pid_};
+    while (!parents.empty()) {
+      std::vector<pid_t> next;
+      for (pid_t parent : parents)
+        for (pid_t child : children_of(parent)) next.push_back(child);
+      all.insert(all.end(), next.begin(), next.end());
+      parents = std::move(next);
     }
-    if (proc) ::closedir(proc);
-    return out;
+    return all;
   }
 
   // Polls `ready` until true or the process ends; false if it ended (or the limit passed) first.
@@ -111,6 +122,16 @@ class SpawnedTandem {
     int raw = 0;
     if (::waitpid(pid_, &raw, WNOHANG) == pid_) status_ = raw;
     return status_.has_value();
+  }
+  static std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> out;
+    DIR* proc = ::opendir("/proc");
+    while (const dirent* e = proc ? ::readdir(proc) : nullptr) {
+      const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (pid > 0 && parent_of(pid) == parent) out.push_back(pid);
+    }
+    if (proc) ::closedir(proc);
+    return out;
   }
   static pid_t parent_of(pid_t pid) {
     const std::string stat = read("/proc/" + std::to_string(pid) + "/stat");
