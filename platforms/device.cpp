@@ -106,6 +106,8 @@ FlopsPerSecond DeviceProfile::peak_flops_per_s(DType dtype) const {
     case DType::bf16: return peak_bf16_flops_per_s;
     case DType::fp16: return peak_fp16_flops_per_s;
     case DType::int32: return peak_fp32_flops_per_s;
+    // A CPU emulates FP8 GEMMs in fp32; a GPU without FP8 tensor cores has none (0).
+    case DType::fp8: return kind == "cpu" && !(peak_fp8_flops_per_s > 0) ? peak_fp32_flops_per_s : peak_fp8_flops_per_s;
   }
   return peak_fp32_flops_per_s;
 }
@@ -189,6 +191,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   p.peak_fp32_flops_per_s = root["peak_fp32_tflops"].in(limits::kPeakTflops) * kTera;
   p.peak_bf16_flops_per_s = root["peak_bf16_tflops"].in(limits::kPeakTflops) * kTera;
   p.peak_fp16_flops_per_s = root["peak_fp16_tflops"].in(limits::kPeakTflops) * kTera;
+  if (auto fp8 = root.get("peak_fp8_tflops")) p.peak_fp8_flops_per_s = fp8->in(limits::kPeakTflops) * kTera;
   p.memory_bandwidth_bytes_per_s = root["memory_bandwidth_gb_per_s"].in(limits::kMemoryBandwidthGbPerS) * kGB;
   p.memory_capacity_bytes = root["memory_capacity_gb"].in(limits::kMemoryCapacityGb) * kGB;
   p.idle_power_w = root["idle_power_w"].in(limits::kPowerW);

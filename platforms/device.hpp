@@ -25,6 +25,7 @@ struct DeviceProfile {
   FlopsPerSecond peak_fp32_flops_per_s = 0;
   FlopsPerSecond peak_bf16_flops_per_s = 0;
   FlopsPerSecond peak_fp16_flops_per_s = 0;
+  FlopsPerSecond peak_fp8_flops_per_s = 0;  // dense FP8 tensor cores; 0: none (Ampere and older)
 
   BytesPerSecond memory_bandwidth_bytes_per_s = 0;
   Bytes memory_capacity_bytes = 0;

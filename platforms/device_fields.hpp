@@ -14,6 +14,7 @@ inline constexpr FieldDoc kRoot[] = {
     {"peak_fp32_tflops", "TFLOP/s", "required", "dense fp32 peak", &limits::kPeakTflops},
     {"peak_bf16_tflops", "TFLOP/s", "required", "dense bf16 peak (no sparsity)", &limits::kPeakTflops},
     {"peak_fp16_tflops", "TFLOP/s", "required", "dense fp16 peak (no sparsity)", &limits::kPeakTflops},
+    {"peak_fp8_tflops", "TFLOP/s", "0 (no FP8)", "dense FP8 tensor-core peak (training.fp8)", &limits::kPeakTflops},
     {"memory_bandwidth_gb_per_s", "GB/s (1e9 bytes)", "required", "memory bandwidth",
      &limits::kMemoryBandwidthGbPerS},
     {"memory_capacity_gb", "GB (1e9 bytes)", "required", "memory capacity", &limits::kMemoryCapacityGb},

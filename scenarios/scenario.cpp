@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "common/yaml_reader.hpp"
-#include "scenarios/gradient_compression_reader.hpp"
 #include "scenarios/scenario_fields.hpp"
+#include "scenarios/gradient_compression_reader.hpp"
 #include "scenarios/scenario_limits.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
@@ -202,6 +202,7 @@ void read_training(const YamlNode& node, Scenario& s) {
   r.count("seq_length", t.seq_length, limits::kSeqLength);
   r.choice("precision", [&](const std::string& v) { t.precision = parse_dtype(v); });
   if (t.precision == DType::int32) node["precision"].fail("int32 is not a training precision");
+  r.choice("fp8", [&](const std::string& v) { t.fp8 = parse_fp8_recipe(v); });
   r.choice("optimizer", [&](const std::string& v) {
     if (v != "adam" && v != "adamw") throw std::invalid_argument("unknown optimizer '" + v + "' (expected adam)");
     t.optimizer = "adam";
@@ -338,6 +339,9 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
     std::vector<RankDevice> devices;
     for (int r = 0; r < world; ++r) {
       const DeviceProfile& d = s.cluster.device_of(r);
+      if (s.training.fp8 != Fp8Recipe::none && d.is_gpu() && !(d.peak_fp8_flops_per_s > 0))
+        throw StrategyError("training.fp8", "FP8 GEMMs need FP8 tensor cores; rank " + std::to_string(r) + "'s " +
+                                                d.name + " has none (no peak_fp8_tflops in its profile)");
       devices.push_back({d.peak_flops_per_s(s.training.precision), d.memory_capacity_bytes,
                          s.cluster.locate(r).global_node, d.name});
     }

@@ -61,6 +61,7 @@ inline constexpr FieldDoc kTraining[] = {
     {"micro_batch_size", "sequences", "1", "per micro-batch", nullptr, &limits::kGlobalBatchSize},
     {"seq_length", "tokens", "the model's", "training sequence length", nullptr, &limits::kSeqLength},
     {"precision", "fp32 | bf16 | fp16", "bf16", "parameters and activations"},
+    {"fp8", "none | e4m3 | hybrid", "none", "FP8 GEMMs in the blocks (Megatron's --fp8-format)"},
     {"optimizer", "adam | adamw", "adam", "mixed-precision AdamW: fp32 master weights, m, v"},
     {"accumulate_allreduce_grads_in_fp32", "bool", "false", "Megatron-LM's flag of that name"},
     {"lr", "rate", "3e-4", "learning rate (run)", &limits::kLearningRate},

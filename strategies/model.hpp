@@ -29,12 +29,19 @@ struct ParallelContext {
 };
 
 // Shapes of one micro-batch.
+// FP8 training as Transformer Engine / Megatron-Core's --fp8-format: every GEMM of the blocks'
+// linear layers in FP8, E4M3 everywhere ("e4m3") or E5M2 for gradients ("hybrid").
+enum class Fp8Recipe : std::uint8_t { none, e4m3, hybrid };
+const char* to_string(Fp8Recipe recipe);
+Fp8Recipe parse_fp8_recipe(const std::string& text);  // "none", "e4m3", "hybrid"; std::invalid_argument
+
 struct BatchShape {
   std::int64_t micro_batch = 1;  // sequences per micro-batch (b)
   std::int64_t seq_len = 1;      // tokens per sequence (s)
   DType dtype = DType::bf16;     // activation/compute dtype
   DType param_dtype = DType::bf16;
   DType grad_dtype = DType::bf16;  // dtype gradients are accumulated and reduced in
+  Fp8Recipe fp8 = Fp8Recipe::none;
 };
 
 class Layer {

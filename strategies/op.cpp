@@ -28,6 +28,15 @@ const char* to_string(OpKind kind) {
 bool is_communication(OpKind kind) { return kind >= OpKind::send; }
 bool is_collective(OpKind kind) { return kind >= OpKind::all_reduce; }
 
+const char* to_string(Fp8Format format) {
+  switch (format) {
+    case Fp8Format::none: return "none";
+    case Fp8Format::e4m3: return "e4m3";
+    case Fp8Format::e5m2: return "e5m2";
+  }
+  return "?";
+}
+
 const char* to_string(Phase phase) {
   switch (phase) {
     case Phase::forward: return "forward";

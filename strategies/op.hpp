@@ -44,11 +44,19 @@ enum class Phase : std::uint8_t { forward, backward, optimizer, other };
 const char* to_string(Phase phase);
 
 // ---- kernel arguments (what a real backend needs to run the kernel) ----
+// FP8 formats of a GEMM operand (OCP 8-bit floating point): E4M3 (max 448, 3 mantissa bits) for
+// weights and activations, E5M2 (max 57344, 2 mantissa bits) for gradients in the "hybrid" recipe.
+enum class Fp8Format : std::uint8_t { none, e4m3, e5m2 };
+const char* to_string(Fp8Format format);
+
 struct GemmArgs {  // C[m,n] (+)= op(A)[m,k] · op(B)[k,n]
   std::int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   bool accumulate = false;  // C += instead of C =  (gradient accumulation)
   std::int64_t batch = 1;   // batched GEMM count
+  // FP8 GEMM (compute dtype fp8): each operand cast to its format with a per-tensor scale.
+  Fp8Format fp8_a = Fp8Format::none, fp8_b = Fp8Format::none;
+  bool fp8() const { return fp8_a != Fp8Format::none; }
 };
 struct AttentionArgs {  // scaled dot-product attention over [batch, heads, seq, head_dim]
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;

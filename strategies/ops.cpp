@@ -255,7 +255,18 @@ Handle issue_in_one_dtype(Runtime& rt, OpKind kind, Phase phase, std::string lab
 Handle gemm(Runtime& rt, Phase phase, std::string label, const Tensor& a, const Tensor& b,
             const Tensor& c, const GemmArgs& args, const Issue& issue) {
   const DType da = dtype_or(a, DType::bf16);
-  const Cost cost = gemm_cost(args, da, dtype_or(b, da), dtype_or(c, da));
+  const DType db = dtype_or(b, da);
+  if (args.fp8()) {
+    // Transformer Engine's FP8 GEMM: each operand is cast to FP8 first (read at its dtype, written
+    // at one byte; counted with the GEMM, per GEMM, although TE may reuse a weight's cast across
+    // micro-batches), the tensor cores read one-byte operands and write C at its own dtype.
+    Cost cost = gemm_cost(args, DType::fp8, DType::fp8, dtype_or(c, da));
+    const double a_elements = static_cast<double>(args.m) * args.k * args.batch;
+    const double b_elements = static_cast<double>(args.k) * args.n * args.batch;
+    cost.bytes += a_elements * (dtype_bytes(da) + 1.0) + b_elements * (dtype_bytes(db) + 1.0);
+    return issue_compute(rt, OpKind::gemm, phase, std::move(label), args, {a, b}, {c}, cost, DType::fp8, issue);
+  }
+  const Cost cost = gemm_cost(args, da, db, dtype_or(c, da));
   return issue_compute(rt, OpKind::gemm, phase, std::move(label), args, {a, b}, {c}, cost, da,
                        issue);
 }

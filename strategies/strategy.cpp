@@ -45,6 +45,7 @@ BatchShape batch_shape_of(const TrainingConfig& training) {
   b.seq_len = training.seq_length;
   b.dtype = training.precision;
   b.param_dtype = training.precision;
+  b.fp8 = training.fp8;
   b.grad_dtype = training.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training.precision;
   return b;
 }

@@ -26,6 +26,7 @@ struct TrainingConfig {
   std::int64_t seq_length = 1;
   DType precision = DType::bf16;       // parameters and activations
   bool accumulate_allreduce_grads_in_fp32 = false;
+  Fp8Recipe fp8 = Fp8Recipe::none;     // FP8 GEMMs in the transformer blocks (model.hpp)
   std::string optimizer = "adam";      // mixed-precision AdamW: fp32 master, m, v
   float lr = 3e-4f;
   float weight_decay = 0.1f;

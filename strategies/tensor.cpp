@@ -12,6 +12,7 @@ Bytes dtype_bytes(DType dtype) {
     case DType::bf16: return 2;
     case DType::fp16: return 2;
     case DType::int32: return 4;
+    case DType::fp8: return 1;
   }
   return 4;
 }
@@ -22,6 +23,7 @@ const char* to_string(DType dtype) {
     case DType::bf16: return "bf16";
     case DType::fp16: return "fp16";
     case DType::int32: return "int32";
+    case DType::fp8: return "fp8";
   }
   return "?";
 }

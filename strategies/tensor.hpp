@@ -13,7 +13,9 @@
 
 namespace tandem {
 
-enum class DType : std::uint8_t { fp32, bf16, fp16, int32 };
+// fp8: a compute dtype only (FP8 tensor-core GEMMs, as Transformer Engine runs them: operands cast
+// to E4M3 or E5M2 with a per-tensor scale); no tensor is stored in it.
+enum class DType : std::uint8_t { fp32, bf16, fp16, int32, fp8 };
 
 Bytes dtype_bytes(DType dtype);
 const char* to_string(DType dtype);

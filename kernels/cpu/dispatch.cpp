@@ -16,6 +16,7 @@
 #include "kernels/cpu/cross_entropy.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/embedding.hpp"
+#include "kernels/cpu/fp8.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/norm.hpp"
 #include "kernels/op_args.hpp"
@@ -57,6 +58,14 @@ void run_gemm(const OpContext& c, const GemmArgs& a) {
   const float* A = c.in(0, a.batch * a.m * a.k);
   const float* B = c.in(1, a.batch * a.k * a.n);
   float* C = c.out(0, a.batch * a.m * a.n);
+  if (a.fp8()) {
+    // An FP8 GEMM multiplies its operands as cast to FP8 (kernels/cpu/fp8.hpp), accumulating in fp32.
+    std::vector<float> qa(A, A + a.batch * a.m * a.k), qb(B, B + a.batch * a.k * a.n);
+    quantize_fp8(qa.data(), static_cast<I64>(qa.size()), a.fp8_a);
+    quantize_fp8(qb.data(), static_cast<I64>(qb.size()), a.fp8_b);
+    gemm_forward(C, qa.data(), qb.data(), a.m, a.n, a.k, a.trans_a, a.trans_b, a.accumulate, a.batch);
+    return;
+  }
   gemm_forward(C, A, B, a.m, a.n, a.k, a.trans_a, a.trans_b, a.accumulate, a.batch);
 }
 

@@ -49,6 +49,7 @@ struct Dims {
   I64 h = 0, d = 0, al = 0, gl = 0, fl = 0, m = 1, vl = 0, nqkv = 0;
   bool sp = false;
   int tp_rank = 0;
+  Fp8Recipe fp8 = Fp8Recipe::none;
 };
 
 Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const ParallelContext& ctx) {
@@ -67,7 +68,21 @@ Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const Para
   x.vl = ceil_div(cfg.vocab_size, x.t);
   x.nqkv = (x.al + 2 * x.gl) * x.d;
   x.tp_rank = ctx.tp_rank;
+  x.fp8 = batch.fp8;
   return x;
+}
+
+// The GEMM of a linear layer of the block (qkv, proj, fc1, fc2), in FP8 when the recipe asks, as
+// Transformer Engine runs them (the output layer stays in the activation dtype, as Megatron-Core
+// keeps it): operands in E4M3, a gradient operand in E5M2 with the hybrid recipe.
+GemmArgs linear(const Dims& x, GemmArgs g, bool a_is_gradient, bool b_is_gradient) {
+  if (x.fp8 == Fp8Recipe::none) return g;
+  const auto format = [&](bool gradient) {
+    return gradient && x.fp8 == Fp8Recipe::hybrid ? Fp8Format::e5m2 : Fp8Format::e4m3;
+  };
+  g.fp8_a = format(a_is_gradient);
+  g.fp8_b = format(b_is_gradient);
+  return g;
 }
 
 void check_shardable(const TransformerConfig& cfg, const BatchShape& batch,
@@ -224,7 +239,7 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   GemmArgs dgrad{tokens, k, n};
   if (w_out_in) dgrad.trans_b = false;
   else dgrad.trans_b = true;
-  gemm_op(em, Phase::backward, what, "bwd", d_out, w.w, d_in_full, dgrad);
+  gemm_op(em, Phase::backward, what, "bwd", d_out, w.w, d_in_full, linear(x, dgrad, true, false));
   Tensor d_in = d_in_full;
   Handle comm;
   if (x.t > 1) {
@@ -242,8 +257,8 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
     GemmArgs wgrad = w_out_in ? GemmArgs{n, k, tokens} : GemmArgs{k, n, tokens};
     wgrad.trans_a = true;
     wgrad.accumulate = true;
-    if (w_out_in) gemm_op(em, Phase::backward, what, "bwd_w", d_out, in_full, w.g, wgrad);
-    else gemm_op(em, Phase::backward, what, "bwd_w", in_full, d_out, w.g, wgrad);
+    if (w_out_in) gemm_op(em, Phase::backward, what, "bwd_w", d_out, in_full, w.g, linear(x, wgrad, true, false));
+    else gemm_op(em, Phase::backward, what, "bwd_w", in_full, d_out, w.g, linear(x, wgrad, false, true));
   }
   em.pending(comm);
   em.release(d_out);
@@ -555,12 +570,12 @@ class TransformerBlock final : public LayerBase {
     Tensor d_act = alloc("mlp.act.dinput", {x_.b, x_.s, x_.fl});
     GemmArgs fc2_dgrad{tokens, x_.fl, x_.h};
     fc2_dgrad.trans_b = true;
-    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act, fc2_dgrad);
+    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act, linear(x_, fc2_dgrad, true, false));
     if (fc2_w_.g.valid()) {
       GemmArgs wgrad{x_.fl, x_.h, tokens};
       wgrad.trans_a = true;
       wgrad.accumulate = true;
-      gemm_op(em, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, wgrad);
+      gemm_op(em, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, linear(x_, wgrad, false, true));
     }
     rt.release(act);
     release_unless(d_fc2, dy);
@@ -592,12 +607,12 @@ class TransformerBlock final : public LayerBase {
     Tensor d_ctx = alloc("attn.core.doutput", {x_.b, x_.s, x_.al * x_.d});
     GemmArgs proj_dgrad{tokens, x_.al * x_.d, x_.h};
     proj_dgrad.trans_b = true;
-    gemm_op(em, Phase::backward, "attn.proj", "bwd", d_proj, proj_w_.w, d_ctx, proj_dgrad);
+    gemm_op(em, Phase::backward, "attn.proj", "bwd", d_proj, proj_w_.w, d_ctx, linear(x_, proj_dgrad, true, false));
     if (proj_w_.g.valid()) {
       GemmArgs wgrad{x_.al * x_.d, x_.h, tokens};
       wgrad.trans_a = true;
       wgrad.accumulate = true;
-      gemm_op(em, Phase::backward, "attn.proj", "bwd_w", ctx_out, d_proj, proj_w_.g, wgrad);
+      gemm_op(em, Phase::backward, "attn.proj", "bwd_w", ctx_out, d_proj, proj_w_.g, linear(x_, wgrad, false, true));
     }
     release_unless(d_proj, d_x2);
 
@@ -760,7 +775,7 @@ class TransformerBlock final : public LayerBase {
     norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
     Tensor qkv_in = gather_full(em, ctx_, x_, dt, ph, "attn.qkv", sf, ln1);
     Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
-    gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, GemmArgs{tokens, x_.nqkv, x_.h});
+    gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, linear(x_, GemmArgs{tokens, x_.nqkv, x_.h}, false, false));
     bias_fwd(em, ph, "attn.qkv.bias", sf, qkv, qkv_b_, tokens * x_.nqkv);
     if (qkv_in.id != ln1.id) rt.release(qkv_in);
     keep("ln1", ln1, keep_all);
@@ -768,7 +783,7 @@ class TransformerBlock final : public LayerBase {
     for (std::size_t i = 0; i < core.size(); ++i) keep(core_key(i), core[i], keep_core);
     keep("qkv", qkv, keep_all);
     Tensor proj = alloc("attn.proj.out", {x_.b, x_.s, x_.h});
-    gemm_op(em, ph, "attn.proj", sf, ctx_out, proj_w_.w, proj, GemmArgs{tokens, x_.h, x_.al * x_.d});
+    gemm_op(em, ph, "attn.proj", sf, ctx_out, proj_w_.w, proj, linear(x_, GemmArgs{tokens, x_.h, x_.al * x_.d}, false, false));
     keep("ctx", ctx_out, keep_all);
     Tensor attn_out = reduce_partial(em, ctx_, x_, dt, ph, "attn.proj", sf, proj);
     bias_fwd(em, ph, "attn.proj.bias", sf, attn_out, proj_b_, rows * x_.h);
@@ -779,7 +794,7 @@ class TransformerBlock final : public LayerBase {
     norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
     Tensor fc1_in = gather_full(em, ctx_, x_, dt, ph, "mlp.fc1", sf, ln2);
     Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
-    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, GemmArgs{tokens, x_.fl * x_.m, x_.h});
+    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, false, false));
     bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
     if (fc1_in.id != ln2.id) rt.release(fc1_in);
     keep("ln2", ln2, keep_all);
@@ -787,7 +802,7 @@ class TransformerBlock final : public LayerBase {
     elementwise_op(em, ph, "mlp.act", sf, {fc1}, {act}, act_fn(), tokens * x_.fl);
     keep("fc1", fc1, keep_all);
     Tensor fc2 = alloc("mlp.fc2.out", {x_.b, x_.s, x_.h});
-    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, GemmArgs{tokens, x_.h, x_.fl});
+    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, linear(x_, GemmArgs{tokens, x_.h, x_.fl}, false, false));
     keep("act", act, keep_all);
     Tensor mlp_out = reduce_partial(em, ctx_, x_, dt, ph, "mlp.fc2", sf, fc2);
     bias_fwd(em, ph, "mlp.fc2.bias", sf, mlp_out, fc2_b_, rows * x_.h);
@@ -881,7 +896,9 @@ class LMHead final : public VocabTableLayer {
                                    em.compute_issue()));
     rt.release(softmax);
     rt.release(labels);
-    Tensor d_ln = column_parallel_bwd(em, ctx_, x_, dt, "output", take(mb, "ln"), d_logits, out_,
+    Dims in_bf16 = x_;  // the output layer's GEMMs stay out of FP8
+    in_bf16.fp8 = Fp8Recipe::none;
+    Tensor d_ln = column_parallel_bwd(em, ctx_, in_bf16, dt, "output", take(mb, "ln"), d_logits, out_,
                                       x_.h, x_.vl, /*w_out_in=*/true);
     Tensor x = take(mb, "x");
     Tensor dx = rt.alloc(em.name("norm.dinput"), {x_.b, x_.sl, x_.h}, dt, kAct);
