@@ -3,7 +3,7 @@
 // restarts on spares, sync checkpoints every 30 min of training. Its reference, timed in the same
 // iterations, is the floor any event-level Monte Carlo pays: drawing the trial's random numbers
 // (two per failure) and nothing else. Counters:
-//   failures            per trial (about 4,600: a failure every ~5 h)
+//   failures            per trial (about 1,940: a failure every ~12 h)
 //   trial_ms            one trial's wall time
 //   vs_random_floor     the trial over drawing its random numbers
 //   simulated_days_per_s
