@@ -16,6 +16,8 @@
 // reference: `speedup_vs_1_worker` is measured in the same process.
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -32,14 +34,29 @@ constexpr int kSearchWorkers = 2;
 struct TimedSearch {
   search::SearchResult result;
   double wall_s = 0;
+  double cpu_s = 0;  // this process and its worker processes: what a loaded machine does not inflate
 };
+
+// CPU seconds (user + system) of this process and of its children waited for so far.
+double cpu_seconds() {
+  double total = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    getrusage(who, &u);
+    total += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+             1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+  return total;
+}
 
 TimedSearch timed_search(const SearchScenario& spec, const search::SearchSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = cpu_seconds();
   const search::Enumeration space = search::enumerate(spec.space, spec.base.cluster, spec.base.training);
   SimulationEvaluator evaluator(spec.base, kSearchWorkers);
-  TimedSearch t{search::run_search(space, evaluator, settings), 0};
+  TimedSearch t{search::run_search(space, evaluator, settings), 0, 0};
   t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  t.cpu_s = cpu_seconds() - cpu_start;
   return t;
 }
 
@@ -60,6 +77,7 @@ void search_benchmark(benchmark::State& state, const SearchScenario& spec, bool 
   }
   if (fast.result.ranked.empty()) return state.SkipWithError("no feasible strategy");
   state.counters["wall_s"] = fast.wall_s;
+  state.counters["cpu_s"] = fast.cpu_s;
   state.counters["valid"] = static_cast<double>(fast.result.valid);
   state.counters["simulated"] = static_cast<double>(fast.result.evaluated);
   state.counters["pruned"] = static_cast<double>(fast.result.pruned_by_bound);
@@ -72,8 +90,10 @@ void search_benchmark(benchmark::State& state, const SearchScenario& spec, bool 
   const TimedSearch full = timed_search(spec, every);
   if (full.result.ranked.empty()) return state.SkipWithError("reference: no feasible strategy");
   state.counters["reference_wall_s"] = full.wall_s;
+  state.counters["reference_cpu_s"] = full.cpu_s;
   state.counters["reference_simulated"] = static_cast<double>(full.result.evaluated);
   state.counters["wall_ratio_vs_every"] = fast.wall_s / full.wall_s;
+  state.counters["cpu_ratio_vs_every"] = fast.cpu_s / full.cpu_s;
   state.counters["same_winner"] = fast.result.ranked.front().candidate == full.result.ranked.front().candidate ? 1 : 0;
 }
 
