@@ -6,8 +6,8 @@
 
 #include <stdexcept>
 
-#include "platforms/cluster.hpp"
 #include "tests/strategies/search/fake_evaluator.hpp"
+#include "tests/strategies/search/small_space.hpp"
 
 namespace tandem::search {
 namespace {
@@ -39,14 +39,7 @@ class SketchingEvaluator final : public Evaluator {
 };
 
 TEST(GuidedSketch, CandidatesDroppedByTheirFullEstimateAreNotProposedAgain) {
-  const Cluster cluster = find_cluster("tiny-h100");
-  TrainingConfig training;
-  training.global_batch_size = 16;
-  SearchSpace space;
-  space.micro_batch_size = {1, 2, 4};
-  space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
-  space.zero_stage = {0, 1};
-  const Enumeration all = enumerate(complete_space(space, cluster, training), cluster, training);
+  const Enumeration all = test::small_space();
   SearchSettings settings;
   settings.algorithm = Algorithm::guided;
   settings.estimate_limit = 0;  // sketch everything

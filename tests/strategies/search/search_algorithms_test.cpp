@@ -9,22 +9,14 @@
 #include "platforms/cluster.hpp"
 #include "strategies/search/pareto.hpp"
 #include "tests/strategies/search/fake_evaluator.hpp"
+#include "tests/strategies/search/small_space.hpp"
 
 namespace tandem::search {
 namespace {
 
 using test::FakeEvaluator;
 
-Enumeration small_space() {
-  const Cluster cluster = find_cluster("tiny-h100");
-  TrainingConfig training;
-  training.global_batch_size = 16;
-  SearchSpace space;
-  space.micro_batch_size = {1, 2, 4};
-  space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
-  space.zero_stage = {0, 1};
-  return enumerate(complete_space(space, cluster, training), cluster, training);
-}
+using test::small_space;
 
 // Every candidate evaluated, ranked by (value, canonical order): the answer by definition.
 std::vector<Ranked> brute_force(const Enumeration& space, Objective objective, const Constraints& constraints) {

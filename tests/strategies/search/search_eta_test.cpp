@@ -5,19 +5,13 @@
 
 #include "platforms/cluster.hpp"
 #include "tests/strategies/search/fake_evaluator.hpp"
+#include "tests/strategies/search/small_space.hpp"
 
 namespace tandem::search {
 namespace {
 
 TEST(SearchEta, ExpectedSimulationsFollowTheBounds) {
-  const Cluster cluster = find_cluster("tiny-h100");
-  TrainingConfig training;
-  training.global_batch_size = 16;
-  SearchSpace space;
-  space.micro_batch_size = {1, 2, 4};
-  space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
-  space.zero_stage = {0, 1};
-  const Enumeration e = enumerate(complete_space(space, cluster, training), cluster, training);
+  const Enumeration e = test::small_space();
   SearchSettings settings;
   settings.algorithm = Algorithm::exhaustive;
   settings.top_k = 3;
