@@ -12,6 +12,7 @@
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/data_parallel.hpp"
 #include "tests/exec/cpu/hybrid_shape.hpp"
+#include "tests/exec/cpu/train_losses.hpp"
 
 namespace tandem::exec::cpu {
 namespace {
@@ -40,14 +41,7 @@ std::vector<double> train(const CodecCase& c) {
   parallel.gradient_compression.topk_ratio = c.topk_ratio;
   parallel.gradient_compression.matrix_approximation_rank = c.rank;
   DataParallel strategy(model, training, parallel, {});
-  RunOptions o;
-  o.iterations = kSteps;
-  configure_for_model(o, *model, 32);
-  o.record_trace = false;
-  o.timeout_s = 30;
-  std::vector<double> losses;
-  for (const auto& it : run_cpu(strategy, o).iterations) losses.push_back(it.loss);
-  return losses;
+  return testing::train_losses(strategy, *model, kSteps, 32);
 }
 
 class CompressedTraining : public ::testing::TestWithParam<CodecCase> {};

@@ -10,6 +10,7 @@
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/data_parallel.hpp"
 #include "tests/exec/cpu/hybrid_shape.hpp"
+#include "tests/exec/cpu/train_losses.hpp"
 
 namespace tandem::exec::cpu {
 namespace {
@@ -28,14 +29,7 @@ std::vector<double> train(Fp8Recipe recipe) {
   ParallelConfig parallel;
   parallel.data_parallel_size = 2;
   DataParallel strategy(model, training, parallel, {});
-  RunOptions o;
-  o.iterations = kSteps;
-  configure_for_model(o, *model, 32);
-  o.record_trace = false;
-  o.timeout_s = 30;
-  std::vector<double> losses;
-  for (const auto& it : run_cpu(strategy, o).iterations) losses.push_back(it.loss);
-  return losses;
+  return testing::train_losses(strategy, *model, kSteps, 32);
 }
 
 TEST(Fp8Training, HybridFp8FollowsFp32Closely) {
