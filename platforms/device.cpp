@@ -107,7 +107,7 @@ FlopsPerSecond DeviceProfile::peak_flops_per_s(DType dtype) const {
     case DType::fp16: return peak_fp16_flops_per_s;
     case DType::int32: return peak_fp32_flops_per_s;
     // A CPU emulates FP8 GEMMs in fp32; a GPU without FP8 tensor cores has none (0).
-    case DType::fp8: return kind == "cpu" && !(peak_fp8_flops_per_s > 0) ? peak_fp32_flops_per_s : peak_fp8_flops_per_s;
+    case DType::fp8: return !is_gpu() && !(peak_fp8_flops_per_s > 0) ? peak_fp32_flops_per_s : peak_fp8_flops_per_s;
   }
   return peak_fp32_flops_per_s;
 }

@@ -113,11 +113,10 @@ SimulationSize estimate_simulation_size(const Scenario& s, const sim::Simulation
   size.micro_batches = ceil_div(static_cast<long double>(s.training.global_batch_size),
                                 static_cast<long double>(s.training.micro_batch_size) * dp);
   // A periodic pipeline is simulated as two shorter iterations (sim/pipeline_extrapolation.hpp).
-  if (s.strategy_type == "hybrid" && pp >= 2 && s.hybrid.schedule != PipelineSchedule::gpipe &&
+  const auto steady = steady_state(s.hybrid.schedule, p.pipeline_model_parallel_size);
+  if (s.strategy_type == "hybrid" && pp >= 2 && steady &&
       options.pipeline_extrapolation != sim::FoldingMode::off && !record_trace) {
-    const bool interleaved = s.hybrid.schedule == PipelineSchedule::interleaved_1f1b;
-    const long double shorter = interleaved ? 2 * pp : pp;
-    const long double both = 2 * shorter + (interleaved ? pp : 1);
+    const long double both = 2.0L * steady->from + steady->period;
     size.micro_batches = std::min(size.micro_batches, both);
   }
   size.layers_per_rank = ceil_div(model_layers(s.model), pp) + 2;  // + embedding and head

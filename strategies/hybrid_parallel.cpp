@@ -361,24 +361,11 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
 }
 
 std::optional<PipelineStructure> HybridParallel::pipeline_structure() const {
-  const std::int64_t p = layout_.pp_size();
-  if (p < 2 || hybrid_.schedule == PipelineSchedule::gpipe) return std::nullopt;  // GPipe's memory grows with them
+  const std::optional<SteadyState> steady = steady_state(hybrid_.schedule, layout_.pp_size());
+  if (layout_.pp_size() < 2 || !steady) return std::nullopt;
   if (std::adjacent_find(micro_batches_.begin(), micro_batches_.end(), std::not_equal_to<>()) != micro_batches_.end())
     return std::nullopt;
-  PipelineStructure s;
-  s.micro_batches = micro_batches_.front();
-  if (hybrid_.schedule == PipelineSchedule::one_f_one_b) {
-    // Stage s warms up with p-s-1 forwards, then alternates: once every stage has its full
-    // warm-up (M >= p), each further micro-batch adds one forward-backward pair to the steady phase.
-    s.periodic_from = p;
-    s.period = 1;
-  } else {
-    // Interleaved: stage 0 warms up with 2(p-1) + (v-1)p chunks, which fit in its M v chunks
-    // (so memory stops growing) from M = 2p on; counts are multiples of p.
-    s.periodic_from = 2 * p;
-    s.period = p;
-  }
-  return s;
+  return PipelineStructure{micro_batches_.front(), steady->from, steady->period};
 }
 
 std::unique_ptr<Strategy> HybridParallel::with_micro_batches(std::int64_t micro_batches) const {

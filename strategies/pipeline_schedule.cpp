@@ -81,6 +81,15 @@ int warmup_forwards(PipelineSchedule schedule, int stage, int stages, int micro_
   return 0;
 }
 
+std::optional<SteadyState> steady_state(PipelineSchedule schedule, int stages) {
+  switch (schedule) {
+    case PipelineSchedule::gpipe: return std::nullopt;
+    case PipelineSchedule::one_f_one_b: return SteadyState{stages, 1};
+    case PipelineSchedule::interleaved_1f1b: return SteadyState{2 * static_cast<std::int64_t>(stages), stages};
+  }
+  return std::nullopt;
+}
+
 std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stage, int stages,
                                              int micro_batches, int chunks) {
   const int p = stages, m = micro_batches, v = chunks;

@@ -28,6 +28,8 @@
 //                Requires v >= 2 and m % p == 0 (as Megatron-LM).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,17 @@ void validate_pipeline(PipelineSchedule schedule, int stages, int micro_batches,
 // see above). The first backward follows right after the forward that comes next, if any.
 int warmup_forwards(PipelineSchedule schedule, int stage, int stages, int micro_batches,
                     int chunks);
+
+// Where a schedule's iteration becomes periodic in its micro-batch count m: from m = `from` on,
+// `period` more micro-batches add the same time to every stage and nothing to its peak memory
+// (1F1B: from p, period 1, once every stage has its full warm-up; interleaved: from 2p, period p,
+// as stage 0's 2(p-1) + (v-1)p warm-up chunks then fit in its m*v and counts are multiples of p).
+// GPipe never is (its memory grows with m): nullopt.
+struct SteadyState {
+  std::int64_t from = 0;
+  std::int64_t period = 1;
+};
+std::optional<SteadyState> steady_state(PipelineSchedule schedule, int stages);
 
 // The ordered forward/backward actions of stage `stage` in one iteration: 2*m*v actions, every
 // (micro_batch, chunk) once forward and once backward, the backward after the forward.

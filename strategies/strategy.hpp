@@ -98,8 +98,8 @@ struct TensorStructure {
 
 // The pipeline of a strategy whose schedule reaches a periodic steady state. Every replica runs
 // `micro_batches` per iteration; from `periodic_from` micro-batches on, `period` more add the same
-// time to every rank and nothing to its peak memory (1F1B: from p, period 1; interleaved 1F1B:
-// from 2p, period p, as its counts are multiples of p). So a backend may run two shorter
+// time to every rank and nothing to its peak memory (the schedule's steady_state(),
+// pipeline_schedule.hpp). So a backend may run two shorter
 // iterations and extrapolate (the simulator's pipeline extrapolation).
 struct PipelineStructure {
   std::int64_t micro_batches = 0;  // per replica
