@@ -38,6 +38,10 @@ inline constexpr Range kPricePerHourUsd{0, 1e5, "USD/h"};
 inline constexpr Range kOverheadUs{0, 1e5, "us"};
 // An efficiency (fraction of peak reached): 1e-6 to 1. 1e-320 is "positive" but divides to inf.
 inline constexpr Range kEfficiencyFraction{1e-6, 1, "(a fraction in (0, 1])"};
+// A kernel alone on its machine over the same kernel with every core busy: below 1 on machines
+// whose cores share caches, memory bandwidth or an SMT core (0.85 on a 2-vCPU EPYC guest); a
+// ratio off by a factor of 4 either way is a broken measurement.
+inline constexpr Range kAloneKernelTimeFraction{0.25, 4, ""};
 // The plateau of a measured efficiency curve, relative to the profile's peak: above 1 happens (a
 // CPU kernel in cache beats the DRAM bandwidth), 100x does not.
 inline constexpr Range kCurveMaxEfficiency{1e-6, 100, ""};

@@ -205,6 +205,8 @@ DeviceProfile load_device_profile(const std::string& path) {
   p.launch_overhead_s = root["launch_overhead_us"].in(limits::kOverheadUs) * 1e-6;
   if (root.has("core_handoff_us")) p.core_handoff_s = root["core_handoff_us"].in(limits::kOverheadUs) * 1e-6;
   if (root.has("core_wake_us")) p.core_wake_s = root["core_wake_us"].in(limits::kOverheadUs) * 1e-6;
+  if (root.has("alone_kernel_time_fraction"))
+    p.alone_kernel_time_fraction = root["alone_kernel_time_fraction"].in(limits::kAloneKernelTimeFraction);
 
   for (int i = 0; i < kOpKindCount; ++i) {
     const OpEfficiency e = default_efficiency(p.kind, static_cast<OpKind>(i));

@@ -41,6 +41,13 @@ struct DeviceProfile {
   // waits for the core to resume (a delay). Measured by `tandem calibrate` (thread ping-pong).
   Seconds core_handoff_s = 0;
   Seconds core_wake_s = 0;
+  // CPU devices sharing cores: the curves below time kernels with every core running one
+  // (calibration runs one replica per core, as training does); a rank with the machine's other
+  // cores idle runs its kernels in this fraction of that time (no neighbour in its caches, its
+  // memory bandwidth, its SMT core). With k of c cores running ranks the simulator scales kernels
+  // by fraction + (1 - fraction) (k - 1) / (c - 1) (sim/core_contention.hpp). Measured by
+  // `tandem calibrate` (the same workloads alone); 1: not measured.
+  double alone_kernel_time_fraction = 1;
 
   // Fraction of peak FLOP/s and of memory bandwidth an op of each compute kind reaches
   // (indexed by OpKind, compute kinds only). Defaults are set by the loader per kind.

@@ -27,6 +27,8 @@ inline constexpr FieldDoc kRoot[] = {
      &limits::kOverheadUs},
     {"core_wake_us", "us", "0", "CPU threads sharing cores: a thread woken onto an idle core",
      &limits::kOverheadUs},
+    {"alone_kernel_time_fraction", "-", "1", "CPU threads sharing cores: kernel time of a rank alone over all cores busy",
+     &limits::kAloneKernelTimeFraction},
     {"efficiency", "section", "per kind (below)", "fraction of peak reached, per compute kind"},
     {"efficiency_curves", "section", "-", "calibrated curves per kernel class (tandem calibrate)"},
     {"calibrated", "section", "-", "where a calibrated profile was measured"},

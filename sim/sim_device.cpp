@@ -41,6 +41,8 @@ SimDevice::SimDevice(int rank, SimulationContext& context)
     compute_host_ = s4u::Host::by_name(cores);
     const auto turns = context.core_turns.find(cores);
     if (turns != context.core_turns.end()) turns_ = turns->second.get();
+    const auto factor = context.kernel_time_factor.find(cores);
+    if (factor != context.kernel_time_factor.end()) compute_slowdown_ *= factor->second;
   }
 }
 

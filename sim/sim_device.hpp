@@ -70,6 +70,8 @@ struct SimulationContext {
 
   // Per shared-cores machine (NodeGroup::shared_cores) whose ranks outnumber its cores: their turns.
   std::map<std::string, std::unique_ptr<CoreTurns>> core_turns;
+  // Per shared-cores machine: its ranks' kernel times over the calibrated ones (core_contention.hpp).
+  std::map<std::string, double> kernel_time_factor;
 };
 
 class SimDevice final : public Runtime, public PointToPoint {

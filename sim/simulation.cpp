@@ -13,6 +13,7 @@
 
 #include "analysis/iteration_view.hpp"
 #include "common/checked_math.hpp"
+#include "sim/core_contention.hpp"
 #include "sim/pipeline_extrapolation.hpp"
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
@@ -90,14 +91,24 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
   reliability::apply_stragglers(options.stragglers, cluster, context.hosts);
   context.topology = topology_view(cluster);
 
-  // 0. Ranks that outnumber a machine's cores take turns on them (core_turns.hpp).
+  // 0. Ranks that outnumber a machine's cores take turns on them (core_turns.hpp); ranks that
+  //    leave cores idle run their kernels faster than calibrated with every core busy
+  //    (core_contention.hpp).
   {
     std::map<std::string, int> ranks;  // per shared-cores machine
-    for (s4u::Host* host : context.hosts)
-      if (const char* name = host->get_property(kComputeHostProperty)) ++ranks[name];
+    std::map<std::string, int> first_rank;
+    for (int r = 0; r < world; ++r)
+      if (const char* name = context.hosts[r]->get_property(kComputeHostProperty)) {
+        ++ranks[name];
+        first_rank.try_emplace(name, r);
+      }
     for (const auto& [name, count] : ranks) {
-      const int cores = s4u::Host::by_name(name)->get_core_count();
+      s4u::Host* cores_host = s4u::Host::by_name(name);
+      const int cores = cores_host->get_core_count();
       if (count > cores) context.core_turns[name] = std::make_unique<CoreTurns>(cores, world);
+      const double load = std::stod(cores_host->get_property(kBackgroundLoadProperty));
+      context.kernel_time_factor[name] =
+          kernel_time_factor(cluster.device_of(first_rank.at(name)), cores, count, load);
     }
   }
 

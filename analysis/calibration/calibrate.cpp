@@ -53,6 +53,24 @@ std::optional<CurveFit> fit_kind(OpKind kind, const std::vector<OpTiming>& ops, 
 
 }  // namespace
 
+// The kernels of the steps run alone over the same kernels (by label) with every core busy,
+// summed: the large kernels, which make a step's time, weigh the most. 1 without alone steps.
+static double alone_kernel_time_fraction(const Measurements& m) {
+  Seconds alone_s = 0, busy_s = 0;
+  for (const AloneStep& step : m.alone) {
+    std::map<std::string, Seconds> busy;
+    for (const OpTiming& op : m.compute.at(step.busy).ops)
+      if (!is_communication(op.kind)) busy[op.label] = op.seconds;
+    for (const OpTiming& op : step.alone.ops) {
+      const auto it = busy.find(op.label);
+      if (is_communication(op.kind) || it == busy.end()) continue;
+      alone_s += op.seconds;
+      busy_s += it->second;
+    }
+  }
+  return alone_s > 0 && busy_s > 0 ? alone_s / busy_s : 1.0;
+}
+
 CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& base, DType precision) {
   CalibrationResult result;
   result.measurements = m;
@@ -78,6 +96,7 @@ CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& ba
   if (!steps.empty()) result.profile.launch_overhead_s = launch_s;
   result.profile.core_handoff_s = m.core_switches.handoff_s;
   result.profile.core_wake_s = m.core_switches.wake_s;
+  result.profile.alone_kernel_time_fraction = alone_kernel_time_fraction(m);
   for (const auto& [name, ops] : by_class) {
     // OpTiming holds the kernel's own time: the launch overhead lies outside it.
     if (auto fit = fit_kind(ops.front().kind, ops, base, precision, /*launch_s=*/0)) {
@@ -132,14 +151,24 @@ CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base, c
   const int warmup = o.warmup;
   const int iterations = o.quick ? std::min(o.iterations, 3) : o.iterations;
   Measurements m;
-  for (const Workload& w :
-       compute_workloads(o.quick, o.precision, std::max(1, bench.concurrent_devices()), bench.scale())) {
+  const int concurrent = std::max(1, bench.concurrent_devices());
+  for (const Workload& w : compute_workloads(o.quick, o.precision, concurrent, bench.scale())) {
     m.compute.push_back(bench.measure(w, warmup, iterations));
     const auto classes = kernel_classes(w);
     for (OpTiming& op : m.compute.back().ops) {
       if (auto it = classes.find(op.label); it != classes.end()) op.kernel_class = it->second;
     }
     say(w.name + ": step " + std::to_string(m.compute.back().step_s * 1e3) + " ms");
+  }
+  // Cores that share caches and memory: the replicated workloads once more, one replica alone
+  // (the same grid in the same order; the tensor-parallel pairs stay pairs and are skipped).
+  if (concurrent > 1 && bench.scale() == WorkloadScale::cpu) {
+    const std::vector<Workload> alone = compute_workloads(o.quick, o.precision, 1, bench.scale());
+    for (std::size_t i = 0; i < alone.size() && i < m.compute.size(); ++i) {
+      if (alone[i].strategy->world_size() != 1) continue;
+      m.alone.push_back({i, bench.measure(alone[i], warmup, iterations)});
+      say(alone[i].name + " alone: step " + std::to_string(m.alone.back().alone.step_s * 1e3) + " ms");
+    }
   }
   m.core_switches = bench.measure_core_switches();
   const int max_group = o.max_group_size > 0 ? o.max_group_size : bench.max_devices();
@@ -168,9 +197,10 @@ std::string describe(const CalibrationResult& r) {
   std::string text;
   char line[200];
   std::snprintf(line, sizeof line,
-                "launch overhead  %.2f us per op; transfer hand-off %.2f us; core hand-off %.2f us, core wake-up %.2f us\n",
+                "launch overhead  %.2f us per op; transfer hand-off %.2f us; core hand-off %.2f us, core wake-up %.2f us; "
+                "kernels alone %.3fx\n",
                 r.profile.launch_overhead_s * 1e6, r.handoff_s * 1e6, r.profile.core_handoff_s * 1e6,
-                r.profile.core_wake_s * 1e6);
+                r.profile.core_wake_s * 1e6, r.profile.alone_kernel_time_fraction);
   text += line;
   for (const KindFit& k : r.compute) {
     std::snprintf(line, sizeof line, "%-22s bound %-6s  max efficiency %.3f  half work %.3g  rms error %.1f%% (%d ops)\n",

@@ -46,8 +46,19 @@ struct CommFit {
   LinkFit fit;
 };
 
+// A compute workload's step run by one replica alone, beside the same step with one replica per
+// core (Measurements::compute[busy]): what neighbours cost a kernel.
+struct AloneStep {
+  std::size_t busy = 0;
+  StepMeasurement alone;
+};
+
 struct Measurements {
   std::vector<StepMeasurement> compute;  // single-device training steps
+  // CPU backends with several cores: the replicated compute workloads again, one replica alone;
+  // their kernels' total time over the same kernels' in `compute` is the profile's
+  // alone_kernel_time_fraction.
+  std::vector<AloneStep> alone;
   std::vector<StepMeasurement> comm;     // communication steps
   CoreSwitchCosts core_switches;         // taken as measured into the profile
 };

@@ -45,6 +45,8 @@ std::string device_profile_yaml(const DeviceProfile& p, const std::string& descr
   y += "launch_overhead_us: " + num(p.launch_overhead_s * 1e6) + "\n";
   if (p.core_handoff_s > 0) y += "core_handoff_us: " + num(p.core_handoff_s * 1e6) + "\n";
   if (p.core_wake_s > 0) y += "core_wake_us: " + num(p.core_wake_s * 1e6) + "\n";
+  if (p.alone_kernel_time_fraction != 1)
+    y += "alone_kernel_time_fraction: " + num(p.alone_kernel_time_fraction) + "\n";
   y += "efficiency:\n";
   for (OpKind kind : kComputeKinds) {
     const int k = static_cast<int>(kind);

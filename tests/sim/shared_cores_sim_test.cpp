@@ -27,6 +27,7 @@ struct Machine {
   double background_load = 0;
   Seconds core_handoff_s = 0, core_wake_s = 0;
   int tp = 1;  // tensor-parallel pairs instead of data parallel replicas
+  double alone_kernel_time_fraction = 1;
 };
 
 // Most records overlapping at one instant: compute ops sorted by start, ends in a heap.
@@ -52,6 +53,7 @@ Outcome simulate_on(const Machine& m) {
     g.background_load = m.background_load;
     g.device.core_handoff_s = m.core_handoff_s;
     g.device.core_wake_s = m.core_wake_s;
+    g.device.alone_kernel_time_fraction = m.alone_kernel_time_fraction;
     if (m.tp > 1) s.strategy_type = "hybrid";
     s.parallel.tensor_model_parallel_size = m.tp;
     s.parallel.data_parallel_size = m.ranks / m.tp;
@@ -99,6 +101,22 @@ TEST(SharedCores, BackgroundLoadTakesItsCoresFromTheRanks) {
   const Outcome one_core = simulate_dp(2, 1, 0);
   EXPECT_GE(one_core.iteration_s, loaded.iteration_s * 0.99);
   EXPECT_LT(one_core.iteration_s, loaded.iteration_s * 1.25);
+}
+
+// Calibration times kernels with every core busy; a rank whose neighbours' cores idle runs them in
+// the measured alone fraction of that time, and in between the slowdown grows with the busy cores
+// (sim/core_contention.hpp).
+TEST(SharedCores, KernelsRunAtTheAloneFractionWithIdleNeighboursAndAsCalibratedWithEveryCoreBusy) {
+  const auto compute_s = [](int ranks, int cores, double fraction, double load = 0) {
+    Machine m{ranks, cores, load};
+    m.alone_kernel_time_fraction = fraction;
+    return simulate_on(m).compute_s;
+  };
+  EXPECT_NEAR(compute_s(1, 2, 0.8) / compute_s(1, 2, 1.0), 0.8, 1e-9);
+  EXPECT_NEAR(compute_s(2, 2, 0.8) / compute_s(2, 2, 1.0), 1.0, 1e-9);
+  EXPECT_NEAR(compute_s(2, 4, 0.7) / compute_s(2, 4, 1.0), 0.7 + 0.3 / 3, 1e-9);
+  // Other programs keep cores busy too: one rank beside a core's worth of load on two cores.
+  EXPECT_NEAR(compute_s(1, 2, 0.8, 1.0) / compute_s(1, 2, 1.0, 1.0), 1.0, 1e-9);
 }
 
 TEST(SharedCores, RanksBeyondTheCoresTakeTurnsNeverComputingMoreThanTheCoresAtOnce) {

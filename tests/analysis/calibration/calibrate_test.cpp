@@ -50,6 +50,19 @@ TEST(Calibrate, PredictsEveryOpWithinTwoAndAHalfPercentDespiteThreePercentJitter
   EXPECT_NEAR(r.intra_link.bandwidth_bytes_per_s / truth.bandwidth_bytes_per_s, 1.0, 0.025);
 }
 
+// Calibration fits the curves with every core busy and measures the same kernels alone.
+TEST(Calibrate, MeasuresWhatARankAloneGainsOverBusyNeighbours) {
+  Truth truth = make_truth();
+  truth.alone_kernel_time_fraction = 0.85;
+  SimulatedDevice device(truth, 0.0);
+  const CalibrationResult r = calibrate(device, find_device_profile("cpu-generic"), {});
+  EXPECT_NEAR(r.profile.alone_kernel_time_fraction, 0.85, 1e-9);
+  expect_curves_recovered(truth, r, 0.02);  // the busy curves, untouched by the alone runs
+  // One core: nothing runs beside a rank, nothing to measure.
+  SimulatedDevice one_core(truth, 0.0, DeviceShape{"simulated", WorkloadScale::cpu, 3, 1});
+  EXPECT_EQ(calibrate(one_core, find_device_profile("cpu-generic"), {}).profile.alone_kernel_time_fraction, 1.0);
+}
+
 TEST(Calibrate, IsDeterministic) {
   const Truth truth = make_truth();
   SimulatedDevice a(truth, 0.03), b(truth, 0.03);

@@ -42,6 +42,8 @@ struct Truth {
   Seconds latency_s = 4e-6;
   BytesPerSecond bandwidth_bytes_per_s = 20e9;
   CoreSwitchCosts core_switches{3e-6, 20e-6};
+  // A replica alone runs its kernels in this fraction of their time beside busy neighbours.
+  double alone_kernel_time_fraction = 1;
   // Communication time by kind (send for send/recv), payload and group size; null: the link above.
   std::function<Seconds(OpKind, Bytes, int)> comm_seconds;
 };
@@ -66,8 +68,10 @@ class SimulatedDevice final : public Microbenchmarks {
   StepMeasurement measure(const Workload& w, int, int) override {
     const StepOps ops = ops_of(w);
     StepMeasurement step;
+    const bool alone = w.strategy->world_size() == 1 && shape_.concurrent_devices > 1;
     for (const ComputeOp& op : ops.compute) {
-      const Seconds kernel = sim::compute_cost(op, truth_.profile).seconds - truth_.profile.launch_overhead_s;
+      const Seconds kernel = (sim::compute_cost(op, truth_.profile).seconds - truth_.profile.launch_overhead_s) *
+                             (alone ? truth_.alone_kernel_time_fraction : 1.0);
       step.ops.push_back({op.label, op.kind, "", op.flops, op.bytes, 0, kernel * jitter()});
       step.step_s += kernel + truth_.profile.launch_overhead_s;
     }
