@@ -47,8 +47,12 @@ struct Scenario {
   [[noreturn]] void fail(const std::string& field, const std::string& message) const;
 };
 
+// Whether loading also refuses a scenario too large to simulate on this machine
+// (scenario_limits.hpp): always, but for callers that report such a case and go on (validate).
+enum class SizeCheck { refuse, skip };
+
 // Loads and validates a scenario file (`name_or_path`: a path, or the name of a bundled one).
-Scenario load_scenario(const std::string& name_or_path);
+Scenario load_scenario(const std::string& name_or_path, SizeCheck size_check = SizeCheck::refuse);
 
 std::shared_ptr<const Model> make_model(const ModelSpec& spec);
 // Builds the scenario's strategy; an impossible strategy is an InputError at the faulty knob.

@@ -29,10 +29,25 @@ constexpr long double kBytesPerOp = 256;
 constexpr long double kBytesPerTraceRecord = 1024;
 // The share of this machine's memory a simulation may plan to use.
 constexpr long double kMemoryShare = 0.5;
+// SimGrid runs each simulated rank as an actor, and one more per communication stream the rank
+// uses (data-parallel, tensor-parallel, pipeline send and receive: sim/sim_device.cpp). Each
+// actor's stack is a memory mapping and its guard page another; past the kernel's
+// vm.max_map_count SimGrid aborts ("Failed to protect stack"): llama3-405b-8192, 8,192 ranks
+// simulated on an oversubscribed fabric, did after 5 minutes. The process's own mappings
+// (libraries, heap) take a few hundred; a tenth of the limit is left for them.
+constexpr long double kActorsPerRank = 5;
+constexpr long double kMappingsPerActor = 2;
+constexpr long double kMappingShare = 0.9;
 
 std::string number(long double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3Lg", value);
+  return text;
+}
+
+std::string whole(long double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.0Lf", value);
   return text;
 }
 
@@ -42,13 +57,28 @@ long double physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<long double>(pages) * page : 1e12L;  // unknown: 1 TB
 }
 
+// The kernel's limit on a process's memory mappings (Linux's default when it cannot be read).
+long double max_map_count() {
+  long long count = 0;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    if (std::fscanf(f, "%lld", &count) != 1) count = 0;
+    std::fclose(f);
+  }
+  return count > 0 ? static_cast<long double>(count) : 65530.0L;
+}
+
 long double ceil_div(long double a, long double b) { return std::ceil(a / b); }
+
+// Replicas and tensor groups never fold on an oversubscribed fabric (their ghosts' traffic
+// would share its bottleneck: sim/replica_folding.cpp, sim/tensor_folding.cpp).
+bool oversubscribed(const Cluster& c) { return c.has_spine() && c.network.oversubscription > 1.0; }
 
 // Whether replica folding (and then tensor folding) may apply: the simulator decides for sure
 // (sim/replica_folding.hpp, sim/tensor_folding.hpp); this is its optimistic reading, so that a
 // large folded simulation is not refused. Without folding every rank is simulated.
 bool may_fold(const Scenario& s, const sim::SimulationOptions& options) {
-  if (options.record_trace || options.replica_folding == sim::FoldingMode::off || s.cluster.is_heterogeneous())
+  if (options.record_trace || options.replica_folding == sim::FoldingMode::off || s.cluster.is_heterogeneous() ||
+      oversubscribed(s.cluster))
     return false;
   return std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
                       [](const NodeGroup& g) { return g.shared_cores > 0; });
@@ -107,6 +137,7 @@ SimulationSize estimate_simulation_size(const Scenario& s, const sim::Simulation
   // Tensor groups fold on heterogeneous clusters too (each group is of one kind): optimistic, as
   // may_fold is for replicas.
   const bool tensor_folds = options.tensor_folding != sim::FoldingMode::off && !record_trace &&
+                            !oversubscribed(s.cluster) &&
                             std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
                                          [](const NodeGroup& g) { return g.shared_cores > 0; });
   size.simulated_ranks = (may_fold(s, options) ? 1 : dp) * (tensor_folds ? 1 : tp) * pp;
@@ -134,6 +165,18 @@ void check_simulation_size(const Scenario& s, const sim::SimulationOptions& opti
   const SimulationSize size = estimate_simulation_size(s, options);
   const long double memory_limit = physical_memory_bytes() * kMemoryShare;
   const bool too_many_ops = size.ops > limits::kMaxSimulatedOps;
+  const long double mappings = size.simulated_ranks * kActorsPerRank * kMappingsPerActor;
+  const long double mapping_limit = max_map_count() * kMappingShare;
+  if (mappings > mapping_limit) {
+    const bool folds_refused = oversubscribed(s.cluster) && !record_trace;
+    s.fail("strategy.data_parallel_size",
+           "the simulation would run " + whole(size.simulated_ranks) + " ranks as about " +
+               whole(size.simulated_ranks * kActorsPerRank) + " SimGrid actors, whose stacks need " +
+               whole(mappings) + " memory mappings, more than this machine's vm.max_map_count (" +
+               whole(max_map_count()) + ") allows; raise it (sysctl -w vm.max_map_count=" +
+               whole(std::ceil(mappings / kMappingShare / 65536) * 65536) + ") or simulate fewer ranks" +
+               (folds_refused ? " (replicas and tensor groups do not fold on this oversubscribed fabric)" : ""));
+  }
   if (!too_many_ops && size.memory_bytes <= memory_limit) return;
   // Blame the factor that is furthest above a usual value (ranks 64, micro-batches 64, layers
   // 128, iterations 10).

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/input_error.hpp"
 #include "common/yaml_reader.hpp"
+#include "scenarios/scenario_limits.hpp"
 
 namespace tandem::validation {
 
@@ -71,7 +73,12 @@ double ValidationCase::tflops_per_gpu(Seconds iteration_time_s) const {
 
 ValidationCase load_validation_case(const std::string& path) {
   ValidationCase c;
-  c.scenario = load_scenario(path);
+  c.scenario = load_scenario(path, SizeCheck::skip);
+  try {
+    check_simulation_size(c.scenario, c.scenario.simulation);
+  } catch (const InputError& e) {
+    c.refused = e.what();
+  }
   if (c.scenario.model.kind != ModelSpec::Kind::transformer)
     throw InputError(path, c.scenario.line_of("model"), "model", "a validation case is a transformer");
   const YamlNode root = YamlNode::load_file(path);

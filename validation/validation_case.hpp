@@ -48,6 +48,9 @@ struct ValidationCase {
   std::string note;
   double band_pct = 10;
   bool ci = false;
+  // Why this machine cannot simulate the case (scenario_limits.hpp: too many ranks, ops or bytes
+  // for it), the refusal's one line; empty when it can. A refused case is reported, not run.
+  std::string refused;
 
   std::string name() const { return scenario.name; }
   int devices() const;

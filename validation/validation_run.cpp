@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <stdexcept>
 #include <map>
 
 #include "common/process_pool.hpp"
@@ -75,7 +76,12 @@ bool CaseResult::within_band() const { return ok && std::abs(error()) * 100 <= b
 
 std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers) {
   const auto outcomes = run_in_processes(
-      cases.size(), [&](std::size_t i) { return predict(cases[i]); }, std::max(1, workers));
+      cases.size(),
+      [&](std::size_t i) {
+        if (!cases[i].refused.empty()) throw std::runtime_error("not simulated on this machine: " + cases[i].refused);
+        return predict(cases[i]);
+      },
+      std::max(1, workers));
   std::vector<CaseResult> results;
   for (std::size_t i = 0; i < cases.size(); ++i) results.push_back(result_of(cases[i], outcomes[i]));
   return results;

@@ -5,6 +5,9 @@
 // InputError naming the file, the line and the field. Applied to the bundled scenarios.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "scenarios/scenario.hpp"
 #include "scenarios/scenario_limits.hpp"
 #include "scenarios/search_spec.hpp"
@@ -95,6 +98,60 @@ TEST(ScenarioLimits, A16kGpuFoldedSimulationOfA1TModelWith512MicroBatchesIsAccep
   EXPECT_EQ(size.micro_batches, 64 + 65);  // pipeline extrapolation: two shorter iterations of 512
   EXPECT_LT(size.ops, 1e9L);
   EXPECT_LT(size.memory_bytes, 8e9L) << "fits a machine of 16 GB";
+}
+
+// A cluster of `nodes` DGX-like nodes whose leaf uplinks are oversubscribed 1:7, and a hybrid
+// tp8 x pp16 x dp scenario on all of it (Llama 3 405B's layout on Meta's cluster, validation/).
+std::string oversubscribed_scenario(test::TempDir& dir, int nodes, int dp) {
+  dir.write("clos.yaml",
+            "name: clos\n"
+            "network: { topology: fat_tree, switch_latency_us: 0.13, nodes_per_leaf: 48, oversubscription: 7 }\n"
+            "node_groups:\n"
+            "  - name: h100\n"
+            "    device: h100-sxm\n"
+            "    nodes: " + std::to_string(nodes) + "\n"
+            "    devices_per_node: 8\n"
+            "    intra_node: { fabric: nvswitch, bandwidth_gb_per_s: 450, latency_us: 1.0 }\n"
+            "    nic: { bandwidth_gbit_per_s: 400, latency_us: 2.0 }\n");
+  return dir.write("scenario.yaml",
+                   "name: clos-run\n"
+                   "model: { type: transformer, num_layers: 32, hidden_size: 4096,\n"
+                   "         num_attention_heads: 32, vocab_size: 51200, seq_length: 2048 }\n"
+                   "cluster: clos.yaml\n"
+                   "training: { global_batch_size: " + std::to_string(dp) + ", micro_batch_size: 1 }\n"
+                   "strategy: { type: hybrid, data_parallel_size: " + std::to_string(dp) +
+                   ", tensor_model_parallel_size: 8,\n"
+                   "            pipeline_model_parallel_size: 16 }\n");
+}
+
+// Replicas and tensor groups do not fold on an oversubscribed fabric, so every rank is counted.
+TEST(ScenarioLimits, EveryRankCountsOnAnOversubscribedFabric) {
+  test::TempDir dir;
+  const Scenario s = load_scenario(oversubscribed_scenario(dir, 64, 4));
+  EXPECT_EQ(estimate_simulation_size(s, s.simulation).simulated_ranks, 512);
+}
+
+// One SimGrid actor per rank and communication stream, two memory mappings each: past the
+// kernel's vm.max_map_count SimGrid would abort mid-run; refused before, naming the knob.
+TEST(ScenarioLimits, MoreActorsThanTheKernelsMappingLimitAreRefusedBeforeSimulating) {
+  long long limit = 65530;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    if (std::fscanf(f, "%lld", &limit) != 1) limit = 65530;
+    std::fclose(f);
+  }
+  // 16,384 nodes x 8 = 131,072 ranks, 1.3M mappings: past Linux's default (65,530) and
+  // systemd's (1,048,576).
+  if (limit > 1'200'000) GTEST_SKIP() << "vm.max_map_count is " << limit << " here: 131,072 ranks fit";
+  test::TempDir dir;
+  const std::string path = oversubscribed_scenario(dir, 16384, 1024);
+  try {
+    const Scenario s = load_scenario(path);
+    check_simulation_size(s, s.simulation);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("vm.max_map_count"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("data_parallel_size"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
