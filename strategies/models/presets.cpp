@@ -72,6 +72,9 @@ const std::map<std::string, std::function<TransformerConfig()>>& presets() {
       {"llama2-70b", [] { return llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096); }},
       {"llama3-8b", [] { return llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192); }},
       {"llama3-70b", [] { return llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192); }},
+      // Llama 3 paper (arXiv 2407.21783), Table 3: 126 layers, model dimension 16,384, FFN 53,248,
+      // 128 heads, 8 key/value heads; 128,256 tokens with the special ones (the released config).
+      {"llama3-405b", [] { return llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192); }},
   };
   return table;
 }

@@ -29,13 +29,15 @@ TEST(PresetTest, LlamaParameterCountsArePublished) {
   EXPECT_EQ(parameter_count(transformer_preset("llama2-7b")), 6738415616);   // HF: 6.74B
   EXPECT_EQ(parameter_count(transformer_preset("llama2-70b")), 68976648192); // 68.98B
   EXPECT_EQ(parameter_count(transformer_preset("llama3-8b")), 8030261248);   // 8.03B
+  EXPECT_EQ(parameter_count(transformer_preset("llama3-405b")), 405853388800);  // 405.85B, as released
   EXPECT_NEAR(count("llama3-70b"), 70.55e9, 0.01e9);                          // 70.6B
 }
 
 TEST(PresetTest, NamesAndUnknownName) {
   const auto names = preset_names();
   for (const char* n : {"gpt-tiny", "gpt2-124m", "gpt2-350m", "gpt3-1.3b", "gpt3-13b",
-                        "gpt3-175b", "llama2-7b", "llama2-70b", "llama3-8b", "llama3-70b"})
+                        "gpt3-175b", "llama2-7b", "llama2-70b", "llama3-8b", "llama3-70b",
+                        "llama3-405b"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   for (const auto& n : names) {
     const auto cfg = transformer_preset(n);
