@@ -197,6 +197,7 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
 }
 
 std::vector<search::Evaluation> SimulationEvaluator::evaluate(const std::vector<search::Candidate>& candidates) {
+  sim::load_simulator();  // once here, not in every worker
   const auto outcomes = run_in_processes(
       candidates.size(), [&](std::size_t i) { return search::to_json(simulate_here(candidates[i])).dump(); },
       workers_, [&](std::size_t) {

@@ -23,16 +23,6 @@ namespace tandem::sim {
 
 namespace s4u = simgrid::s4u;
 
-const char* to_string(ComputeFidelity fidelity) {
-  return fidelity == ComputeFidelity::fused ? "fused" : "per_op";
-}
-
-ComputeFidelity parse_compute_fidelity(const std::string& text) {
-  if (text == "fused") return ComputeFidelity::fused;
-  if (text == "per_op") return ComputeFidelity::per_op;
-  throw std::invalid_argument("unknown compute fidelity '" + text + "' (expected fused or per_op)");
-}
-
 namespace {
 
 // One engine per process, configured for a model whose parameters we set ourselves: the

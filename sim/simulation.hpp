@@ -74,4 +74,11 @@ struct SimulationResult {
 SimulationResult simulate(const Strategy& strategy, const Cluster& cluster,
                           const SimulationOptions& options);
 
+// Makes sure the simulator is loaded in this process. The `tandem` binary does not link SimGrid
+// (its start-up would cost every command, --help included, some 60 ms and 30 MB): simulate() there
+// opens libtandem_simgrid.so beside the binary on first use (sim/module/). A command that forks
+// workers to simulate calls this first, so that they inherit it instead of each loading it.
+// Tests and benchmarks link the simulator itself, and this does nothing.
+void load_simulator();
+
 }  // namespace tandem::sim

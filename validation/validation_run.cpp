@@ -75,6 +75,7 @@ std::string line(const char* format, ...) {
 bool CaseResult::within_band() const { return ok && std::abs(error()) * 100 <= band_pct; }
 
 std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers) {
+  sim::load_simulator();  // once here, not in every worker
   const auto outcomes = run_in_processes(
       cases.size(),
       [&](std::size_t i) {

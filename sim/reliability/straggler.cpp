@@ -11,13 +11,6 @@ namespace tandem::sim::reliability {
 
 namespace s4u = simgrid::s4u;
 
-std::string describe(const Straggler& s) {
-  char text[128];
-  std::snprintf(text, sizeof text, "rank %d: compute x%.2f, network x%.2f", s.rank, s.compute_slowdown,
-                s.network_bandwidth_fraction);
-  return text;
-}
-
 namespace {
 
 // The link a straggler's traffic leaves by: on the route to a rank of another node, the first

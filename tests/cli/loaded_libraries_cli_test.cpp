@@ -1,5 +1,5 @@
-// A command loads only the libraries it uses: OpenBLAS when the CPU backend runs kernels, MPI for
-// `search --mpi`, the GPU libraries for `--backend cuda`. What the real binary loads is read from
+// A command loads only the libraries it uses: SimGrid when it simulates, OpenBLAS when the CPU
+// backend runs kernels, MPI for `search --mpi`, the GPU libraries for `--backend cuda`. What the real binary loads is read from
 // the dynamic linker's own account (LD_DEBUG=files lists every object it maps, dlopen'ed ones
 // included), so nothing in `tandem` has to report on itself.
 #include <gtest/gtest.h>
@@ -71,6 +71,18 @@ TEST(LoadedLibrariesCli, HelpAndSimulateLoadNoBlas) {
 TEST(LoadedLibrariesCli, HelpAndSimulateLoadNoMpiOrGpuLibrary) {
   if (kCudaBuild) GTEST_SKIP() << "a CUDA build links the CUDA backend and MPI into tandem (issue 13)";
   for (const char* args : kCommands) EXPECT_EQ(any_of(loaded_libraries(args), kMpiOrGpu), "") << args;
+}
+
+// SimGrid (and the ns-3 libraries it links) only when a command simulates: libtandem_simgrid.so
+// is opened on first use (sim/module/).
+const std::initializer_list<const char*> kSimGrid = {"libsimgrid", "libns3", "libtandem_simgrid"};
+
+TEST(LoadedLibrariesCli, OnlySimulatingCommandsLoadSimGrid) {
+  for (const char* args : {"--help", "simulate --help", "fields device", "check mlp-localhost"})
+    EXPECT_EQ(any_of(loaded_libraries(args), kSimGrid), "") << args;
+  const std::set<std::string> simulating = loaded_libraries("simulate mlp-localhost");
+  EXPECT_NE(any_of(simulating, {"libtandem_simgrid"}), "");
+  EXPECT_NE(any_of(simulating, {"libsimgrid"}), "");
 }
 
 // The control: the CPU backend does load OpenBLAS (so the tests above can see a library).
