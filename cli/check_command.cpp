@@ -9,6 +9,8 @@
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster_fields.hpp"
 #include "platforms/device_fields.hpp"
+#include "platforms/failure_fields.hpp"
+#include "scenarios/reliability_fields.hpp"
 #include "scenarios/scenario_fields.hpp"
 
 namespace tandem::cli {
@@ -54,10 +56,11 @@ int run_check(const CheckOptions& o) {
 }
 
 CLI::App* add_fields_command(CLI::App& app, FieldsOptions& o) {
-  CLI::App* cmd = app.add_subcommand("fields", "print the fields a scenario, cluster or device file accepts");
-  cmd->add_option("kind", o.kind, "scenario, cluster or device")
+  CLI::App* cmd = app.add_subcommand(
+      "fields", "print the fields a scenario (and its reliability section), cluster, device or failure profile accepts");
+  cmd->add_option("kind", o.kind, "scenario, reliability, cluster, device or failures")
       ->required()
-      ->check(CLI::IsMember({"scenario", "cluster", "device"}));
+      ->check(CLI::IsMember({"scenario", "reliability", "cluster", "device", "failures"}));
   return cmd;
 }
 
@@ -68,6 +71,10 @@ int run_fields(const FieldsOptions& o) {
     std::cout << format_field_reference("Device profiles (platforms/devices/*.yaml)", device_fields::kSections);
   if (o.kind == "scenario")
     std::cout << format_field_reference("Scenario files (scenarios/*.yaml)", scenario_fields::kSections);
+  if (o.kind == "reliability")
+    std::cout << format_field_reference("A scenario's reliability section (tandem goodput)", reliability_fields::kSections);
+  if (o.kind == "failures")
+    std::cout << format_field_reference("Failure profiles (platforms/failures/*.yaml)", failure_fields::kSections);
   return 0;
 }
 

@@ -6,15 +6,13 @@
 #include "common/input_error.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster.hpp"  // bundled_dir
+#include "platforms/failure_fields.hpp"
 
 namespace tandem {
 
 namespace {
 constexpr double kSecondsPerDay = 86400;
 // Ranges of a profile's numbers: beyond them a value is a typo, not an observation.
-constexpr limits::Range kObservedDays{1e-3, 1e5, "days"};
-constexpr limits::CountRange kObservedUnits{1, 1 << 24};
-constexpr limits::Range kInterruptions{0, 1e9, "interruptions"};
 }  // namespace
 
 const char* to_string(FailureScope scope) {
@@ -44,22 +42,22 @@ double FailureProfile::rate_per_unit_per_s(const FailureCause& cause) const {
 
 FailureProfile load_failure_profile(const std::string& path) {
   const YamlNode root = YamlNode::load_file(path);
-  root.only_keys({"name", "source", "observed", "causes"});
+  root.only_keys(failure_fields::kRoot);
   FailureProfile p;
   p.file = path;
   p.name = root.str_or("name", std::filesystem::path(path).stem().string());
   p.source = root.str("source");
   const YamlNode observed = root["observed"];
-  observed.only_keys({"days", "devices", "devices_per_node", "leaf_switches"});
-  p.observed_days = observed["days"].in(kObservedDays);
-  p.observed_devices = static_cast<int>(observed["devices"].count(kObservedUnits));
-  p.observed_devices_per_node = static_cast<int>(observed["devices_per_node"].count(kObservedUnits));
+  observed.only_keys(failure_fields::kObserved);
+  p.observed_days = observed["days"].in(failure_fields::kObservedDays);
+  p.observed_devices = static_cast<int>(observed["devices"].count(failure_fields::kObservedUnits));
+  p.observed_devices_per_node = static_cast<int>(observed["devices_per_node"].count(failure_fields::kObservedUnits));
   if (p.observed_devices % p.observed_devices_per_node != 0)
     observed["devices_per_node"].fail("does not divide devices");
-  if (auto leaves = observed.get("leaf_switches")) p.observed_leaf_switches = static_cast<int>(leaves->count(kObservedUnits));
+  if (auto leaves = observed.get("leaf_switches")) p.observed_leaf_switches = static_cast<int>(leaves->count(failure_fields::kObservedUnits));
   const YamlNode causes = root["causes"];
   for (const YamlNode& item : causes.items()) {
-    item.only_keys({"name", "scope", "interruptions", "includes"});
+    item.only_keys(failure_fields::kCause);
     FailureCause c;
     c.name = item.str("name");
     c.line = item.line();
@@ -70,7 +68,7 @@ FailureProfile load_failure_profile(const std::string& path) {
     }
     if (c.scope == FailureScope::leaf_switch && p.observed_leaf_switches == 0)
       item["scope"].fail("a leaf_switch cause needs observed.leaf_switches");
-    c.interruptions = item["interruptions"].in(kInterruptions);
+    c.interruptions = item["interruptions"].in(failure_fields::kInterruptions);
     c.includes = item.str_or("includes", "");
     for (const FailureCause& other : p.causes)
       if (other.name == c.name) item["name"].fail("cause '" + c.name + "' is listed twice");

@@ -2,23 +2,14 @@
 
 #include "common/duration_text.hpp"
 #include "common/yaml_reader.hpp"
+#include "scenarios/reliability_fields.hpp"
 
 namespace tandem {
 
 namespace {
 using sim::reliability::RecoveryPolicy;
 
-// Bounds past which a value is a typo rather than a fleet.
-constexpr limits::Range kRateScale{0, 1e4, "x"};
-constexpr limits::Range kHours{1e-3, 1e6, "h"};
-constexpr limits::Range kGbPerS{1e-3, 1e6, "GB/s"};
-constexpr limits::Range kLatencyS{0, 3600, "s"};
-constexpr limits::Range kLoad{0, 0.99, "of the aggregate"};
-constexpr limits::Range kSetupS{0, 86400, "s"};
-constexpr limits::Range kTokens{1, 1e18, "tokens"};
-constexpr limits::CountRange kSpareNodes{0, 1 << 20};
-constexpr limits::CountRange kWarmup{0, 100000};
-constexpr limits::CountRange kTrials{1, 100000};
+using namespace reliability_fields;  // the ranges
 constexpr double kSecondsPerHour = 3600;
 
 Seconds duration_of(const YamlNode& node) {
@@ -30,7 +21,7 @@ Seconds duration_of(const YamlNode& node) {
 }
 
 void read_checkpoint(const YamlNode& node, ReliabilitySpec& r) {
-  node.only_keys({"mode", "interval", "host_copy_gb_per_s"});
+  node.only_keys(kCheckpoint);
   const std::string mode = node.str_or("mode", "sync");
   if (mode != "sync" && mode != "async") node["mode"].fail("expected sync or async");
   r.async_checkpoint = mode == "async";
@@ -41,7 +32,7 @@ void read_checkpoint(const YamlNode& node, ReliabilitySpec& r) {
 }
 
 void read_storage(const YamlNode& node, ReliabilitySpec& r) {
-  node.only_keys({"aggregate_gb_per_s", "per_node_gb_per_s", "latency_s", "background_load"});
+  node.only_keys(kStorage);
   r.storage.aggregate_bytes_per_s = node["aggregate_gb_per_s"].in(kGbPerS) * kGB;
   if (auto n = node.get("per_node_gb_per_s")) r.storage.per_node_bytes_per_s = n->in(kGbPerS) * kGB;
   if (auto n = node.get("latency_s")) r.storage.latency_s = n->in(kLatencyS);
@@ -49,15 +40,14 @@ void read_storage(const YamlNode& node, ReliabilitySpec& r) {
 }
 
 void read_restart(const YamlNode& node, ReliabilitySpec& r) {
-  node.only_keys({"relaunch_s", "init_s", "warmup_iterations"});
+  node.only_keys(kRestart);
   r.relaunch_s = node["relaunch_s"].in(kSetupS);
   r.init_s = node["init_s"].in(kSetupS);
   if (auto n = node.get("warmup_iterations")) r.warmup_iterations = static_cast<int>(n->count(kWarmup));
 }
 
 ReliabilitySpec read_reliability(const YamlNode& node, const Scenario& base) {
-  node.only_keys({"failures", "failure_rate_scale", "leaf_switch_mtbf_hours", "repair_hours", "policy", "spare_nodes",
-                  "checkpoint", "storage", "restart", "target_tokens", "horizon", "trials"});
+  node.only_keys(kRoot);
   ReliabilitySpec r;
   const YamlNode failures = node["failures"];
   try {

@@ -10,6 +10,8 @@
 #include "platforms/cluster.hpp"
 #include "platforms/cluster_fields.hpp"
 #include "platforms/device_fields.hpp"
+#include "platforms/failure_fields.hpp"
+#include "scenarios/reliability_fields.hpp"
 #include "scenarios/scenario_fields.hpp"
 #include "tests/cli/cli_test_support.hpp"
 #include "tests/platforms/platform_test_support.hpp"
@@ -107,6 +109,8 @@ TEST(FieldsCli, ListsEveryFieldOfEverySectionOfEachKind) {
   expect_reference_lists("cluster", cluster_fields::kSections);
   expect_reference_lists("device", device_fields::kSections);
   expect_reference_lists("scenario", scenario_fields::kSections);
+  expect_reference_lists("reliability", reliability_fields::kSections);
+  expect_reference_lists("failures", failure_fields::kSections);
 }
 
 TEST(FieldsCli, GivesDefaultsUnitsAndTheCheckedRanges) {
