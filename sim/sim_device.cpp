@@ -287,13 +287,29 @@ void SimDevice::run_measured_collective(const PendingComm& pending, const Collec
   auto& rv = context_.rendezvous[pending.rendezvous_key];
   if (!rv.barrier) {
     // As for Arrivals (run_comm): creating it may yield; the first member back installs its own.
-    auto fresh = s4u::Barrier::create(static_cast<unsigned>(pending.op.group.size()));
-    if (!rv.barrier) rv.barrier = std::move(fresh);
+    const auto members = static_cast<unsigned>(pending.op.group.size());
+    auto fresh = s4u::Barrier::create(members);
+    auto done = s4u::Barrier::create(members);
+    if (!rv.barrier) {
+      rv.barrier = std::move(fresh);
+      rv.done = std::move(done);
+    }
   }
-  const s4u::BarrierPtr barrier = rv.barrier;  // the entry goes once every member has left
+  const s4u::BarrierPtr barrier = rv.barrier, done = rv.done;  // the entry goes once every member has left
   barrier->wait();
-  // The last member's work, on its core: its host keeps the core meanwhile (wait_off_core).
-  s4u::this_actor::sleep_for(cost.seconds(pending.op.bytes));
+  const Seconds seconds = cost.seconds(pending.op.bytes);
+  if (compute_host_ == nullptr || turns_ != nullptr) {
+    // The last member's work, on its core: its host keeps the core meanwhile (wait_off_core).
+    s4u::this_actor::sleep_for(seconds);
+    return;
+  }
+  // Ranks that each have a core: the copies and sums are one thread's core work while the other
+  // members wait for it, and a collective on a comm stream (gradients reduced during the
+  // backward) shares the machine's cores with the ranks that still compute, as the backend's
+  // worker thread takes a core from them. One member (the first of the group) does it.
+  if (rank_ == pending.op.group.ranks.front())
+    s4u::this_actor::exec_init(seconds * kSimHostSpeedFlopsPerS)->set_host(compute_host_)->wait();
+  done->wait();
 }
 
 const SimulationContext::Choice& SimDevice::choice_for(const CommOp& op) {

@@ -54,6 +54,7 @@ struct SimulationContext {
     int departed = 0;
     std::shared_ptr<Arrivals> arrivals;  // collectives only
     simgrid::s4u::BarrierPtr barrier;    // collectives with a measured cost only
+    simgrid::s4u::BarrierPtr done;       // the same, on shared cores: the work is over
   };
   std::unordered_map<std::string, Rendezvous> rendezvous;
 
