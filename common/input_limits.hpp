@@ -42,6 +42,8 @@ inline constexpr Range kEfficiencyFraction{1e-6, 1, "(a fraction in (0, 1])"};
 // whose cores share caches, memory bandwidth or an SMT core (0.85 on a 2-vCPU EPYC guest); a
 // ratio off by a factor of 4 either way is a broken measurement.
 inline constexpr Range kAloneKernelTimeFraction{0.25, 4, ""};
+// The slowest core's kernel time over the cores' mean: 1 or more, below 4.
+inline constexpr Range kSlowestCoreFactor{1, 4, ""};
 // The plateau of a measured efficiency curve, relative to the profile's peak: above 1 happens (a
 // CPU kernel in cache beats the DRAM bandwidth), 100x does not.
 inline constexpr Range kCurveMaxEfficiency{1e-6, 100, ""};

@@ -207,6 +207,8 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (root.has("core_wake_us")) p.core_wake_s = root["core_wake_us"].in(limits::kOverheadUs) * 1e-6;
   if (root.has("alone_kernel_time_fraction"))
     p.alone_kernel_time_fraction = root["alone_kernel_time_fraction"].in(limits::kAloneKernelTimeFraction);
+  if (root.has("slowest_core_kernel_time_factor"))
+    p.slowest_core_kernel_time_factor = root["slowest_core_kernel_time_factor"].in(limits::kSlowestCoreFactor);
 
   for (int i = 0; i < kOpKindCount; ++i) {
     const OpEfficiency e = default_efficiency(p.kind, static_cast<OpKind>(i));

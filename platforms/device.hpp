@@ -48,6 +48,11 @@ struct DeviceProfile {
   // by fraction + (1 - fraction) (k - 1) / (c - 1) (sim/core_contention.hpp). Measured by
   // `tandem calibrate` (the same workloads alone); 1: not measured.
   double alone_kernel_time_fraction = 1;
+  // The same devices, when ranks that wait for each other each have a core: the slowest core's
+  // kernel time over the cores' mean (the curves hold the mean). A step that synchronises its
+  // ranks goes at the slowest one's pace (sim/core_contention.hpp). Measured by `tandem
+  // calibrate` from the replicas side by side; 1: not measured.
+  double slowest_core_kernel_time_factor = 1;
 
   // Fraction of peak FLOP/s and of memory bandwidth an op of each compute kind reaches
   // (indexed by OpKind, compute kinds only). Defaults are set by the loader per kind.

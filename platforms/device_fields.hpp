@@ -29,6 +29,8 @@ inline constexpr FieldDoc kRoot[] = {
      &limits::kOverheadUs},
     {"alone_kernel_time_fraction", "-", "1", "CPU threads sharing cores: kernel time of a rank alone over all cores busy",
      &limits::kAloneKernelTimeFraction},
+    {"slowest_core_kernel_time_factor", "-", "1", "CPU threads sharing cores: slowest core's kernel time over the mean",
+     &limits::kSlowestCoreFactor},
     {"efficiency", "section", "per kind (below)", "fraction of peak reached, per compute kind"},
     {"efficiency_curves", "section", "-", "calibrated curves per kernel class (tandem calibrate)"},
     {"calibrated", "section", "-", "where a calibrated profile was measured"},

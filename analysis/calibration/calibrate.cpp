@@ -71,6 +71,15 @@ static double alone_kernel_time_fraction(const Measurements& m) {
   return alone_s > 0 && busy_s > 0 ? alone_s / busy_s : 1.0;
 }
 
+// The median over the steps of replicas side by side of their slowest replica's kernel time over
+// the mean, at least 1. 1 without such steps.
+static double slowest_core_kernel_time_factor(const Measurements& m) {
+  std::vector<double> ratios;
+  for (const StepMeasurement& step : m.compute)
+    if (step.slowest_replica_kernel_ratio > 1) ratios.push_back(step.slowest_replica_kernel_ratio);
+  return ratios.empty() ? 1.0 : std::max(1.0, median(ratios));
+}
+
 CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& base, DType precision) {
   CalibrationResult result;
   result.measurements = m;
@@ -97,6 +106,7 @@ CalibrationResult fit_calibration(const Measurements& m, const DeviceProfile& ba
   result.profile.core_handoff_s = m.core_switches.handoff_s;
   result.profile.core_wake_s = m.core_switches.wake_s;
   result.profile.alone_kernel_time_fraction = alone_kernel_time_fraction(m);
+  result.profile.slowest_core_kernel_time_factor = slowest_core_kernel_time_factor(m);
   for (const auto& [name, ops] : by_class) {
     // OpTiming holds the kernel's own time: the launch overhead lies outside it.
     if (auto fit = fit_kind(ops.front().kind, ops, base, precision, /*launch_s=*/0)) {
@@ -198,9 +208,10 @@ std::string describe(const CalibrationResult& r) {
   char line[200];
   std::snprintf(line, sizeof line,
                 "launch overhead  %.2f us per op; transfer hand-off %.2f us; core hand-off %.2f us, core wake-up %.2f us; "
-                "kernels alone %.3fx\n",
+                "kernels alone %.3fx, slowest core %.3fx\n",
                 r.profile.launch_overhead_s * 1e6, r.handoff_s * 1e6, r.profile.core_handoff_s * 1e6,
-                r.profile.core_wake_s * 1e6, r.profile.alone_kernel_time_fraction);
+                r.profile.core_wake_s * 1e6, r.profile.alone_kernel_time_fraction,
+                r.profile.slowest_core_kernel_time_factor);
   text += line;
   for (const KindFit& k : r.compute) {
     std::snprintf(line, sizeof line, "%-22s bound %-6s  max efficiency %.3f  half work %.3g  rms error %.1f%% (%d ops)\n",

@@ -53,6 +53,11 @@ struct StepMeasurement {
   // thread was descheduled or waited for a peer. 0 when the backend cannot tell; calibrate()
   // then charges the step's time outside kernels to its ops.
   Seconds launch_gap_s = 0;
+  // Replicas side by side: the slowest replica's kernel time over the replicas' mean (1 for one
+  // replica, or when the backend cannot tell). Cores of one machine are not equally fast (a
+  // hypervisor's vCPUs, SMT siblings, interrupts on one core): op timings take the replicas'
+  // median, a step that waits for every rank runs at the slowest's pace.
+  double slowest_replica_kernel_ratio = 1;
 };
 
 // What it costs to pass a core between two threads of one process (CPU backends whose ranks are

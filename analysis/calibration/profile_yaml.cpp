@@ -47,6 +47,8 @@ std::string device_profile_yaml(const DeviceProfile& p, const std::string& descr
   if (p.core_wake_s > 0) y += "core_wake_us: " + num(p.core_wake_s * 1e6) + "\n";
   if (p.alone_kernel_time_fraction != 1)
     y += "alone_kernel_time_fraction: " + num(p.alone_kernel_time_fraction) + "\n";
+  if (p.slowest_core_kernel_time_factor != 1)
+    y += "slowest_core_kernel_time_factor: " + num(p.slowest_core_kernel_time_factor) + "\n";
   y += "efficiency:\n";
   for (OpKind kind : kComputeKinds) {
     const int k = static_cast<int>(kind);

@@ -28,6 +28,7 @@ struct Machine {
   Seconds core_handoff_s = 0, core_wake_s = 0;
   int tp = 1;  // tensor-parallel pairs instead of data parallel replicas
   double alone_kernel_time_fraction = 1;
+  double slowest_core_kernel_time_factor = 1;
 };
 
 // Most records overlapping at one instant: compute ops sorted by start, ends in a heap.
@@ -54,6 +55,7 @@ Outcome simulate_on(const Machine& m) {
     g.device.core_handoff_s = m.core_handoff_s;
     g.device.core_wake_s = m.core_wake_s;
     g.device.alone_kernel_time_fraction = m.alone_kernel_time_fraction;
+    g.device.slowest_core_kernel_time_factor = m.slowest_core_kernel_time_factor;
     if (m.tp > 1) s.strategy_type = "hybrid";
     s.parallel.tensor_model_parallel_size = m.tp;
     s.parallel.data_parallel_size = m.ranks / m.tp;
@@ -117,6 +119,19 @@ TEST(SharedCores, KernelsRunAtTheAloneFractionWithIdleNeighboursAndAsCalibratedW
   EXPECT_NEAR(compute_s(2, 4, 0.7) / compute_s(2, 4, 1.0), 0.7 + 0.3 / 3, 1e-9);
   // Other programs keep cores busy too: one rank beside a core's worth of load on two cores.
   EXPECT_NEAR(compute_s(1, 2, 0.8, 1.0) / compute_s(1, 2, 1.0, 1.0), 1.0, 1e-9);
+}
+
+// Ranks that each hold a core go at the slowest core's pace; one rank alone, or ranks taking
+// turns on every core, at the cores' mean (the curves).
+TEST(SharedCores, RanksWithACoreEachGoAtTheSlowestCoresPace) {
+  const auto compute_s = [](int ranks, int cores, double factor) {
+    Machine m{ranks, cores};
+    m.slowest_core_kernel_time_factor = factor;
+    return simulate_on(m).compute_s;
+  };
+  EXPECT_NEAR(compute_s(2, 2, 1.2) / compute_s(2, 2, 1.0), 1.2, 1e-9);
+  EXPECT_NEAR(compute_s(1, 2, 1.2) / compute_s(1, 2, 1.0), 1.0, 1e-9);
+  EXPECT_NEAR(compute_s(4, 2, 1.2) / compute_s(4, 2, 1.0), 1.0, 1e-9);
 }
 
 TEST(SharedCores, RanksBeyondTheCoresTakeTurnsNeverComputingMoreThanTheCoresAtOnce) {

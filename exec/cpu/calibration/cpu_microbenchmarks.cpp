@@ -69,6 +69,7 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
     std::map<int, std::vector<double>> by_iteration;
   };
   std::map<std::string, Op> by_label;
+  std::map<int, Seconds> kernels_by_rank;  // compute kernel time over the measured iterations
   std::vector<std::string> order;  // issue order of the first rank, for a readable result
   const int first_measured = run.first_iteration + warmup;
   for (const TraceRecord& r : run.trace.records) {
@@ -79,6 +80,15 @@ calibration::StepMeasurement CpuMicrobenchmarks::measure(const calibration::Work
       order.push_back(r.op_id);
     }
     entry->second.by_iteration[r.iteration].push_back(r.end_s - r.start_s);
+    if (!is_communication(r.kind) && r.stream == Stream::compute) kernels_by_rank[r.rank] += r.end_s - r.start_s;
+  }
+  if (kernels_by_rank.size() >= 2) {
+    Seconds sum = 0, slowest = 0;
+    for (const auto& [rank, seconds] : kernels_by_rank) {
+      sum += seconds;
+      slowest = std::max(slowest, seconds);
+    }
+    if (sum > 0) step.slowest_replica_kernel_ratio = slowest * static_cast<double>(kernels_by_rank.size()) / sum;
   }
   // Gaps between consecutive compute kernels of rank 0, within each measured iteration, but for
   // those around a communication op (a tensor-parallel all-reduce between two kernels is not

@@ -63,6 +63,18 @@ TEST(Calibrate, MeasuresWhatARankAloneGainsOverBusyNeighbours) {
   EXPECT_EQ(calibrate(one_core, find_device_profile("cpu-generic"), {}).profile.alone_kernel_time_fraction, 1.0);
 }
 
+// The replicas' op timings give the curves (their median); the slowest replica's kernel time over
+// the mean is what a step that waits for every rank pays on top.
+TEST(Calibrate, MeasuresHowMuchSlowerTheSlowestCoreIs) {
+  Truth truth = make_truth();
+  truth.slowest_replica_kernel_ratio = 1.12;
+  SimulatedDevice device(truth, 0.0);
+  const CalibrationResult r = calibrate(device, find_device_profile("cpu-generic"), {});
+  EXPECT_NEAR(r.profile.slowest_core_kernel_time_factor, 1.12, 1e-12);
+  SimulatedDevice even(make_truth(), 0.0);
+  EXPECT_EQ(calibrate(even, find_device_profile("cpu-generic"), {}).profile.slowest_core_kernel_time_factor, 1.0);
+}
+
 TEST(Calibrate, IsDeterministic) {
   const Truth truth = make_truth();
   SimulatedDevice a(truth, 0.03), b(truth, 0.03);

@@ -19,6 +19,7 @@ DeviceProfile calibrated_profile() {
   p.core_handoff_s = 3.25e-6;
   p.core_wake_s = 15.5e-6;
   p.alone_kernel_time_fraction = 0.8625;
+  p.slowest_core_kernel_time_factor = 1.125;
   return p;
 }
 
@@ -33,6 +34,7 @@ TEST(ProfileYaml, ACalibratedProfileLoadsBackAsWritten) {
   EXPECT_NEAR(back.core_handoff_s, p.core_handoff_s, 1e-15);
   EXPECT_NEAR(back.core_wake_s, p.core_wake_s, 1e-15);
   EXPECT_NEAR(back.alone_kernel_time_fraction, p.alone_kernel_time_fraction, 1e-12);
+  EXPECT_NEAR(back.slowest_core_kernel_time_factor, p.slowest_core_kernel_time_factor, 1e-12);
   EXPECT_NEAR(back.peak_fp32_flops_per_s / p.peak_fp32_flops_per_s, 1.0, 1e-9);
   EXPECT_NEAR(back.memory_bandwidth_bytes_per_s / p.memory_bandwidth_bytes_per_s, 1.0, 1e-9);
   ASSERT_EQ(back.efficiency_curves.size(), 2u);

@@ -44,6 +44,8 @@ struct Truth {
   CoreSwitchCosts core_switches{3e-6, 20e-6};
   // A replica alone runs its kernels in this fraction of their time beside busy neighbours.
   double alone_kernel_time_fraction = 1;
+  // Replicas side by side: the slowest one's kernel time over their mean.
+  double slowest_replica_kernel_ratio = 1;
   // Communication time by kind (send for send/recv), payload and group size; null: the link above.
   std::function<Seconds(OpKind, Bytes, int)> comm_seconds;
 };
@@ -84,6 +86,7 @@ class SimulatedDevice final : public Microbenchmarks {
       step.step_s += t;
     }
     step.launch_gap_s = truth_.profile.launch_overhead_s;
+    if (w.strategy->world_size() > 1) step.slowest_replica_kernel_ratio = truth_.slowest_replica_kernel_ratio;
     return step;
   }
 
