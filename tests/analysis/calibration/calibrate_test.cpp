@@ -50,17 +50,22 @@ TEST(Calibrate, PredictsEveryOpWithinTwoAndAHalfPercentDespiteThreePercentJitter
   EXPECT_NEAR(r.intra_link.bandwidth_bytes_per_s / truth.bandwidth_bytes_per_s, 1.0, 0.025);
 }
 
+// A noiseless calibration of `truth` on a device of the given shape.
+CalibrationResult calibrated(const Truth& truth, DeviceShape shape = {}) {
+  SimulatedDevice device(truth, 0.0, std::move(shape));
+  return calibrate(device, find_device_profile("cpu-generic"), {});
+}
+
 // Calibration fits the curves with every core busy and measures the same kernels alone.
 TEST(Calibrate, MeasuresWhatARankAloneGainsOverBusyNeighbours) {
   Truth truth = make_truth();
   truth.alone_kernel_time_fraction = 0.85;
-  SimulatedDevice device(truth, 0.0);
-  const CalibrationResult r = calibrate(device, find_device_profile("cpu-generic"), {});
+  const CalibrationResult r = calibrated(truth);
   EXPECT_NEAR(r.profile.alone_kernel_time_fraction, 0.85, 1e-9);
   expect_curves_recovered(truth, r, 0.02);  // the busy curves, untouched by the alone runs
   // One core: nothing runs beside a rank, nothing to measure.
-  SimulatedDevice one_core(truth, 0.0, DeviceShape{"simulated", WorkloadScale::cpu, 3, 1});
-  EXPECT_EQ(calibrate(one_core, find_device_profile("cpu-generic"), {}).profile.alone_kernel_time_fraction, 1.0);
+  EXPECT_EQ(calibrated(truth, DeviceShape{"simulated", WorkloadScale::cpu, 3, 1}).profile.alone_kernel_time_fraction,
+            1.0);
 }
 
 // The replicas' op timings give the curves (their median); the slowest replica's kernel time over
@@ -68,11 +73,8 @@ TEST(Calibrate, MeasuresWhatARankAloneGainsOverBusyNeighbours) {
 TEST(Calibrate, MeasuresHowMuchSlowerTheSlowestCoreIs) {
   Truth truth = make_truth();
   truth.slowest_replica_kernel_ratio = 1.12;
-  SimulatedDevice device(truth, 0.0);
-  const CalibrationResult r = calibrate(device, find_device_profile("cpu-generic"), {});
-  EXPECT_NEAR(r.profile.slowest_core_kernel_time_factor, 1.12, 1e-12);
-  SimulatedDevice even(make_truth(), 0.0);
-  EXPECT_EQ(calibrate(even, find_device_profile("cpu-generic"), {}).profile.slowest_core_kernel_time_factor, 1.0);
+  EXPECT_NEAR(calibrated(truth).profile.slowest_core_kernel_time_factor, 1.12, 1e-12);
+  EXPECT_EQ(calibrated(make_truth()).profile.slowest_core_kernel_time_factor, 1.0);
 }
 
 TEST(Calibrate, IsDeterministic) {
