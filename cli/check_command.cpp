@@ -11,6 +11,7 @@
 #include "platforms/device_fields.hpp"
 #include "platforms/failure_fields.hpp"
 #include "scenarios/reliability_fields.hpp"
+#include "scenarios/scenario_explain.hpp"
 #include "scenarios/scenario_fields.hpp"
 
 namespace tandem::cli {
@@ -53,6 +54,18 @@ int run_check(const CheckOptions& o) {
     if (result != 0) status = result == kExitBadInput && status != 1 ? kExitBadInput : 1;
   }
   return status;
+}
+
+CLI::App* add_explain_command(CLI::App& app, ExplainOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "explain", "print a scenario as the simulator takes it: every default filled in, each field's source");
+  cmd->add_option("scenario", o.scenario, "scenario file (or bundled scenario name)")->required();
+  return cmd;
+}
+
+int run_explain(const ExplainOptions& o) {
+  std::cout << explained_scenario_yaml(load_scenario(o.scenario));
+  return 0;
 }
 
 CLI::App* add_fields_command(CLI::App& app, FieldsOptions& o) {

@@ -16,12 +16,20 @@ struct CheckOptions {
   std::vector<std::string> files;
 };
 
+struct ExplainOptions {
+  std::string scenario;
+};
+
 struct FieldsOptions {
   std::string kind;  // scenario, cluster, device
 };
 
 CLI::App* add_check_command(CLI::App& app, CheckOptions& options);
 int run_check(const CheckOptions& options);
+
+// `tandem explain SCENARIO`: the scenario with every default filled in, each field's source.
+CLI::App* add_explain_command(CLI::App& app, ExplainOptions& options);
+int run_explain(const ExplainOptions& options);
 
 CLI::App* add_fields_command(CLI::App& app, FieldsOptions& options);
 int run_fields(const FieldsOptions& options);

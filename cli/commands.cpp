@@ -46,6 +46,8 @@ int run(int argc, char** argv) {
   CLI::App* check_cmd = add_check_command(app, check_options);
   FieldsOptions fields_options;
   CLI::App* fields_cmd = add_fields_command(app, fields_options);
+  ExplainOptions explain_options;
+  CLI::App* explain_cmd = add_explain_command(app, explain_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,6 +69,7 @@ int run(int argc, char** argv) {
     if (validate_cmd->parsed()) return run_validate(validate_options);
     if (goodput_cmd->parsed()) return run_goodput(goodput_options);
     if (fields_cmd->parsed()) return run_fields(fields_options);
+    if (explain_cmd->parsed()) return run_explain(explain_options);
     return 0;
   });
 }

@@ -121,6 +121,15 @@ TEST(FieldsCli, GivesDefaultsUnitsAndTheCheckedRanges) {
     EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
 }
 
+TEST(ExplainCli, EveryBundledScenarioIsExplainedAndABadOneIsAnInputError) {
+  for (const auto& f : yaml_files("scenarios")) {
+    const CliRun run = run_tandem("explain " + f);
+    EXPECT_EQ(run.status, 0) << f << "\n" << run.err;
+    EXPECT_NE(run.out.find("strategy:"), std::string::npos) << f;
+  }
+  EXPECT_EQ(run_tandem("explain no-such-scenario").status, 2);
+}
+
 TEST(FieldsCli, AnUnknownKindIsABadCommandLine) {
   EXPECT_EQ(run_tandem("fields colours").status, 2);
 }
