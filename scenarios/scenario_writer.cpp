@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <filesystem>
 #include <sstream>
 #include <tuple>
@@ -83,6 +84,14 @@ std::string cluster_reference(const Cluster& cluster) {
   return file.string();
 }
 
+// A float as the shortest text that reads back to it (3e-4f is "0.0003", not yaml-cpp's
+// "0.000300000014").
+std::string shortest(float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
+}
+
 void emit_training(YAML::Emitter& y, const TrainingConfig& t) {
   y << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "global_batch_size" << YAML::Value << t.global_batch_size;
@@ -92,8 +101,8 @@ void emit_training(YAML::Emitter& y, const TrainingConfig& t) {
   if (t.fp8 != Fp8Recipe::none) y << YAML::Key << "fp8" << YAML::Value << to_string(t.fp8);
   y << YAML::Key << "optimizer" << YAML::Value << t.optimizer;
   y << YAML::Key << "accumulate_allreduce_grads_in_fp32" << YAML::Value << t.accumulate_allreduce_grads_in_fp32;
-  y << YAML::Key << "lr" << YAML::Value << t.lr;
-  y << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay;
+  y << YAML::Key << "lr" << YAML::Value << shortest(t.lr);
+  y << YAML::Key << "weight_decay" << YAML::Value << shortest(t.weight_decay);
   y << YAML::EndMap;
 }
 
