@@ -36,7 +36,7 @@ std::set<int> iteration_numbers(const Trace& trace) {
 Trace without_warmup(const Trace& trace, int warmup_iterations) {
   const std::set<int> iterations = iteration_numbers(trace);
   if (warmup_iterations <= 0 || iterations.empty()) return trace;
-  if (warmup_iterations >= static_cast<int>(iterations.size())) return Trace{trace.source, trace.scenario, {}};
+  if (warmup_iterations >= static_cast<int>(iterations.size())) return Trace{trace.source, trace.scenario, {}, trace.ranks};
   return drop_iterations_before(trace, *std::next(iterations.begin(), warmup_iterations));
 }
 

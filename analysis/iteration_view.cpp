@@ -88,7 +88,7 @@ Trace fold_to_mean_iteration(const Trace& trace, int iteration) {
     it->second.end_s += relative.records[i].end_s;
     ++it->second.count;
   }
-  Trace out{trace.source, trace.scenario, {}};
+  Trace out{trace.source, trace.scenario, {}, trace.ranks};
   out.records.reserve(order.size());
   for (const auto& key : order) {
     const Sum& s = sums.at(key);
@@ -103,11 +103,11 @@ Trace fold_to_mean_iteration(const Trace& trace, int iteration) {
 
 Trace median_iteration(const Trace& trace) {
   std::vector<IterationSpan> spans = iteration_spans(trace);
-  if (spans.empty()) return Trace{trace.source, trace.scenario, {}};
+  if (spans.empty()) return Trace{trace.source, trace.scenario, {}, trace.ranks};
   std::stable_sort(spans.begin(), spans.end(),
                    [](const IterationSpan& a, const IterationSpan& b) { return a.duration_s() < b.duration_s(); });
   const IterationSpan& median = spans[(spans.size() - 1) / 2];
-  Trace out{trace.source, trace.scenario, {}};
+  Trace out{trace.source, trace.scenario, {}, trace.ranks};
   for (const auto& r : trace.records) {
     if (r.iteration != median.iteration) continue;
     out.records.push_back(r);
@@ -118,7 +118,7 @@ Trace median_iteration(const Trace& trace) {
 }
 
 Trace drop_iterations_before(const Trace& trace, int first_iteration) {
-  Trace out{trace.source, trace.scenario, {}};
+  Trace out{trace.source, trace.scenario, {}, trace.ranks};
   for (const auto& r : trace.records)
     if (r.iteration >= first_iteration) out.records.push_back(r);
   return out;

@@ -24,7 +24,7 @@ inline TraceRecord all_reduce(int rank, int iteration, const std::string& id, Se
 }
 
 inline Trace trace_of(const std::string& source, std::vector<TraceRecord> records) {
-  return Trace{source, "synthetic", std::move(records)};
+  return Trace{source, "synthetic", std::move(records), {}};
 }
 
 }  // namespace tandem::analysis_test
