@@ -57,16 +57,6 @@ long double physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<long double>(pages) * page : 1e12L;  // unknown: 1 TB
 }
 
-// The kernel's limit on a process's memory mappings (Linux's default when it cannot be read).
-long double max_map_count() {
-  long long count = 0;
-  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
-    if (std::fscanf(f, "%lld", &count) != 1) count = 0;
-    std::fclose(f);
-  }
-  return count > 0 ? static_cast<long double>(count) : 65530.0L;
-}
-
 long double ceil_div(long double a, long double b) { return std::ceil(a / b); }
 
 // Replicas and tensor groups never fold on an oversubscribed fabric (their ghosts' traffic
@@ -90,6 +80,16 @@ long double model_layers(const ModelSpec& m) {
 }
 
 }  // namespace
+
+// (scenario_limits.hpp)
+long double max_map_count() {
+  long long count = 0;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    if (std::fscanf(f, "%lld", &count) != 1) count = 0;
+    std::fclose(f);
+  }
+  return count > 0 ? static_cast<long double>(count) : 65530.0L;
+}
 
 void check_model_size(const Scenario& s) {
   if (s.model.kind == ModelSpec::Kind::mlp) {
@@ -166,14 +166,15 @@ void check_simulation_size(const Scenario& s, const sim::SimulationOptions& opti
   const long double memory_limit = physical_memory_bytes() * kMemoryShare;
   const bool too_many_ops = size.ops > limits::kMaxSimulatedOps;
   const long double mappings = size.simulated_ranks * kActorsPerRank * kMappingsPerActor;
-  const long double mapping_limit = max_map_count() * kMappingShare;
+  const long double map_count = max_map_count();
+  const long double mapping_limit = map_count * kMappingShare;
   if (mappings > mapping_limit) {
     const bool folds_refused = oversubscribed(s.cluster) && !record_trace;
     s.fail("strategy.data_parallel_size",
            "the simulation would run " + whole(size.simulated_ranks) + " ranks as about " +
                whole(size.simulated_ranks * kActorsPerRank) + " SimGrid actors, whose stacks need " +
                whole(mappings) + " memory mappings, more than this machine's vm.max_map_count (" +
-               whole(max_map_count()) + ") allows; raise it (sysctl -w vm.max_map_count=" +
+               whole(map_count) + ") allows; raise it (sysctl -w vm.max_map_count=" +
                whole(std::ceil(mappings / kMappingShare / 65536) * 65536) + ") or simulate fewer ranks" +
                (folds_refused ? " (replicas and tensor groups do not fold on this oversubscribed fabric)" : ""));
   }

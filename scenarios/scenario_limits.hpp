@@ -25,6 +25,10 @@ struct SimulationSize {
 };
 SimulationSize estimate_simulation_size(const Scenario& scenario, const sim::SimulationOptions& options);
 
+// The kernel's limit on a process's memory mappings (/proc/sys/vm/max_map_count; Linux's default,
+// 65,530, when it cannot be read): SimGrid's actors need two each.
+long double max_map_count();
+
 // InputError when the estimate exceeds the limits (kMaxSimulatedOps, or the memory this machine has).
 void check_simulation_size(const Scenario& scenario, const sim::SimulationOptions& options);
 

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <stdexcept>
 #include <map>
 
 #include "common/process_pool.hpp"
@@ -75,16 +74,20 @@ std::string line(const char* format, ...) {
 bool CaseResult::within_band() const { return ok && std::abs(error()) * 100 <= band_pct; }
 
 std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers) {
+  // Cases this machine cannot simulate are reported as they are, without a worker.
+  std::vector<std::size_t> runnable;
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    if (cases[i].refused.empty()) runnable.push_back(i);
   sim::load_simulator();  // once here, not in every worker
   const auto outcomes = run_in_processes(
-      cases.size(),
-      [&](std::size_t i) {
-        if (!cases[i].refused.empty()) throw std::runtime_error("not simulated on this machine: " + cases[i].refused);
-        return predict(cases[i]);
-      },
-      std::max(1, workers));
+      runnable.size(), [&](std::size_t k) { return predict(cases[runnable[k]]); }, std::max(1, workers));
+  std::vector<ProcessOutcome> outcome_of(cases.size());
+  for (std::size_t k = 0; k < runnable.size(); ++k) outcome_of[runnable[k]] = outcomes[k];
   std::vector<CaseResult> results;
-  for (std::size_t i = 0; i < cases.size(); ++i) results.push_back(result_of(cases[i], outcomes[i]));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].refused.empty()) outcome_of[i].error = "not simulated on this machine: " + cases[i].refused;
+    results.push_back(result_of(cases[i], outcome_of[i]));
+  }
   return results;
 }
 

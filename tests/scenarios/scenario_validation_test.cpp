@@ -5,7 +5,6 @@
 // InputError naming the file, the line and the field. Applied to the bundled scenarios.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
 
 #include "scenarios/scenario.hpp"
@@ -134,11 +133,7 @@ TEST(ScenarioLimits, EveryRankCountsOnAnOversubscribedFabric) {
 // One SimGrid actor per rank and communication stream, two memory mappings each: past the
 // kernel's vm.max_map_count SimGrid would abort mid-run; refused before, naming the knob.
 TEST(ScenarioLimits, MoreActorsThanTheKernelsMappingLimitAreRefusedBeforeSimulating) {
-  long long limit = 65530;
-  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
-    if (std::fscanf(f, "%lld", &limit) != 1) limit = 65530;
-    std::fclose(f);
-  }
+  const long double limit = max_map_count();
   // 16,384 nodes x 8 = 131,072 ranks, 1.3M mappings: past Linux's default (65,530) and
   // systemd's (1,048,576).
   if (limit > 1'200'000) GTEST_SKIP() << "vm.max_map_count is " << limit << " here: 131,072 ranks fit";
