@@ -31,6 +31,9 @@ Scenario scenario_for(const Scenario& base, const search::Candidate& c) {
   Scenario s = base;
   s.strategy_type = "hybrid";
   each_knob(s, c, [](auto& in_scenario, const auto& in_candidate) { in_scenario = in_candidate; });
+  // The software the base names overlaps SP's collectives; candidates without SP have none to.
+  s.parallel.tp_comm_overlap = base.parallel.tp_comm_overlap && c.sequence_parallel;
+  s.parallel.overlap_param_gather = base.parallel.overlap_param_gather && (c.zero_stage == 1 || c.zero_stage == 2);
   if (!c.nodes.empty()) s.cluster = select_nodes(base.cluster, c.nodes);
   return s;
 }

@@ -248,6 +248,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.count("tensor_model_parallel_size", p.tensor_model_parallel_size, limits::kParallelSize);
   r.count("pipeline_model_parallel_size", p.pipeline_model_parallel_size, limits::kParallelSize);
   r.flag("sequence_parallel", p.sequence_parallel);
+  r.flag("tp_comm_overlap", p.tp_comm_overlap);
   r.read("zero_stage", p.zero_stage, [](const YamlNode& n) {
     const long long v = n.as_int();
     if (v < 0 || v > 3) n.fail("must be 0, 1, 2 or 3");
@@ -260,6 +261,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     else throw std::invalid_argument("unknown recompute granularity '" + v + "' (expected none, selective or full)");
   });
   r.flag("overlap_grad_reduce", p.overlap_grad_reduce);
+  r.flag("overlap_param_gather", p.overlap_param_gather);
   r.count("ddp_bucket_size", p.ddp_bucket_size, limits::kDdpBucketSize);
   r.choice("batch_split", [&](const std::string& v) {
     if (v == "even") p.batch_split = BatchSplit::even;

@@ -127,9 +127,11 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "pipeline_model_parallel_size" << YAML::Value << p.pipeline_model_parallel_size;
   y << YAML::Key << "data_parallel_size" << YAML::Value << p.data_parallel_size;
   y << YAML::Key << "sequence_parallel" << YAML::Value << p.sequence_parallel;
+  y << YAML::Key << "tp_comm_overlap" << YAML::Value << p.tp_comm_overlap;
   y << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;
   y << YAML::Key << "recompute_granularity" << YAML::Value << to_string(p.recompute_granularity);
   y << YAML::Key << "overlap_grad_reduce" << YAML::Value << p.overlap_grad_reduce;
+  y << YAML::Key << "overlap_param_gather" << YAML::Value << p.overlap_param_gather;
   y << YAML::Key << "ddp_bucket_size" << YAML::Value << p.ddp_bucket_size;
   y << YAML::Key << "batch_split" << YAML::Value << search::to_string(p.batch_split);
   y << YAML::Key << "pipeline_schedule" << YAML::Value << to_string(h.schedule);

@@ -228,7 +228,12 @@ KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
           // The epilogue writes C (and reads it first when accumulating, e.g. into fp32 main grads).
           const DType c = op.outputs.empty() ? op.compute_dtype : op.outputs[0].dtype;
           const double out_bytes = dtype_bytes(c) * (a.accumulate ? 2.0 : 1.0);
-          const GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, op.bytes, op.compute_dtype, device, out_bytes);
+          GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, op.bytes, op.compute_dtype, device, out_bytes);
+          // Communication overlapping it holds some SMs (GemmArgs::overlap_comm_sms): the math
+          // runs on the others.
+          const int sms = device.gpu_kernels.sm_count;
+          if (a.overlap_comm_sms > 0 && a.overlap_comm_sms < sms)
+            p.compute_s *= static_cast<double>(sms) / (sms - a.overlap_comm_sms);
           return {device.launch_overhead_s + p.seconds(), p.compute_s, p.memory_s};
         } else if constexpr (std::is_same_v<Args, AttentionArgs>) {
           return a.flash ? flash_attention(op, a, device) : unfused_attention(op, a, device);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
+#include <variant>
 
 #include "sim/cost_model.hpp"
 #include "sim/platform_builder.hpp"
@@ -81,16 +83,43 @@ void SimDevice::release_after(const Tensor& tensor, Handle handle) {
 
 // ---------------------------------------------------------------- compute
 
+Seconds SimDevice::hidden_by_chunks(const GemmArgs& gemm, Seconds duration, Seconds ready_s, Window gather) {
+  if (gemm.comm_overlap != GemmArgs::CommOverlap::consumes_gather || gemm.overlap_chunks < 2) return 0;
+  // Transformer Engine's ring exchange: the GEMM starts on the chunk this rank holds and each
+  // step's chunk runs while the next one arrives, so of a wait W for the gather the GEMM fills
+  // all but its last chunk: it ends max(G / n, G - W) after the gather (G its duration).
+  const Seconds chunk = duration / gemm.overlap_chunks;
+  return std::min(duration - chunk, overlap(ready_s, gather.end_s, gather.start_s, gather.end_s));
+}
+
 Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
   if (issue.stream != Stream::compute)
     throw std::logic_error("op " + op.label + ": the simulator runs compute ops on the compute stream only");
+  resume_deferred();
+  const Seconds ready_s = host_time();
+  const Seconds exposed_before_s = totals_.exposed_comm_s;
   // Waiting on another stream's work ends the fused block: the wait is a synchronisation point.
-  if (!issue.after.empty()) {
-    for (const Handle& h : issue.after) block_on(h.id);
+  Window waited;  // the latest-ending op waited for
+  for (const Handle& h : issue.after) {
+    last_blocked_ = {};
+    block_on(h.id);
+    if (last_blocked_.end_s > waited.end_s) waited = last_blocked_;
   }
   const Seconds duration = compute_cost(op, device_).seconds * compute_slowdown_;
   ++compute_ops_;
   if (measuring()) totals_.compute_s += duration;
+  // A GEMM chunked with a tensor-parallel collective (GemmArgs::comm_overlap), on a device of its
+  // own: part of it ran during the gather it waited for, or part of it runs during the
+  // reduce-scatter issued next.
+  Seconds hidden = 0;
+  const auto* gemm = std::get_if<GemmArgs>(&op.args);
+  if (gemm != nullptr && compute_host_ == nullptr && gemm->overlap_chunks > 1) {
+    hidden = hidden_by_chunks(*gemm, duration, ready_s, waited);
+    // The wait was compute for that long, not exposed communication.
+    if (measuring()) totals_.exposed_comm_s -= std::min(hidden, totals_.exposed_comm_s - exposed_before_s);
+    if (gemm->comm_overlap == GemmArgs::CommOverlap::feeds_scatter)
+      deferred_compute_s_ = duration - duration / gemm->overlap_chunks;
+  }
   if (compute_host_ != nullptr) {
     // Shared cores: the op runs when this rank holds a core, as fast as the cores' other load
     // lets it; the trace records when it really ran.
@@ -103,8 +132,8 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
                                 kernel_start(std::max(issued, last_compute_start_s_), end), end));
     return Handle{};
   }
-  const Seconds start = host_time();
-  pending_compute_s_ += duration;
+  const Seconds start = host_time() - hidden;
+  pending_compute_s_ += duration - hidden - deferred_compute_s_;
   busy_s_ += duration;
   if (context_.options.record_trace)
     add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, kernel_start(start, start + duration),
@@ -114,6 +143,7 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
 }
 
 void SimDevice::flush_compute() {
+  resume_deferred();
   if (pending_compute_s_ <= 0) return;
   const Seconds seconds = pending_compute_s_;
   pending_compute_s_ = 0;
@@ -178,8 +208,14 @@ void SimDevice::leave_cores() {
 
 Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   ++comm_ops_;
+  // A chunked GEMM's later chunks overlap this op: they run once it is issued.
+  const Seconds deferred = std::exchange(deferred_compute_s_, 0.0);
+  if (issue.stream == Stream::compute) pending_compute_s_ += deferred;
   // A folded tensor group's collective of known duration: no actor, no channel (price_on_issue).
-  if (price_on_issue(op, issue)) return Handle{ops_.next_handle() - 1};
+  if (price_on_issue(op, issue)) {
+    pending_compute_s_ += deferred;
+    return Handle{ops_.next_handle() - 1};
+  }
   flush_compute();  // the op may only start after the compute issued before it
   PendingComm pending;
   pending.after = issue.after;
@@ -240,6 +276,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     });
   }
   queue.has_work->notify_all();
+  pending_compute_s_ += deferred;
   return Handle{handle};
 }
 
@@ -532,10 +569,12 @@ s4u::CommPtr SimDevice::recv_async(int src_rank, Bytes bytes, const std::string&
 // ---------------------------------------------------------------- waiting
 
 void SimDevice::block_on(std::int64_t handle) {
+  resume_deferred();
   if (handle >= 0 && ops_[handle].priced) {
     // On the host's own timeline, ahead of the clock: no synchronisation with other actors.
     const Seconds t0 = host_time();
     const Seconds start = ops_[handle].effective_start_s, end = ops_[handle].end_s;  // (it may go once done)
+    last_blocked_ = {start, end};
     wait_priced(handle);
     if (measuring()) totals_.exposed_comm_s += overlap(t0, host_time(), start, end);
     return;
@@ -556,6 +595,7 @@ void SimDevice::block_on(std::int64_t handle) {
     // arrived: idle. (Whatever is left of the window is counted as idle at the end.)
     totals_.exposed_comm_s += overlap(t0, t1, s.effective_start_s, s.end_s);
   }
+  last_blocked_ = {ops_[handle].effective_start_s, ops_[handle].end_s};
   // Ops priced on issue that ended while the host was blocked are complete before it goes on
   // (their stream's actor would have completed them meanwhile). Last: completed ops may go.
   retire_priced(t1);

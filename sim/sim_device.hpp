@@ -203,6 +203,21 @@ class SimDevice final : public Runtime, public PointToPoint {
   int next_tensor_id_ = 0;
 
   Seconds pending_compute_s_ = 0;  // fused block (and priced waits) not yet run
+  // The part of a GEMM that feeds a chunked reduce-scatter (GemmArgs::comm_overlap) past its
+  // first chunk: it runs once that collective is issued, overlapping it.
+  Seconds deferred_compute_s_ = 0;
+  void resume_deferred() {
+    pending_compute_s_ += deferred_compute_s_;
+    deferred_compute_s_ = 0;
+  }
+  // The data-moving window of the last op block_on waited for (when it had one).
+  struct Window {
+    Seconds start_s = 0, end_s = 0;
+  };
+  Window last_blocked_;
+  // Of a GEMM of `duration` that consumes a chunked all-gather whose data moved in `gather` while
+  // the host, ready at `ready_s`, waited: the part its chunks ran meanwhile.
+  static Seconds hidden_by_chunks(const GemmArgs& gemm, Seconds duration, Seconds ready_s, Window gather);
   Seconds busy_s_ = 0;             // compute stream busy over the whole run (energy)
   Seconds last_compute_start_s_ = 0;  // when the last executed block started (after taking a core)
   // Ops by handle id. Completed ops at the front are dropped (a long simulation issues millions;

@@ -93,6 +93,10 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
     throw StrategyError("strategy.zero_stage", "data_parallel keeps full optimizer state (zero_stage 0)");
   if (parallel_.sequence_parallel)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor parallelism");
+  if (parallel_.overlap_param_gather)
+    throw StrategyError("strategy.overlap_param_gather", "overlapping the parameter all-gather needs zero_stage 1 or 2");
+  if (parallel_.tp_comm_overlap)
+    throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs tensor parallelism");
   check_gradient_compression(parallel_);
   micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
   group_.id = 0;

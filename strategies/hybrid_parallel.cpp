@@ -51,6 +51,7 @@ class HybridRank final : public RankProgram {
     ctx_.tp_rank = me_.tp;
     ctx_.tp_group = l.tensor_group(rank);
     ctx_.sequence_parallel = plan_.parallel.sequence_parallel;
+    ctx_.tp_comm_overlap = plan_.parallel.tp_comm_overlap;
     ctx_.recompute = plan_.parallel.recompute_granularity;
     data_group_ = l.data_group(rank);
     dp_index_ = data_group_.index_of(rank);
@@ -110,6 +111,7 @@ class HybridRank final : public RankProgram {
     for (int i = 0; i < static_cast<int>(actions.size()); ++i)
       if (actions[i].kind == PipelineAction::Kind::backward) last_backward[actions[i].chunk] = i;
 
+    gather_stale_parameters(rt);
     zero_all_gradients(rt);
     const auto reduction = plan_.parallel.zero_stage >= 1 ? GradientBuckets::Reduction::reduce_scatter
                                                           : GradientBuckets::Reduction::all_reduce;
@@ -137,6 +139,12 @@ class HybridRank final : public RankProgram {
     optimizer_step(rt, iteration);
   }
 
+  void settle(Runtime& rt) override {
+    if (!parameters_stale_) return;
+    parameters_stale_ = false;
+    rt.wait(gather_updated_parameters(rt, all_parameters(), "dp.params.all_gather"));
+  }
+
  private:
   int virtual_stages() const { return plan_.layout->pp_size() * plan_.hybrid.virtual_stages; }
   int stage_of(int k) const { return k % plan_.layout->pp_size(); }
@@ -158,6 +166,7 @@ class HybridRank final : public RankProgram {
                         Issue{Stream::pp_recv, {}}, 2 * k));
     }
     for (auto& layer : chunks_[c]) {
+      wait_for_fresh_parameters(rt, *layer);
       gather_parameters(rt, *layer, Phase::forward, mb);
       x = layer->forward(rt, x, mb);
       scatter_parameters(rt, *layer);
@@ -271,9 +280,43 @@ class HybridRank final : public RankProgram {
                             plan_.layout->embedding_group(rank_), Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
   }
 
+  // ZeRO-1/2: every rank updated its part of the parameters; the new values are all-gathered on
+  // the data-parallel stream.
+  Handle gather_updated_parameters(Runtime& rt, const std::vector<Tensor>& updated, const std::string& label) {
+    return ops::all_gather(rt, Phase::optimizer, label, updated, data_group_,
+                           Issue{Stream::dp_comm, {rt.record(Stream::compute)}});
+  }
+  std::vector<Tensor> all_parameters() const {
+    std::vector<Tensor> all;
+    for (const auto& chunk : chunks_)
+      for (const auto& layer : chunk)
+        for (const Tensor& w : layer->parameters()) all.push_back(w);
+    return all;
+  }
+  bool gathers_parameters() const {
+    const int zero = plan_.parallel.zero_stage;
+    return (zero == 1 || zero == 2) && data_group_.size() > 1;
+  }
+  // --overlap-param-gather: the last step's parameters, one all-gather per layer in the order of
+  // the forward, issued together at the start of the step; each layer waits for its own before
+  // its first forward (Megatron-Core's forward pre-hook), so the later ones overlap computation.
+  void gather_stale_parameters(Runtime& rt) {
+    if (!parameters_stale_) return;
+    parameters_stale_ = false;
+    for (auto& chunk : chunks_)
+      for (auto& layer : chunk)
+        fresh_parameters_[layer.get()] =
+            gather_updated_parameters(rt, layer->parameters(), "dp." + layer->name() + ".params.all_gather");
+  }
+  void wait_for_fresh_parameters(Runtime& rt, const Layer& layer) {
+    const auto it = fresh_parameters_.find(&layer);
+    if (it == fresh_parameters_.end()) return;
+    rt.wait(it->second);
+    fresh_parameters_.erase(it);
+  }
+
   void optimizer_step(Runtime& rt, int iteration) {
     const float grad_scale = 1.0f / static_cast<float>(plan_.all_micro_batches);
-    std::vector<Tensor> updated;
     for (auto& chunk : chunks_)
       for (auto& layer : chunk) {
         // ZeRO-2/3 step on the gradient (and parameter) shards this rank holds.
@@ -284,15 +327,12 @@ class HybridRank final : public RankProgram {
         // is read from its start, a full one at the part's offset); the whole without ZeRO.
         const int shard_index = plan_.parallel.zero_stage >= 1 ? dp_index_ : 0;
         optimizer_.step(rt, layer->name(), params, grads, plan_.training, grad_scale, iteration, shard_index);
-        for (const Tensor& w : layer->parameters()) updated.push_back(w);
       }
-    // ZeRO-1/2: every rank updated its shard; the new parameters are all-gathered (ZeRO-3 keeps
-    // them sharded until the next forward gathers them).
-    const int zero = plan_.parallel.zero_stage;
-    if ((zero == 1 || zero == 2) && data_group_.size() > 1) {
-      rt.wait(ops::all_gather(rt, Phase::optimizer, "dp.params.all_gather", updated, data_group_,
-                              Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
-    }
+    // ZeRO-1/2 gather the updated parameters now, or during the next step's forward (ZeRO-3 keeps
+    // them sharded until each use gathers them).
+    if (!gathers_parameters()) return;
+    if (plan_.parallel.overlap_param_gather) parameters_stale_ = true;
+    else rt.wait(gather_updated_parameters(rt, all_parameters(), "dp.params.all_gather"));
   }
 
   Plan plan_;
@@ -310,6 +350,8 @@ class HybridRank final : public RankProgram {
     std::vector<Tensor> grads, params;  // ZeRO-2 gradient and ZeRO-3 parameter shards
   };
   std::map<std::string, Shards> shards_;  // by layer name
+  bool parameters_stale_ = false;  // --overlap-param-gather: the last step's update not yet gathered
+  std::map<const Layer*, Handle> fresh_parameters_;  // its per-layer gathers this step
   std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
 };
 
@@ -327,6 +369,12 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
+  if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
+    throw StrategyError("strategy.overlap_param_gather",
+                        "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
+  // As Megatron-Core asserts: Transformer Engine overlaps sequence parallelism's collectives.
+  if (parallel_.tp_comm_overlap && !parallel_.sequence_parallel)
+    throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs sequence_parallel");
   check_gradient_compression(parallel_);
   try {
     model_->build_layers(batch_shape(), ParallelContext{layout_.tp_size(), 0, layout_.tensor_group(0),
@@ -489,7 +537,7 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
 std::string HybridParallel::name() const {
   std::string n = "hybrid(tp=" + std::to_string(layout_.tp_size()) + ", pp=" + std::to_string(layout_.pp_size()) +
                   ", dp=" + std::to_string(layout_.dp_size());
-  if (parallel_.sequence_parallel) n += ", sp";
+  if (parallel_.sequence_parallel) n += parallel_.tp_comm_overlap ? ", sp overlapped" : ", sp";
   if (parallel_.zero_stage > 0) n += ", zero" + std::to_string(parallel_.zero_stage);
   if (parallel_.recompute_granularity != Recompute::none) n += std::string(", recompute ") + to_string(parallel_.recompute_granularity);
   if (layout_.pp_size() > 1) n += std::string(", ") + to_string(hybrid_.schedule);

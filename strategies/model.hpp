@@ -26,6 +26,9 @@ struct ParallelContext {
   Group tp_group;                  // used only when tp_size > 1
   bool sequence_parallel = false;  // all-reduces become reduce-scatter + all-gather
   Recompute recompute = Recompute::none;
+  // With sequence parallelism: the blocks' GEMMs pipelined with their all-gathers and
+  // reduce-scatters (GemmArgs::comm_overlap), as Megatron-Core's --tp-comm-overlap.
+  bool tp_comm_overlap = false;
 };
 
 // Shapes of one micro-batch.

@@ -57,6 +57,17 @@ struct GemmArgs {  // C[m,n] (+)= op(A)[m,k] · op(B)[k,n]
   // FP8 GEMM (compute dtype fp8): each operand cast to its format with a per-tensor scale.
   Fp8Format fp8_a = Fp8Format::none, fp8_b = Fp8Format::none;
   bool fp8() const { return fp8_a != Fp8Format::none; }
+  // Transformer Engine's communication overlap (Megatron-Core --tp-comm-overlap, with sequence
+  // parallelism): this GEMM and the tensor-parallel collective it consumes (the all-gather of its
+  // input, issued just before it) or feeds (the reduce-scatter of its output, issued just after)
+  // run as a pipeline of `overlap_chunks` pieces, each piece's GEMM overlapping another piece's
+  // transfer; `bulk`: it overlaps a collective issued beside it as a whole. While it overlaps, the
+  // communication kernels hold `overlap_comm_sms` of the GPU's SMs. The result is the same; a
+  // backend that does not chunk runs them one after the other.
+  enum class CommOverlap : std::uint8_t { none, consumes_gather, feeds_scatter, bulk };
+  CommOverlap comm_overlap = CommOverlap::none;
+  int overlap_chunks = 1;
+  int overlap_comm_sms = 0;
 };
 struct AttentionArgs {  // scaled dot-product attention over [batch, heads, seq, head_dim]
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;

@@ -41,7 +41,13 @@ struct ParallelConfig {
   int pipeline_model_parallel_size = 1;
   int data_parallel_size = 1;
   bool sequence_parallel = false;
+  // Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers): needs sequence_parallel.
+  bool tp_comm_overlap = false;
   int zero_stage = 0;
+  // Megatron-Core's --overlap-param-gather (ZeRO-1/2, the distributed optimizer): the parameters
+  // a step updated are all-gathered layer by layer during the next step's forward, each layer
+  // waiting for its own, instead of all at once at the end of the step.
+  bool overlap_param_gather = false;
   Recompute recompute_granularity = Recompute::none;
   bool overlap_grad_reduce = true;
   std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)
@@ -73,6 +79,10 @@ class RankProgram {
   virtual void setup(Runtime& rt) = 0;
   // One training iteration: all micro-batches, gradient reduction, optimizer step.
   virtual void train_step(Runtime& rt, int iteration) = 0;
+  // Finishes what a step left for the next one to overlap (parameters gathered late), so that the
+  // rank's tensors hold its whole state: a backend calls it before saving a checkpoint and after
+  // its last step.
+  virtual void settle(Runtime& rt) { (void)rt; }
 };
 
 // The data-parallel replicas of a strategy. Replicas of equal work run the same program on the

@@ -281,9 +281,12 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
           require_finite_losses(r, it, device.losses());
           board.arrive(it, device.iteration_windows().back(), device.compute_s() - kernels_before_s, device.losses());
           if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (i + 1) % o.checkpoint_every == 0 &&
-              i + 1 < total_iterations)
+              i + 1 < total_iterations) {
+            program->settle(device);  // the tensors hold the whole state (parameters gathered late)
             barrier.arrive([&] { save_checkpoint(snapshot_run(strategy, o, it + 1, devices), o.checkpoint_path); });
+          }
         }
+        program->settle(device);
       } catch (const AbortedError&) {
         // Another rank failed first; its error is the run's.
       } catch (const DivergedError& e) {

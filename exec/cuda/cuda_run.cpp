@@ -104,6 +104,7 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
         cpu::require_finite_losses(rank, i, device.losses());
         if (s.micro_batches > 0 && !std::isfinite(s.loss)) throw cpu::DivergedError(rank, i, -1, s.loss);
       }
+      program->settle(device);  // parameters gathered late (--overlap-param-gather) are complete
     } catch (const cpu::DivergedError&) {
       throw;
     } catch (const cpu::OpError& e) {

@@ -48,6 +48,7 @@ struct Dims {
   I64 t = 1, b = 1, s = 1, sl = 1;  // sl: sequence held by this rank (s/t with SP)
   I64 h = 0, d = 0, al = 0, gl = 0, fl = 0, m = 1, vl = 0, nqkv = 0;
   bool sp = false;
+  bool overlap = false;  // SP's collectives pipelined with the GEMMs (GemmArgs::comm_overlap)
   int tp_rank = 0;
   Fp8Recipe fp8 = Fp8Recipe::none;
 };
@@ -56,6 +57,7 @@ Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const Para
   Dims x;
   x.t = ctx.tp_size;
   x.sp = ctx.sequence_parallel && ctx.tp_size > 1;
+  x.overlap = x.sp && ctx.tp_comm_overlap;
   x.b = batch.micro_batch;
   x.s = batch.seq_len;
   x.sl = x.sp ? x.s / x.t : x.s;
@@ -82,6 +84,28 @@ GemmArgs linear(const Dims& x, GemmArgs g, bool a_is_gradient, bool b_is_gradien
   };
   g.fp8_a = format(a_is_gradient);
   g.fp8_b = format(b_is_gradient);
+  return g;
+}
+
+// A block GEMM's part in Transformer Engine's overlap of sequence parallelism's collectives
+// (--tp-comm-overlap), with TE's default userbuffers configuration (transformer_engine/pytorch/
+// module/base.py, initialize_ub, get_default_config):
+//   consumes_gather  "ring_exchange" (qkv and fc1 forward, proj and fc2 data gradient): one chunk
+//                    per tensor-parallel rank, copied by the copy engines (no SMs taken);
+//   feeds_scatter    "pipeline" (proj and fc2 forward): 4 chunks, the reduce-scatter on 16 SMs
+//                    the GEMM leaves free (set_sm_margin);
+//   bulk             (qkv and fc1 data and weight gradients): the input's all-gather beside the
+//                    data-gradient GEMM, the reduce-scatter beside the weight-gradient one, on 16 SMs.
+using Overlap = GemmArgs::CommOverlap;
+constexpr int kPipelineChunks = 4;
+constexpr int kOverlapCommSms = 16;
+GemmArgs overlapping(const Dims& x, GemmArgs g, Overlap role) {
+  if (!x.overlap || role == Overlap::none) return g;
+  g.comm_overlap = role;
+  g.overlap_chunks = role == Overlap::consumes_gather ? static_cast<int>(x.t)
+                     : role == Overlap::feeds_scatter ? kPipelineChunks
+                                                      : 1;
+  g.overlap_comm_sms = role == Overlap::consumes_gather ? 0 : kOverlapCommSms;
   return g;
 }
 
@@ -228,7 +252,9 @@ Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, DType
 // Takes `saved_in` and `d_out`; returns dX (local shard with SP) for the caller.
 Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt,
                            std::string_view what, const Tensor& saved_in, const Tensor& d_out,
-                           const Param& w, I64 k, I64 n, bool w_out_in = false) {
+                           const Param& w, I64 k, I64 n, bool w_out_in = false, bool block_linear = true) {
+  // The block's linears (not the output layer) overlap both collectives in bulk with TE.
+  const Overlap bulk = block_linear ? Overlap::bulk : Overlap::none;
   Runtime& rt = em.rt();
   Handle gathered;
   const Tensor in_full = gather_full(em, ctx, x, dt, Phase::backward,
@@ -239,7 +265,7 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   GemmArgs dgrad{tokens, k, n};
   if (w_out_in) dgrad.trans_b = false;
   else dgrad.trans_b = true;
-  gemm_op(em, Phase::backward, what, "bwd", d_out, w.w, d_in_full, linear(x, dgrad, true, false));
+  gemm_op(em, Phase::backward, what, "bwd", d_out, w.w, d_in_full, linear(x, overlapping(x, dgrad, bulk), true, false));
   Tensor d_in = d_in_full;
   Handle comm;
   if (x.t > 1) {
@@ -254,7 +280,7 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   }
   em.pending(gathered);
   if (w.g.valid()) {
-    GemmArgs wgrad = w_out_in ? GemmArgs{n, k, tokens} : GemmArgs{k, n, tokens};
+    GemmArgs wgrad = overlapping(x, w_out_in ? GemmArgs{n, k, tokens} : GemmArgs{k, n, tokens}, bulk);
     wgrad.trans_a = true;
     wgrad.accumulate = true;
     if (w_out_in) gemm_op(em, Phase::backward, what, "bwd_w", d_out, in_full, w.g, linear(x, wgrad, true, false));
@@ -570,7 +596,8 @@ class TransformerBlock final : public LayerBase {
     Tensor d_act = alloc("mlp.act.dinput", {x_.b, x_.s, x_.fl});
     GemmArgs fc2_dgrad{tokens, x_.fl, x_.h};
     fc2_dgrad.trans_b = true;
-    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act, linear(x_, fc2_dgrad, true, false));
+    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act,
+            linear(x_, overlapping(x_, fc2_dgrad, Overlap::consumes_gather), true, false));
     if (fc2_w_.g.valid()) {
       GemmArgs wgrad{x_.fl, x_.h, tokens};
       wgrad.trans_a = true;
@@ -607,7 +634,8 @@ class TransformerBlock final : public LayerBase {
     Tensor d_ctx = alloc("attn.core.doutput", {x_.b, x_.s, x_.al * x_.d});
     GemmArgs proj_dgrad{tokens, x_.al * x_.d, x_.h};
     proj_dgrad.trans_b = true;
-    gemm_op(em, Phase::backward, "attn.proj", "bwd", d_proj, proj_w_.w, d_ctx, linear(x_, proj_dgrad, true, false));
+    gemm_op(em, Phase::backward, "attn.proj", "bwd", d_proj, proj_w_.w, d_ctx,
+            linear(x_, overlapping(x_, proj_dgrad, Overlap::consumes_gather), true, false));
     if (proj_w_.g.valid()) {
       GemmArgs wgrad{x_.al * x_.d, x_.h, tokens};
       wgrad.trans_a = true;
@@ -775,7 +803,7 @@ class TransformerBlock final : public LayerBase {
     norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
     Tensor qkv_in = gather_full(em, ctx_, x_, dt, ph, "attn.qkv", sf, ln1);
     Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
-    gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, linear(x_, GemmArgs{tokens, x_.nqkv, x_.h}, false, false));
+    gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, linear(x_, overlapping(x_, GemmArgs{tokens, x_.nqkv, x_.h}, Overlap::consumes_gather), false, false));
     bias_fwd(em, ph, "attn.qkv.bias", sf, qkv, qkv_b_, tokens * x_.nqkv);
     if (qkv_in.id != ln1.id) rt.release(qkv_in);
     keep("ln1", ln1, keep_all);
@@ -783,7 +811,7 @@ class TransformerBlock final : public LayerBase {
     for (std::size_t i = 0; i < core.size(); ++i) keep(core_key(i), core[i], keep_core);
     keep("qkv", qkv, keep_all);
     Tensor proj = alloc("attn.proj.out", {x_.b, x_.s, x_.h});
-    gemm_op(em, ph, "attn.proj", sf, ctx_out, proj_w_.w, proj, linear(x_, GemmArgs{tokens, x_.h, x_.al * x_.d}, false, false));
+    gemm_op(em, ph, "attn.proj", sf, ctx_out, proj_w_.w, proj, linear(x_, overlapping(x_, GemmArgs{tokens, x_.h, x_.al * x_.d}, Overlap::feeds_scatter), false, false));
     keep("ctx", ctx_out, keep_all);
     Tensor attn_out = reduce_partial(em, ctx_, x_, dt, ph, "attn.proj", sf, proj);
     bias_fwd(em, ph, "attn.proj.bias", sf, attn_out, proj_b_, rows * x_.h);
@@ -794,7 +822,7 @@ class TransformerBlock final : public LayerBase {
     norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
     Tensor fc1_in = gather_full(em, ctx_, x_, dt, ph, "mlp.fc1", sf, ln2);
     Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
-    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, false, false));
+    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, overlapping(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, Overlap::consumes_gather), false, false));
     bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
     if (fc1_in.id != ln2.id) rt.release(fc1_in);
     keep("ln2", ln2, keep_all);
@@ -802,7 +830,7 @@ class TransformerBlock final : public LayerBase {
     elementwise_op(em, ph, "mlp.act", sf, {fc1}, {act}, act_fn(), tokens * x_.fl);
     keep("fc1", fc1, keep_all);
     Tensor fc2 = alloc("mlp.fc2.out", {x_.b, x_.s, x_.h});
-    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, linear(x_, GemmArgs{tokens, x_.h, x_.fl}, false, false));
+    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, linear(x_, overlapping(x_, GemmArgs{tokens, x_.h, x_.fl}, Overlap::feeds_scatter), false, false));
     keep("act", act, keep_all);
     Tensor mlp_out = reduce_partial(em, ctx_, x_, dt, ph, "mlp.fc2", sf, fc2);
     bias_fwd(em, ph, "mlp.fc2.bias", sf, mlp_out, fc2_b_, rows * x_.h);
@@ -886,7 +914,6 @@ class LMHead final : public VocabTableLayer {
   Tensor backward(Runtime& rt, const Tensor& d_loss, int mb) override {
     Emitter em = emitter(rt, mb);
     const DType dt = batch_.dtype;
-    const I64 tokens = x_.b * x_.s;
     if (d_loss.valid()) rt.release(d_loss);
     Tensor softmax = take(mb, "softmax");
     Tensor labels = take(mb, "labels");
@@ -899,7 +926,7 @@ class LMHead final : public VocabTableLayer {
     Dims in_bf16 = x_;  // the output layer's GEMMs stay out of FP8
     in_bf16.fp8 = Fp8Recipe::none;
     Tensor d_ln = column_parallel_bwd(em, ctx_, in_bf16, dt, "output", take(mb, "ln"), d_logits, out_,
-                                      x_.h, x_.vl, /*w_out_in=*/true);
+                                      x_.h, x_.vl, /*w_out_in=*/true, /*block_linear=*/false);
     Tensor x = take(mb, "x");
     Tensor dx = rt.alloc(em.name("norm.dinput"), {x_.b, x_.sl, x_.h}, dt, kAct);
     norm_bwd(em, cfg_, "norm", x, d_ln, norm_w_, norm_b_, dx, x_.b * x_.sl, x_.h);

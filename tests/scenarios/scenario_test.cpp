@@ -127,6 +127,25 @@ TEST(Scenario, YamlSyntaxErrorGivesTheLine) {
   EXPECT_NE(std::string(e.what()).find("syntax"), std::string::npos);
 }
 
+// Megatron-Core's overlaps have the prerequisites Megatron asserts: --tp-comm-overlap needs
+// sequence parallelism, --overlap-param-gather the distributed optimizer (ZeRO-1/2).
+TEST(Scenario, TensorParallelCommunicationOverlapWithoutSequenceParallelismNamesItsLine) {
+  const std::string hybrid = replaced(kGood, "  type: data_parallel\n  data_parallel_size: 8\n",
+                                      "  type: hybrid\n  tensor_model_parallel_size: 8\n  tp_comm_overlap: true\n");
+  const InputError e = load_error(hybrid);
+  EXPECT_EQ(e.field(), "strategy.tp_comm_overlap");
+  EXPECT_EQ(e.line(), 11);
+  EXPECT_NE(std::string(e.what()).find("sequence_parallel"), std::string::npos) << e.what();
+}
+
+TEST(Scenario, ParameterGatherOverlapWithoutZeroNamesItsLine) {
+  const std::string hybrid = replaced(kGood, "  type: data_parallel\n", "  type: hybrid\n  overlap_param_gather: true\n");
+  const InputError e = load_error(hybrid);
+  EXPECT_EQ(e.field(), "strategy.overlap_param_gather");
+  EXPECT_EQ(e.line(), 10);
+  EXPECT_NE(std::string(e.what()).find("zero_stage 1 or 2"), std::string::npos) << e.what();
+}
+
 TEST(Scenario, UnknownKnobIsRefused) {
   const InputError e = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_paralel_size: 8\n"));
   EXPECT_EQ(e.line(), 10);

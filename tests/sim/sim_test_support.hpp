@@ -26,6 +26,7 @@
 #include "common/process_pool.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/simulation.hpp"
+#include "tests/platforms/platform_test_support.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -68,6 +69,11 @@ inline sim::SimulationResult simulate_traced(const Scenario& s, int warmup, int 
   return sim::simulate(*strategy, s.cluster, options);
 }
 
+// The same for a scenario given as YAML text (written to a temporary file first).
+inline sim::SimulationResult simulate_text_traced(const std::string& yaml, int warmup, int iterations) {
+  test::TempDir dir;
+  return simulate_traced(load_scenario(dir.write("scenario.yaml", yaml)), warmup, iterations);
+}
 
 // Exit codes of the child: 0 ok, 3 f threw, 4 f threw a non-exception.
 template <class F>

@@ -137,6 +137,13 @@ INSTANTIATE_TEST_SUITE_P(
                       named("pp2_interleaved", {.pp = 2, .schedule = PipelineSchedule::interleaved_1f1b,
                                                 .virtual_stages = 2}),
                       named("dp2_zero1", {.dp = 2, .zero = 1, .precision = DType::bf16}),
+                      // Parameters gathered during the next step's forward: the same values.
+                      named("dp2_zero1_overlap_param_gather",
+                            {.dp = 2, .zero = 1, .overlap_param_gather = true, .precision = DType::bf16}),
+                      named("pp2_dp2_zero2_overlap_param_gather",
+                            {.pp = 2, .dp = 2, .zero = 2, .overlap_param_gather = true, .precision = DType::bf16}),
+                      // GEMMs marked for Transformer Engine's chunked overlap: the same math.
+                      named("tp2_sp_tp_comm_overlap", {.tp = 2, .sp = true, .tp_comm_overlap = true}),
                       named("dp2_zero2", {.dp = 2, .zero = 2, .precision = DType::bf16}),
                       named("dp2_zero3", {.dp = 2, .zero = 3, .precision = DType::bf16}),
                       named("dp4_zero3", {.dp = 4, .zero = 3}),
@@ -183,6 +190,14 @@ TEST(EquivalentCheckpoint, DataParallelCheckpointResumesUnderTensorParallel) {
 TEST(EquivalentCheckpoint, ZeroThreeCheckpointResumesUnderPipeline) {
   expect_resumable(named("dp2_zero3", {.dp = 2, .zero = 3, .precision = DType::bf16}),
                    named("pp2", {.pp = 2, .precision = DType::bf16}));
+}
+
+// The checkpoint holds the last step's parameters although their all-gather was left to overlap
+// the next step (RankProgram::settle).
+TEST(EquivalentCheckpoint, OverlappedParameterGatherCheckpointResumesOnOneRank) {
+  expect_resumable(named("dp2_zero1_overlap_param_gather",
+                         {.dp = 2, .zero = 1, .overlap_param_gather = true, .precision = DType::bf16}),
+                   named("single", {.precision = DType::bf16}));
 }
 
 TEST(EquivalentCheckpoint, HybridCheckpointResumesOnOneRank) {

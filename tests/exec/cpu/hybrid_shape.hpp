@@ -17,6 +17,8 @@ struct HybridShape {
   int tp = 1, pp = 1, dp = 1;
   bool sp = false;
   int zero = 0;
+  bool tp_comm_overlap = false;       // Megatron-Core's --tp-comm-overlap
+  bool overlap_param_gather = false;  // Megatron-Core's --overlap-param-gather
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;
   DType precision = DType::fp32;
@@ -44,6 +46,8 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.data_parallel_size = s.dp;
   parallel.sequence_parallel = s.sp;
   parallel.zero_stage = s.zero;
+  parallel.tp_comm_overlap = s.tp_comm_overlap;
+  parallel.overlap_param_gather = s.overlap_param_gather;
   parallel.ddp_bucket_size = bucket_params;
   HybridConfig config;
   config.schedule = s.schedule;
