@@ -85,6 +85,20 @@ TEST(LoadedLibrariesCli, OnlySimulatingCommandsLoadSimGrid) {
   EXPECT_NE(any_of(simulating, {"libsimgrid"}), "");
 }
 
+// tcmalloc (cli/fast_allocator.hpp): not for light commands, which start in a few ms without it;
+// for a simulation, which it speeds up, when the build found it.
+TEST(LoadedLibrariesCli, OnlyHeavyCommandsRunWithTcmalloc) {
+  for (const char* args : {"--help", "simulate --help", "fields device", "check mlp-localhost", "explain mlp-localhost"})
+    EXPECT_EQ(any_of(loaded_libraries(args), {"libtcmalloc"}), "") << args;
+#ifdef TANDEM_TCMALLOC_SO
+  EXPECT_NE(any_of(loaded_libraries("simulate mlp-localhost"), {"libtcmalloc"}), "");
+  // Unless asked not to.
+  ASSERT_EQ(setenv("TANDEM_ALLOCATOR", "system", 1), 0);
+  EXPECT_EQ(any_of(loaded_libraries("simulate mlp-localhost"), {"libtcmalloc"}), "");
+  unsetenv("TANDEM_ALLOCATOR");
+#endif
+}
+
 // The control: the CPU backend does load OpenBLAS (so the tests above can see a library).
 TEST(LoadedLibrariesCli, CpuRunLoadsOpenBlas) {
   EXPECT_NE(any_of(loaded_libraries("run mlp-localhost --iterations 1"), {"libopenblas"}), "");
