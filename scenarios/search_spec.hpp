@@ -23,7 +23,7 @@
 //     memory_headroom: 0.1                       # keep 10% of every device's memory free
 //     algorithm: auto | exhaustive | guided
 //     exhaustive_limit: 200                      # auto: exhaustive up to this many candidates
-//     max_evaluations: 64                        # guided: simulations at most
+//     max_evaluations: 64                        # guided: simulations at most (auto: 1.5x)
 //     seed: 1
 //
 // Knobs left out get the defaults of search_space.hpp. Every error names file, line and field.

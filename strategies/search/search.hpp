@@ -15,7 +15,9 @@
 //                  with the lowest bound, then simulated annealing chains with a fixed seed, then
 //                  a final descent from the best found; bounded by a number of simulations, and
 //                  states how much of the space it covered.
-//      automatic   exhaustive up to `exhaustive_limit` valid candidates, guided above.
+//      automatic   exhaustive up to `exhaustive_limit` valid candidates; above, branch and bound
+//                  on `max_evaluations` simulations, exact when the bounds close the space within
+//                  them, else guided on for half as many again (the result names which answered).
 //   3. refinement  (when `refine_evaluations` > 0) non-uniform layer partitions, which no
 //                  enumeration could list: from the best pipelined candidates (non-interleaved),
 //                  greedy descent over moves of one layer between adjacent stages, each move
@@ -57,7 +59,7 @@ struct SearchSettings {
   int top_k = 10;
   Constraints constraints;
   Algorithm algorithm = Algorithm::automatic;
-  int exhaustive_limit = 200;  // automatic: exhaustive up to this many valid candidates
+  int exhaustive_limit = 200;  // automatic: exhaustive up to this many valid candidates (then bounded)
   int max_evaluations = 64;    // guided: simulations at most
   int batch_size = 4;          // candidates handed to the evaluator at once
   std::uint64_t seed = 1;      // guided: the annealing's random numbers

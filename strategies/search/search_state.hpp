@@ -63,7 +63,9 @@ class SearchState {
 };
 
 // The two algorithms, over a state holding the valid candidates (search.hpp says how they work).
-void run_exhaustive(SearchState& state, const SearchSettings& settings);
+// Branch and bound; with `max_simulations` >= 0 it stops once the state holds that many
+// simulations. Returns whether it closed the space (every candidate simulated or ruled out).
+bool run_exhaustive(SearchState& state, const SearchSettings& settings, int max_simulations = -1);
 void run_guided(SearchState& state, const SearchSettings& settings);
 // Step 3 of search.hpp: adds and simulates explicit layer partitions (nothing when turned off).
 void refine_partitions(SearchState& state, Evaluator& evaluator, const SearchSettings& settings);

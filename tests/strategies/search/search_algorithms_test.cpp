@@ -100,6 +100,38 @@ TEST(SearchAlgorithms, GuidedFindsTheExhaustiveOptimumOnASmallSpace) {
   EXPECT_GT(guided.coverage(), 0.0);
 }
 
+// The automatic choice on a space above exhaustive_limit: branch and bound on the guided budget,
+// exact when the bounds close the space within it, else the guided search goes on for half as
+// many simulations again.
+TEST(SearchAlgorithms, AutomaticIsExactWhenTheBoundsCloseALargeSpaceWithinTheBudget) {
+  const Enumeration space = small_space();
+  SearchSettings settings;
+  settings.exhaustive_limit = 10;  // the space counts as large
+  settings.max_evaluations = 60;
+  FakeEvaluator exact_bounds(1.0);
+  const SearchResult automatic = run_search(space, exact_bounds, settings);
+  EXPECT_EQ(automatic.algorithm, Algorithm::exhaustive);
+  EXPECT_LE(exact_bounds.simulations, settings.max_evaluations);
+  EXPECT_EQ(automatic.coverage(), 1.0);
+  settings.algorithm = Algorithm::exhaustive;
+  FakeEvaluator reference(1.0);
+  EXPECT_EQ(ranked_of(automatic), ranked_of(run_search(space, reference, settings)));
+}
+
+TEST(SearchAlgorithms, AutomaticGoesOnGuidedWithinTheBudgetWhenTheBoundsDoNotClose) {
+  const Enumeration space = small_space();
+  SearchSettings settings;
+  settings.exhaustive_limit = 10;
+  settings.max_evaluations = 40;
+  FakeEvaluator no_bounds(0.0);
+  const SearchResult automatic = run_search(space, no_bounds, settings);
+  EXPECT_EQ(automatic.algorithm, Algorithm::guided);
+  EXPECT_GT(no_bounds.simulations, settings.max_evaluations);  // the guided part ran
+  EXPECT_LE(no_bounds.simulations, settings.max_evaluations * 3 / 2);
+  EXPECT_EQ(no_bounds.repeated, 0);
+  EXPECT_LT(automatic.coverage(), 1.0);
+}
+
 TEST(SearchAlgorithms, AnswerDoesNotDependOnBatchSize) {
   const Enumeration space = small_space();
   for (Algorithm algorithm : {Algorithm::exhaustive, Algorithm::guided}) {
