@@ -1,10 +1,12 @@
 #include "scenarios/scenario.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
 
 #include "common/yaml_reader.hpp"
+#include "platforms/cluster_selection.hpp"
 #include "scenarios/scenario_fields.hpp"
 #include "scenarios/gradient_compression_reader.hpp"
 #include "scenarios/scenario_limits.hpp"
@@ -191,6 +193,32 @@ void read_cluster(const YamlNode& node, Scenario& s) {
   }
 }
 
+// `use:` (Scenario::use): whole nodes of named groups; a group left out is not used.
+void read_use(const YamlNode& node, Scenario& s) {
+  if (!node.is_map()) node.fail("expected a map of node group names to device counts, e.g. {h100: 16, a100: 8}");
+  s.lines["use"] = node.line();
+  std::vector<int> nodes(s.cluster.groups.size(), 0);
+  std::string names;
+  for (const NodeGroup& g : s.cluster.groups) names += (names.empty() ? "" : ", ") + g.name;
+  for (const auto& [name, count] : node.entries()) {
+    const auto group = std::find_if(s.cluster.groups.begin(), s.cluster.groups.end(),
+                                    [&](const NodeGroup& g) { return g.name == name; });
+    if (group == s.cluster.groups.end())
+      count.fail("cluster '" + s.cluster.name + "' has no node group '" + name + "' (its groups: " + names + ")");
+    const long long devices = count.count(limits::CountRange{0, limits::kMaxClusterDevices});
+    const int per_node = group->devices_per_node;
+    if (devices % per_node != 0)
+      count.fail(std::to_string(devices) + " devices are not whole nodes of " + std::to_string(per_node));
+    if (devices / per_node > group->node_count)
+      count.fail(std::to_string(devices) + " devices, but group '" + name + "' has " +
+                 std::to_string(static_cast<long long>(group->node_count) * per_node));
+    nodes[static_cast<std::size_t>(group - s.cluster.groups.begin())] = static_cast<int>(devices / per_node);
+    s.use[name] = static_cast<int>(devices);
+  }
+  if (std::all_of(nodes.begin(), nodes.end(), [](int n) { return n == 0; })) node.fail("uses no device");
+  s.cluster = select_nodes(s.cluster, nodes);
+}
+
 void read_training(const YamlNode& node, Scenario& s) {
   node.only_keys(scenario_fields::kTraining);
   SectionReader r(node, s);
@@ -306,6 +334,7 @@ Scenario load_scenario(const std::string& name_or_path, SizeCheck size_check) {
   s.description = root.str_or("description", "");
   read_model(root["model"], s);
   read_cluster(root["cluster"], s);
+  if (auto use = root.get("use")) read_use(*use, s);
   read_training(root["training"], s);
   read_strategy(root["strategy"], s);
   if (auto sim = root.get("simulation")) read_simulation(*sim, s);

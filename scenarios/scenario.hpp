@@ -32,7 +32,10 @@ struct Scenario {
   std::string file;
   std::string description;
   ModelSpec model;
-  Cluster cluster;
+  Cluster cluster;  // the devices the plan uses: the `use:` part of the cluster file, if given
+  // `use: {h100: 16, a100: 8}`: devices of each node group (whole nodes, the cluster's first
+  // ones), for what-ifs on part of a cluster; empty: every device.
+  std::map<std::string, int> use;
   TrainingConfig training;
   std::string strategy_type = "data_parallel";  // or "hybrid" (Megatron-style 3D)
   ParallelConfig parallel;

@@ -14,6 +14,7 @@ inline constexpr FieldDoc kRoot[] = {
     {"description", "text", "\"\"", "free text"},
     {"model", "preset name or section", "required", "`model: gpt3-1.3b`, or a transformer / mlp section"},
     {"cluster", "cluster name or path", "required", "a bundled cluster, or a .yaml relative to this file"},
+    {"use", "map group: devices", "every device", "part of the cluster: devices of each node group, whole nodes (`use: {h100: 16, a100: 8}`)"},
     {"training", "section", "required", "batch, precision, optimizer"},
     {"strategy", "section", "required", "how the model is split"},
     {"simulation", "section", "-", "what `simulate` runs by default"},

@@ -165,6 +165,11 @@ std::string scenario_yaml(const Scenario& s, const std::string& header) {
   if (!s.description.empty()) y << YAML::Key << "description" << YAML::Value << s.description;
   emit_model(y, s.model);
   y << YAML::Key << "cluster" << YAML::Value << cluster_reference(s.cluster);
+  if (!s.use.empty()) {
+    y << YAML::Key << "use" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [group, devices] : s.use) y << YAML::Key << group << YAML::Value << devices;
+    y << YAML::EndMap;
+  }
   emit_training(y, s.training);
   emit_strategy(y, s);
   emit_simulation(y, s.simulation);

@@ -146,6 +146,38 @@ TEST(Scenario, ParameterGatherOverlapWithoutZeroNamesItsLine) {
   EXPECT_NE(std::string(e.what()).find("zero_stage 1 or 2"), std::string::npos) << e.what();
 }
 
+// `use:` takes whole nodes of named groups: a what-if on part of a cluster.
+const char* kMixed =
+    "name: part\n"                                           // 1
+    "model: gpt2-124m\n"                                     // 2
+    "cluster: mixed-h100-a100-64\n"                          // 3
+    "use: {h100: 16, a100: 8}\n"                             // 4
+    "training: { global_batch_size: 48, micro_batch_size: 2, seq_length: 1024 }\n"  // 5
+    "strategy: { type: data_parallel, data_parallel_size: 24 }\n";  // 6
+
+TEST(Scenario, UseSelectsWholeNodesOfNamedGroups) {
+  const Scenario s = load_scenario(write_temp("part.yaml", kMixed));
+  EXPECT_EQ(s.cluster.device_count(), 24);
+  ASSERT_EQ(s.cluster.groups.size(), 2u);
+  EXPECT_EQ(s.cluster.groups[0].node_count * s.cluster.groups[0].devices_per_node, 16);
+  EXPECT_EQ(s.cluster.groups[1].node_count * s.cluster.groups[1].devices_per_node, 8);
+  EXPECT_EQ(s.use.at("h100"), 16);
+  // A group left out is not used.
+  const Scenario h100 = load_scenario(write_temp("h100.yaml", replaced(kMixed, "{h100: 16, a100: 8}", "{h100: 24}")));
+  ASSERT_EQ(h100.cluster.groups.size(), 1u);
+  EXPECT_EQ(h100.cluster.groups[0].name, "h100");
+}
+
+TEST(Scenario, UseOfAnUnknownGroupOrPartOfANodeNamesTheField) {
+  const InputError unknown = load_error(replaced(kMixed, "a100: 8", "b200: 8"));
+  EXPECT_EQ(unknown.line(), 4);
+  EXPECT_EQ(unknown.field(), "use.b200");
+  EXPECT_NE(std::string(unknown.what()).find("h100, a100"), std::string::npos) << unknown.what();
+  const InputError partial = load_error(replaced(kMixed, "a100: 8", "a100: 4"));
+  EXPECT_EQ(partial.field(), "use.a100");
+  EXPECT_NE(std::string(partial.what()).find("whole nodes"), std::string::npos) << partial.what();
+}
+
 TEST(Scenario, UnknownKnobIsRefused) {
   const InputError e = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_paralel_size: 8\n"));
   EXPECT_EQ(e.line(), 10);
