@@ -290,6 +290,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   });
   r.flag("overlap_grad_reduce", p.overlap_grad_reduce);
   r.flag("overlap_param_gather", p.overlap_param_gather);
+  r.count("local_sgd_steps", p.local_sgd_steps, limits::kLocalSgdSteps);
   r.count("ddp_bucket_size", p.ddp_bucket_size, limits::kDdpBucketSize);
   r.choice("batch_split", [&](const std::string& v) {
     if (v == "even") p.batch_split = BatchSplit::even;

@@ -79,6 +79,8 @@ inline constexpr FieldDoc kStrategy[] = {
     {"zero_stage", "0 | 1 | 2 | 3", "0", "ZeRO optimizer / gradient / parameter sharding"},
     {"recompute_granularity", "none | selective | full", "none", "activation recomputation"},
     {"overlap_grad_reduce", "bool", "true", "gradient reduction overlapped with backward"},
+    {"local_sgd_steps", "steps", "1", "local SGD: replicas average parameters every H steps (data_parallel; 1: synchronous)",
+     nullptr, &limits::kLocalSgdSteps},
     {"overlap_param_gather", "bool", "false", "ZeRO-1/2 parameter all-gather overlapped with the next forward (Megatron-Core --overlap-param-gather)"},
     {"ddp_bucket_size", "parameters", "40000000", "per gradient bucket (Megatron default)", nullptr,
      &limits::kDdpBucketSize},

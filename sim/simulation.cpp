@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -236,7 +237,15 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
 
 }  // namespace
 
-SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& options) {
+SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& requested) {
+  // Whole periods of the strategy's iterations (local SGD averages every H steps), so that the
+  // mean iteration holds its share of the periodic work.
+  SimulationOptions options = requested;
+  const long long period = std::max(1, strategy.iteration_period());
+  const long long iterations = (options.iterations + period - 1) / period * period;
+  if (iterations > std::numeric_limits<int>::max())
+    throw std::invalid_argument("the strategy repeats every " + std::to_string(period) + " iterations: too many to simulate");
+  options.iterations = static_cast<int>(iterations);
   check_simulation(strategy, cluster, options);
   ExtrapolationPlan plan = plan_pipeline_extrapolation(strategy, cluster, options);
   if (plan.apply) {

@@ -27,6 +27,7 @@ class DataParallelRank final : public RankProgram {
   }
 
   void train_step(Runtime& rt, int iteration) override {
+    if (parallel_.local_sgd_steps > 1) return local_step(rt, iteration);
     zero_gradients(rt);
     GradientBuckets buckets(group_, parallel_.ddp_bucket_size, GradientBuckets::Reduction::all_reduce);
     buckets.set_codec(codec_.get());
@@ -46,10 +47,56 @@ class DataParallelRank final : public RankProgram {
       for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) buckets.add(rt, (*it)->gradients());
     buckets.launch(rt);
     buckets.wait_all(rt);
-    optimizer_step(rt, iteration);
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>(all_micro_batches_));
+  }
+
+  // A checkpoint (or the run's end) holds one model: the replicas' average, optimizer moments
+  // included (they are each replica's own between averagings).
+  void settle(Runtime& rt) override {
+    if (parallel_.local_sgd_steps == 1) return;
+    average_parameters(rt, /*with_moments=*/true);
   }
 
  private:
+  // Local SGD: this replica's micro-batches, its own step (its gradients averaged over them), and
+  // every local_sgd_steps steps the replicas' average.
+  void local_step(Runtime& rt, int iteration) {
+    zero_gradients(rt);
+    for (int mb = 0; mb < micro_batches_; ++mb) {
+      forward(rt, mb);
+      Tensor grad;
+      for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) grad = (*it)->backward(rt, grad, mb);
+      if (grad.valid()) rt.release(grad);
+    }
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>(micro_batches_));
+    if (++steps_since_average_ == parallel_.local_sgd_steps) average_parameters(rt, false);
+  }
+
+  // The replicas' mean of the fp32 values the optimizer steps (master copies, or fp32 parameters;
+  // and its moments when asked), one all-reduce over all of them, then cast into the parameters
+  // where they differ.
+  void average_parameters(Runtime& rt, bool with_moments) {
+    steps_since_average_ = 0;
+    if (group_.size() == 1) return;
+    std::vector<Tensor> masters;
+    for (auto& layer : layers_) {
+      for (const Tensor& m : optimizer_.masters(layer->name(), layer->parameters())) masters.push_back(m);
+      if (with_moments)
+        for (const Tensor& m : optimizer_.moments(layer->name())) masters.push_back(m);
+    }
+    rt.wait(ops::all_reduce(rt, Phase::optimizer, "dp.params.average", masters, group_,
+                            Issue{Stream::dp_comm, {rt.record(Stream::compute)}}, ReduceOp::avg));
+    for (auto& layer : layers_) {
+      const std::vector<Tensor> own = optimizer_.masters(layer->name(), layer->parameters());
+      for (std::size_t j = 0; j < own.size(); ++j) {
+        const Tensor& param = layer->parameters()[j];
+        if (own[j].id == param.id) continue;
+        ops::elementwise(rt, Phase::optimizer, layer->name() + ".p" + std::to_string(j) + ".average_cast", {own[j]},
+                         {param}, ElementwiseArgs{ElementwiseFn::cast, param.numel()});
+      }
+    }
+  }
+
   void forward(Runtime& rt, int mb) {
     Tensor x = model_->make_input(rt, batch_, mb);
     for (auto& layer : layers_) x = layer->forward(rt, x, mb);
@@ -60,8 +107,7 @@ class DataParallelRank final : public RankProgram {
     for (auto& layer : layers_) tandem::zero_gradients(rt, *layer, Phase::other, "");
   }
 
-  void optimizer_step(Runtime& rt, int iteration) {
-    const float grad_scale = 1.0f / static_cast<float>(all_micro_batches_);
+  void optimizer_step(Runtime& rt, int iteration, float grad_scale) {
     for (auto& layer : layers_)
       optimizer_.step(rt, layer->name(), layer->parameters(), layer->gradients(), training_, grad_scale,
                       iteration, 0);
@@ -77,6 +123,7 @@ class DataParallelRank final : public RankProgram {
   std::vector<std::unique_ptr<Layer>> layers_;
   ShardedAdam optimizer_;  // whole state: plain data parallelism shards nothing
   std::unique_ptr<GradientCodec> codec_;  // gradient compression; null: plain all-reduce
+  int steps_since_average_ = 0;           // local SGD: steps since the replicas last averaged
 };
 
 }  // namespace
@@ -98,6 +145,11 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
   if (parallel_.tp_comm_overlap)
     throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs tensor parallelism");
   check_gradient_compression(parallel_);
+  if (parallel_.local_sgd_steps < 1)
+    throw StrategyError("strategy.local_sgd_steps", "local SGD averages every H >= 1 steps");
+  if (parallel_.local_sgd_steps > 1 && parallel_.gradient_compression.enabled())
+    throw StrategyError("strategy.local_sgd_steps",
+                        "local SGD and gradient_compression both replace the gradient all-reduce: choose one");
   micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
   group_.id = 0;
   group_.ranks.resize(dp);
@@ -107,6 +159,7 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
 std::string DataParallel::name() const {
   const CompressionConfig& c = parallel_.gradient_compression;
   return "data_parallel(dp=" + std::to_string(parallel_.data_parallel_size) +
+         (parallel_.local_sgd_steps > 1 ? ", local SGD H=" + std::to_string(parallel_.local_sgd_steps) : "") +
          (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") +
          (c.enabled() ? ", " + describe(c) : "") + ")";
 }

@@ -32,6 +32,7 @@ class DataParallel final : public Strategy {
   std::int64_t sequences_per_iteration() const override { return training_.global_batch_size; }
   // Every rank is a replica.
   std::optional<ReplicaStructure> replica_structure() const override;
+  int iteration_period() const override { return parallel_.local_sgd_steps; }
 
   // Micro-batches each replica runs per iteration.
   const std::vector<std::int64_t>& micro_batches_per_replica() const { return micro_batches_; }

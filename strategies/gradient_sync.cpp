@@ -115,6 +115,20 @@ void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vec
   }
 }
 
+std::vector<Tensor> ShardedAdam::masters(const std::string& owner, const std::vector<Tensor>& params) const {
+  if (shards_ != 1) throw std::logic_error("ShardedAdam::masters: the optimizer is sharded");
+  const auto& states = states_.at(owner);
+  std::vector<Tensor> out;
+  for (std::size_t j = 0; j < params.size(); ++j) out.push_back(params[j].dtype == DType::fp32 ? params[j] : states.at(j).front());
+  return out;
+}
+
+std::vector<Tensor> ShardedAdam::moments(const std::string& owner) const {
+  std::vector<Tensor> out;
+  for (const auto& state : states_.at(owner)) out.insert(out.end(), state.end() - 2, state.end());
+  return out;
+}
+
 void ShardedAdam::step(Runtime& rt, const std::string& owner, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& grads, const TrainingConfig& training, float grad_scale,
                        int iteration, int shard_index) {

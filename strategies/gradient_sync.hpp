@@ -89,6 +89,11 @@ class ShardedAdam {
             const std::vector<Tensor>& grads, const TrainingConfig& training, float grad_scale,
             int iteration, int shard_index);
   int shards() const { return shards_; }
+  // The fp32 values each parameter of `owner` is stepped in: its master copy, or the parameter
+  // itself when it is fp32 (`params` as given to allocate; unsharded optimizers only).
+  std::vector<Tensor> masters(const std::string& owner, const std::vector<Tensor>& params) const;
+  // The moment estimates (exp_avg, exp_avg_sq) of `owner`'s parameters.
+  std::vector<Tensor> moments(const std::string& owner) const;
 
  private:
   int shards_;

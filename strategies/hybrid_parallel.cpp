@@ -369,6 +369,8 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
+  if (parallel_.local_sgd_steps != 1)
+    throw StrategyError("strategy.local_sgd_steps", "local SGD is written for type: data_parallel");
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");

@@ -44,6 +44,10 @@ struct ParallelConfig {
   // Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers): needs sequence_parallel.
   bool tp_comm_overlap = false;
   int zero_stage = 0;
+  // Local SGD (periodic model averaging, PyTorch's PostLocalSGD `period`): with H > 1 each
+  // data-parallel replica steps on its own gradients, and the replicas average their parameters
+  // every H steps instead of reducing gradients every step. 1: synchronous data parallelism.
+  int local_sgd_steps = 1;
   // Megatron-Core's --overlap-param-gather (ZeRO-1/2, the distributed optimizer): the parameters
   // a step updated are all-gathered layer by layer during the next step's forward, each layer
   // waiting for its own, instead of all at once at the end of the step.
@@ -133,6 +137,9 @@ class Strategy {
   virtual std::optional<PipelineStructure> pipeline_structure() const { return std::nullopt; }
   // The same strategy running `micro_batches` per replica (for a pipeline_structure).
   virtual std::unique_ptr<Strategy> with_micro_batches(std::int64_t micro_batches) const;
+  // Its iterations repeat with this period (local SGD averages every H steps): a backend that
+  // reports a mean iteration measures whole periods.
+  virtual int iteration_period() const { return 1; }
 };
 
 // The micro-batch shape every strategy derives from the training configuration.

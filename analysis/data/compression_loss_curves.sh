@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures loss against steps for each gradient codec (strategies/compression/) on the CPU
+# Measures loss against steps for each gradient codec (strategies/compression/) and local SGD on the CPU
 # backend: gpt-tiny (scenarios/gpt-tiny-localhost.yaml: data parallel over 2 CPU ranks, byte-level
 # language modelling on the generated corpus, seed 1234), the same global batch and AdamW settings
 # for every codec, and writes analysis/data/compression_loss_vs_steps.csv (one column per codec,
@@ -12,12 +12,18 @@ root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-codecs=("none" "fp16_compress" "int8" "onebit" "{type: topk, topk_ratio: 0.01}" "{type: topk, topk_ratio: 0.1}"
-        "{type: powerSGD, matrix_approximation_rank: 1}" "{type: powerSGD, matrix_approximation_rank: 4}"
-        "{type: onebit, use_error_feedback: false}")
-names=("none" "fp16" "int8" "onebit" "topk_0.01" "topk_0.1" "powerSGD_r1" "powerSGD_r4" "onebit_no_ef")
-for i in "${!codecs[@]}"; do
-  { cat "$root/scenarios/gpt-tiny-localhost.yaml"; echo "  gradient_compression: ${codecs[$i]}"; } > "$work/${names[$i]}.yaml"
+# The strategy line each variant adds: a codec, or local SGD's averaging period.
+knobs=("gradient_compression: none" "gradient_compression: fp16_compress" "gradient_compression: int8"
+       "gradient_compression: onebit" "gradient_compression: {type: topk, topk_ratio: 0.01}"
+       "gradient_compression: {type: topk, topk_ratio: 0.1}"
+       "gradient_compression: {type: powerSGD, matrix_approximation_rank: 1}"
+       "gradient_compression: {type: powerSGD, matrix_approximation_rank: 4}"
+       "gradient_compression: {type: onebit, use_error_feedback: false}"
+       "local_sgd_steps: 4" "local_sgd_steps: 16")
+names=("none" "fp16" "int8" "onebit" "topk_0.01" "topk_0.1" "powerSGD_r1" "powerSGD_r4" "onebit_no_ef"
+       "local_sgd_4" "local_sgd_16")
+for i in "${!knobs[@]}"; do
+  { cat "$root/scenarios/gpt-tiny-localhost.yaml"; echo "  ${knobs[$i]}"; } > "$work/${names[$i]}.yaml"
   "$build/tandem" run "$work/${names[$i]}.yaml" --backend cpu --iterations "$steps" --json "$work/${names[$i]}.json" > /dev/null
 done
 python3 - "$work" "$here/compression_loss_vs_steps.csv" "${names[@]}" <<'PY'

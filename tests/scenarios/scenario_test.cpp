@@ -178,6 +178,14 @@ TEST(Scenario, UseOfAnUnknownGroupOrPartOfANodeNamesTheField) {
   EXPECT_NE(std::string(partial.what()).find("whole nodes"), std::string::npos) << partial.what();
 }
 
+TEST(Scenario, LocalSgdOutsideDataParallelOrWithCompressionNamesItsLine) {
+  const InputError hybrid = load_error(replaced(kGood, "  type: data_parallel\n", "  type: hybrid\n  local_sgd_steps: 4\n"));
+  EXPECT_EQ(hybrid.field(), "strategy.local_sgd_steps");
+  EXPECT_EQ(hybrid.line(), 10);
+  const InputError zero = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_parallel_size: 8\n  local_sgd_steps: 0\n"));
+  EXPECT_EQ(zero.field(), "strategy.local_sgd_steps");
+}
+
 TEST(Scenario, UnknownKnobIsRefused) {
   const InputError e = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_paralel_size: 8\n"));
   EXPECT_EQ(e.line(), 10);
