@@ -18,6 +18,7 @@ void each_knob(S& s, C& c, F&& f) {
   f(s.parallel.zero_stage, c.zero_stage);
   f(s.parallel.recompute_granularity, c.recompute);
   f(s.parallel.batch_split, c.batch_split);
+  f(s.parallel.local_sgd_steps, c.local_sgd_steps);
   f(s.hybrid.schedule, c.schedule);
   f(s.hybrid.virtual_stages, c.virtual_stages);
   f(s.hybrid.order, c.order);

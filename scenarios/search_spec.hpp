@@ -14,6 +14,7 @@
 //     micro_batch_size, data_parallel_size, devices (ranks used), pipeline_schedule,
 //     virtual_pipeline_model_parallel_size, recompute_granularity, sequence_parallel,
 //     rank_order, pipeline_partition, batch_split  # likewise
+//     local_sgd_steps: [1, 4, 16]                # local SGD periods (plans with ZeRO 0 only)
 //     pipeline_partition: [uniform, proportional, refined]
 //                                                # refined: also explicit layer counts per stage,
 //                                                # one layer moved at a time (search.hpp, step 3)

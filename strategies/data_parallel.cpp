@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "strategies/gradient_sync.hpp"
+#include "strategies/model_averaging.hpp"
 #include "strategies/ops.hpp"
 
 namespace tandem {
@@ -72,29 +73,11 @@ class DataParallelRank final : public RankProgram {
     if (++steps_since_average_ == parallel_.local_sgd_steps) average_parameters(rt, false);
   }
 
-  // The replicas' mean of the fp32 values the optimizer steps (master copies, or fp32 parameters;
-  // and its moments when asked), one all-reduce over all of them, then cast into the parameters
-  // where they differ.
   void average_parameters(Runtime& rt, bool with_moments) {
     steps_since_average_ = 0;
-    if (group_.size() == 1) return;
-    std::vector<Tensor> masters;
-    for (auto& layer : layers_) {
-      for (const Tensor& m : optimizer_.masters(layer->name(), layer->parameters())) masters.push_back(m);
-      if (with_moments)
-        for (const Tensor& m : optimizer_.moments(layer->name())) masters.push_back(m);
-    }
-    rt.wait(ops::all_reduce(rt, Phase::optimizer, "dp.params.average", masters, group_,
-                            Issue{Stream::dp_comm, {rt.record(Stream::compute)}}, ReduceOp::avg));
-    for (auto& layer : layers_) {
-      const std::vector<Tensor> own = optimizer_.masters(layer->name(), layer->parameters());
-      for (std::size_t j = 0; j < own.size(); ++j) {
-        const Tensor& param = layer->parameters()[j];
-        if (own[j].id == param.id) continue;
-        ops::elementwise(rt, Phase::optimizer, layer->name() + ".p" + std::to_string(j) + ".average_cast", {own[j]},
-                         {param}, ElementwiseArgs{ElementwiseFn::cast, param.numel()});
-      }
-    }
+    std::vector<const Layer*> layers;
+    for (const auto& layer : layers_) layers.push_back(layer.get());
+    average_models(rt, optimizer_, layers, group_, with_moments);
   }
 
   void forward(Runtime& rt, int mb) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "strategies/gradient_sync.hpp"
+#include "strategies/model_averaging.hpp"
 #include "strategies/null_runtime.hpp"
 #include "strategies/ops.hpp"
 
@@ -104,6 +105,7 @@ class HybridRank final : public RankProgram {
   }
 
   void train_step(Runtime& rt, int iteration) override {
+    if (plan_.parallel.local_sgd_steps > 1) return local_step(rt, iteration);
     const int p = plan_.layout->pp_size(), v = plan_.hybrid.virtual_stages;
     const auto actions = pipeline_actions(plan_.hybrid.schedule, me_.pp, p, static_cast<int>(plan_.micro_batches), v);
     // The last backward of each chunk: its gradients are then final (ZeRO-0/1 reduce them).
@@ -136,10 +138,11 @@ class HybridRank final : public RankProgram {
     }
     buckets.wait_all(rt);
     sync_tied_embedding(rt);
-    optimizer_step(rt, iteration);
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.all_micro_batches));
   }
 
   void settle(Runtime& rt) override {
+    if (plan_.parallel.local_sgd_steps > 1) return average_parameters(rt, /*with_moments=*/true);
     if (!parameters_stale_) return;
     parameters_stale_ = false;
     rt.wait(gather_updated_parameters(rt, all_parameters(), "dp.params.all_gather"));
@@ -315,8 +318,32 @@ class HybridRank final : public RankProgram {
     fresh_parameters_.erase(it);
   }
 
-  void optimizer_step(Runtime& rt, int iteration) {
-    const float grad_scale = 1.0f / static_cast<float>(plan_.all_micro_batches);
+  // Local SGD (strategy.local_sgd_steps): the replica's own pipeline step, its gradients summed
+  // inside it (sequence-parallel partials over the tensor group, the tied embedding between the
+  // first and last stage) but not over the replicas, then every H steps the replicas' average.
+  void local_step(Runtime& rt, int iteration) {
+    const int p = plan_.layout->pp_size(), v = plan_.hybrid.virtual_stages;
+    zero_all_gradients(rt);
+    for (const PipelineAction& a : pipeline_actions(plan_.hybrid.schedule, me_.pp, p, static_cast<int>(plan_.micro_batches), v)) {
+      if (a.kind == PipelineAction::Kind::forward) forward(rt, a.micro_batch, a.chunk);
+      else backward(rt, a.micro_batch, a.chunk, nullptr, false);
+    }
+    for (auto& chunk : chunks_)
+      for (auto& layer : chunk) reduce_sequence_parallel_gradients(rt, *layer, static_cast<int>(plan_.micro_batches) - 1);
+    rt.wait(rt.record(Stream::dp_comm));
+    sync_tied_embedding(rt);
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.micro_batches));
+    if (++steps_since_average_ == plan_.parallel.local_sgd_steps) average_parameters(rt, false);
+  }
+  void average_parameters(Runtime& rt, bool with_moments) {
+    steps_since_average_ = 0;
+    std::vector<const Layer*> layers;
+    for (const auto& chunk : chunks_)
+      for (const auto& layer : chunk) layers.push_back(layer.get());
+    average_models(rt, optimizer_, layers, data_group_, with_moments);
+  }
+
+  void optimizer_step(Runtime& rt, int iteration, float grad_scale) {
     for (auto& chunk : chunks_)
       for (auto& layer : chunk) {
         // ZeRO-2/3 step on the gradient (and parameter) shards this rank holds.
@@ -350,6 +377,7 @@ class HybridRank final : public RankProgram {
     std::vector<Tensor> grads, params;  // ZeRO-2 gradient and ZeRO-3 parameter shards
   };
   std::map<std::string, Shards> shards_;  // by layer name
+  int steps_since_average_ = 0;    // local SGD: steps since the replicas last averaged
   bool parameters_stale_ = false;  // --overlap-param-gather: the last step's update not yet gathered
   std::map<const Layer*, Handle> fresh_parameters_;  // its per-layer gathers this step
   std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
@@ -369,8 +397,12 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
-  if (parallel_.local_sgd_steps != 1)
-    throw StrategyError("strategy.local_sgd_steps", "local SGD is written for type: data_parallel");
+  if (parallel_.local_sgd_steps < 1)
+    throw StrategyError("strategy.local_sgd_steps", "local SGD averages every H >= 1 steps");
+  if (parallel_.local_sgd_steps > 1 && (parallel_.zero_stage != 0 || parallel_.gradient_compression.enabled()))
+    throw StrategyError("strategy.local_sgd_steps",
+                        "local SGD keeps each replica's whole optimizer state and replaces the gradient "
+                        "exchange: it needs zero_stage 0 and no gradient_compression");
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");

@@ -76,6 +76,7 @@ class HybridParallel final : public Strategy {
   std::optional<TensorStructure> tensor_structure() const override;
   // 1F1B and interleaved pipelines whose replicas run equal micro-batch counts.
   std::optional<PipelineStructure> pipeline_structure() const override;
+  int iteration_period() const override { return parallel_.local_sgd_steps; }
   std::unique_ptr<Strategy> with_micro_batches(std::int64_t micro_batches) const override;
 
   const RankLayout& layout() const { return layout_; }

@@ -27,7 +27,8 @@ nlohmann::json to_json(const Candidate& c) {
           {"sequence_parallel", c.sequence_parallel},
           {"rank_order", tandem::to_string(c.order)},
           {"pipeline_partition", to_string(c.partition)},
-          {"batch_split", to_string(c.batch_split)}};
+          {"batch_split", to_string(c.batch_split)},
+          {"local_sgd_steps", c.local_sgd_steps}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
   if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
@@ -51,6 +52,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   if (j.contains("pipeline_layers")) c.layers_per_stage = j.at("pipeline_layers").get<std::vector<int>>();
   c.batch_split = j.at("batch_split").get<std::string>() == "proportional" ? BatchSplit::proportional : BatchSplit::even;
   if (j.contains("nodes_per_group")) c.nodes = j.at("nodes_per_group").get<std::vector<int>>();
+  if (j.contains("local_sgd_steps")) c.local_sgd_steps = j.at("local_sgd_steps").get<int>();
   return c;
 }
 
@@ -67,6 +69,7 @@ std::string Candidate::key() const {
   if (sequence_parallel) k += " sp";
   k += std::string(" order=") + tandem::to_string(order) + " stages=" + partition_text(*this) +
        " batch=" + to_string(batch_split);
+  if (local_sgd_steps > 1) k += " local_sgd=" + std::to_string(local_sgd_steps);
   if (!nodes.empty()) {
     k += " nodes=";
     for (std::size_t g = 0; g < nodes.size(); ++g) k += (g ? "/" : "") + std::to_string(nodes[g]);

@@ -34,6 +34,7 @@ struct Candidate {
   // stages, search.hpp's refinement); empty: `partition` decides. When set, `partition` is uniform.
   std::vector<int> layers_per_stage;
   BatchSplit batch_split = BatchSplit::even;
+  int local_sgd_steps = 1;  // local SGD's averaging period (1: synchronous data parallelism)
   // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks
   // 0..world-1 of the whole cluster.
   std::vector<int> nodes;

@@ -101,6 +101,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.recompute.empty()) s.recompute = {Recompute::none, Recompute::selective, Recompute::full};
   if (s.sequence_parallel.empty()) s.sequence_parallel = {0};
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
+  if (s.local_sgd_steps.empty()) s.local_sgd_steps = {1};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
@@ -197,13 +198,18 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                       }
                       for (RankOrder order : relevant(s.order, dp > 1 && pp > 1, orders)) {
                         for (auto partition : relevant(s.partition, pp > 1 && mixed, partitions)) {
-                          Candidate c;
-                          c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch_size = mbs;
-                          c.schedule = schedule, c.virtual_stages = v, c.zero_stage = zero;
-                          c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
-                          c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
-                          out.candidates.push_back(c);
-                          ++out.combinations;
+                          // Local SGD keeps whole optimizer states: ZeRO 0 only, and replicas to average.
+                          static const std::vector<int> synchronous{1};
+                          for (int h : dp > 1 && zero == 0 ? s.local_sgd_steps : synchronous) {
+                            Candidate c;
+                            c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch_size = mbs;
+                            c.schedule = schedule, c.virtual_stages = v, c.zero_stage = zero;
+                            c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
+                            c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
+                            c.local_sgd_steps = h;
+                            out.candidates.push_back(c);
+                            ++out.combinations;
+                          }
                         }
                       }
                     }

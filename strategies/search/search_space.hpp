@@ -34,6 +34,7 @@ struct SearchSpace {
   std::vector<RankOrder> order;
   std::vector<HybridConfig::Partition> partition;
   std::vector<BatchSplit> batch_split;
+  std::vector<int> local_sgd_steps;  // local SGD's averaging periods (with ZeRO 0 only); default {1}
 };
 
 // Fills every knob left empty with its default for this cluster and training configuration.

@@ -178,10 +178,13 @@ TEST(Scenario, UseOfAnUnknownGroupOrPartOfANodeNamesTheField) {
   EXPECT_NE(std::string(partial.what()).find("whole nodes"), std::string::npos) << partial.what();
 }
 
-TEST(Scenario, LocalSgdOutsideDataParallelOrWithCompressionNamesItsLine) {
-  const InputError hybrid = load_error(replaced(kGood, "  type: data_parallel\n", "  type: hybrid\n  local_sgd_steps: 4\n"));
+// Local SGD keeps every replica's whole optimizer state: not with ZeRO.
+TEST(Scenario, LocalSgdWithZeroOrAZeroPeriodNamesItsLine) {
+  const InputError hybrid =
+      load_error(replaced(kGood, "  type: data_parallel\n", "  type: hybrid\n  zero_stage: 1\n  local_sgd_steps: 4\n"));
   EXPECT_EQ(hybrid.field(), "strategy.local_sgd_steps");
-  EXPECT_EQ(hybrid.line(), 10);
+  EXPECT_EQ(hybrid.line(), 11);
+  EXPECT_NE(std::string(hybrid.what()).find("zero_stage 0"), std::string::npos) << hybrid.what();
   const InputError zero = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_parallel_size: 8\n  local_sgd_steps: 0\n"));
   EXPECT_EQ(zero.field(), "strategy.local_sgd_steps");
 }

@@ -12,6 +12,7 @@
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
+#include "tests/exec/cpu/hybrid_shape.hpp"
 
 namespace tandem::exec::cpu {
 namespace {
@@ -64,6 +65,23 @@ TEST(LocalSgd, ACheckpointHoldsTheAveragedModelAndResumes) {
   EXPECT_EQ(resumed.first_iteration, 2);
   EXPECT_FALSE(resumed.global_parameters.empty());
   fs::remove(path);
+}
+
+// The hybrid strategy's replicas are tensor-parallel (sequence-parallel) pairs: each pair steps
+// alone, its partial gradients still summed inside it, and every rank averages with its peers.
+TEST(LocalSgd, TensorParallelReplicasEndAsOneModel) {
+  TrainingConfig training;
+  training.seq_length = 32;
+  training.lr = 1e-3f;
+  const testing::HybridShape shape{.tp = 2, .dp = 2, .sp = true, .local_sgd_steps = 2};
+  RunOptions o = options(3);
+  configure_for_model(o, *testing::small_gpt("gpt-small-test", 2, 64, 4, 256, 32), 32);
+  const RunResult r = run_cpu(*testing::make_hybrid(testing::small_gpt("gpt-small-test", 2, 64, 4, 256, 32), shape,
+                                                    training, 20'000),
+                              o);
+  ASSERT_EQ(r.iterations.size(), 3u);
+  EXPECT_LT(r.iterations.back().loss, r.iterations.front().loss);
+  EXPECT_FALSE(r.global_parameters.empty());  // assembled: replicas equal, tensor shards consistent
 }
 
 }  // namespace
