@@ -138,12 +138,16 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
   if (context_.options.record_trace)
     add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, kernel_start(start, start + duration),
                               start + duration));
-  if (context_.options.compute_fidelity == ComputeFidelity::per_op) flush_compute();
+  if (context_.options.compute_fidelity == ComputeFidelity::per_op) run_pending_compute();
   return Handle{};  // the compute stream is the host's own timeline: complete once issued
 }
 
 void SimDevice::flush_compute() {
   resume_deferred();
+  run_pending_compute();
+}
+
+void SimDevice::run_pending_compute() {
   if (pending_compute_s_ <= 0) return;
   const Seconds seconds = pending_compute_s_;
   pending_compute_s_ = 0;

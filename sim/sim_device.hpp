@@ -146,7 +146,8 @@ class SimDevice final : public Runtime, public PointToPoint {
     std::int64_t last_handle = -1;
   };
 
-  void flush_compute();  // executes the fused compute block
+  void flush_compute();  // executes the fused compute block (a chunked GEMM's deferred part included)
+  void run_pending_compute();  // the same, leaving a chunked GEMM's deferred part for the next collective
   Seconds kernel_start(Seconds op_start, Seconds op_end) const;  // after the launch overhead
   // Shared cores (core_turns.hpp): takes a core, paying the hand-off when it came from another rank.
   void take_core();

@@ -59,10 +59,12 @@ struct SimResult {
 // Quiet SimGrid's INFO chatter (configuration changes, energy summaries) in the child.
 inline void quiet_simgrid() { xbt_log_control_set("root.thres:warning"); }
 
-// Simulates scenario `s` (in the child) for `iterations` after `warmup`, recording the trace.
+// Simulates scenario `s` (in the child) for `iterations` after `warmup`, recording the trace, with
+// the scenario's compute fidelity.
 inline sim::SimulationResult simulate_traced(const Scenario& s, int warmup, int iterations) {
   auto strategy = make_strategy(s);
   sim::SimulationOptions options;
+  options.compute_fidelity = s.simulation.compute_fidelity;
   options.warmup_iterations = warmup;
   options.iterations = iterations;
   options.record_trace = true;

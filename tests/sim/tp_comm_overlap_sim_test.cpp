@@ -37,8 +37,8 @@ const char* kWatched[] = {"mb0.layer0.attn.qkv.allgather.fwd", "mb0.layer0.attn.
                           "mb0.layer0.attn.proj.bias.fwd",     "mb0.layer0.mlp.fc1.bwd",
                           "mb0.layer0.mlp.fc1.bwd_w"};
 
-Simulated simulate(bool overlap) {
-  auto child = sim_test::run_in_child([overlap] {
+Simulated simulate(bool overlap, const char* compute_fidelity = "fused") {
+  auto child = sim_test::run_in_child([overlap, compute_fidelity] {
     sim_test::quiet_simgrid();
     const std::string text =
         "name: tp-overlap\n"
@@ -47,7 +47,8 @@ Simulated simulate(bool overlap) {
         "cluster: dgx-h100\n"
         "training: { global_batch_size: 2, micro_batch_size: 1, seq_length: 4096, precision: bf16 }\n"
         "strategy: { type: hybrid, tensor_model_parallel_size: 8, sequence_parallel: true, tp_comm_overlap: " +
-        std::string(overlap ? "true" : "false") + " }\n";
+        std::string(overlap ? "true" : "false") + " }\n" +
+        "simulation: { compute_fidelity: " + compute_fidelity + " }\n";
     const sim::SimulationResult r = sim_test::simulate_text_traced(text, /*warmup=*/1, /*iterations=*/1);
     std::ostringstream out;
     out.precision(17);
@@ -112,6 +113,15 @@ TEST(TpCommOverlapSim, APipelinedGemmLeavesSmsToItsReduceScatterWhichStartsAfter
   const Seconds next = on.ops.at("mb0.layer0.attn.proj.bias.fwd").end_s;
   EXPECT_GE(next + 1e-12, std::max(gemm_start + gemm, scatter.end_s))
       << "GEMM " << gemm_start << " + " << gemm << ", reduce-scatter " << scatter.start_s << " - " << scatter.end_s;
+}
+
+// The exact form (one execution per op) pipelines the same way.
+TEST(TpCommOverlapSim, PerOpComputeFidelityStartsTheReduceScatterAfterTheFirstChunkToo) {
+  const Simulated per_op = simulate(true, "per_op");
+  const Seconds gemm = duration(per_op, "mb0.layer0.attn.proj.fwd");
+  const Seconds gemm_start = per_op.ops.at("mb0.layer0.attn.proj.fwd").start_s - per_op.launch_s;
+  EXPECT_NEAR(per_op.ops.at("mb0.layer0.attn.proj.reducescatter.fwd").start_s, gemm_start + gemm / 4, 1e-9 * gemm_start);
+  EXPECT_NEAR(per_op.iteration_s, overlapped().iteration_s, 1e-6 * per_op.iteration_s);
 }
 
 TEST(TpCommOverlapSim, BulkOverlappedGradientGemmsRunOnTheSmsTheCollectivesLeave) {
