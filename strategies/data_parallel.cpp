@@ -128,11 +128,7 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
   if (parallel_.tp_comm_overlap)
     throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs tensor parallelism");
   check_gradient_compression(parallel_);
-  if (parallel_.local_sgd_steps < 1)
-    throw StrategyError("strategy.local_sgd_steps", "local SGD averages every H >= 1 steps");
-  if (parallel_.local_sgd_steps > 1 && parallel_.gradient_compression.enabled())
-    throw StrategyError("strategy.local_sgd_steps",
-                        "local SGD and gradient_compression both replace the gradient all-reduce: choose one");
+  check_local_sgd(parallel_);
   micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
   group_.id = 0;
   group_.ranks.resize(dp);

@@ -397,12 +397,7 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
-  if (parallel_.local_sgd_steps < 1)
-    throw StrategyError("strategy.local_sgd_steps", "local SGD averages every H >= 1 steps");
-  if (parallel_.local_sgd_steps > 1 && (parallel_.zero_stage != 0 || parallel_.gradient_compression.enabled()))
-    throw StrategyError("strategy.local_sgd_steps",
-                        "local SGD keeps each replica's whole optimizer state and replaces the gradient "
-                        "exchange: it needs zero_stage 0 and no gradient_compression");
+  check_local_sgd(parallel_);
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");

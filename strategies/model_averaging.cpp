@@ -4,6 +4,15 @@
 
 namespace tandem {
 
+void check_local_sgd(const ParallelConfig& parallel) {
+  if (parallel.local_sgd_steps < 1)
+    throw StrategyError("strategy.local_sgd_steps", "local SGD averages every H >= 1 steps");
+  if (parallel.local_sgd_steps > 1 && (parallel.zero_stage != 0 || parallel.gradient_compression.enabled()))
+    throw StrategyError("strategy.local_sgd_steps",
+                        "local SGD keeps each replica's whole optimizer state and replaces the gradient "
+                        "exchange: it needs zero_stage 0 and no gradient_compression");
+}
+
 void average_models(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
                     const Group& replicas, bool with_moments) {
   if (replicas.size() == 1) return;

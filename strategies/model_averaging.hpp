@@ -9,8 +9,13 @@
 #include "strategies/gradient_sync.hpp"
 #include "strategies/model.hpp"
 #include "strategies/runtime.hpp"
+#include "strategies/strategy.hpp"
 
 namespace tandem {
+
+// Throws StrategyError("strategy.local_sgd_steps") unless `parallel`'s period is >= 1 and, when it
+// is above 1, the optimizer state is whole (zero_stage 0) and no codec replaces the exchange.
+void check_local_sgd(const ParallelConfig& parallel);
 
 // `optimizer` holds the whole state of `layers` (unsharded); `replicas` is this rank's data-parallel
 // group. Blocks the host until the mean is in place.
