@@ -78,15 +78,15 @@ TEST_P(CudaPlacement, EveryRankStartsFromTheCpuBackendsValues) {
 
 INSTANTIATE_TEST_SUITE_P(
     CudaStrategies, CudaPlacement,  // 'Cuda*': the GPU check's filter (tests/gpu/check.sh)
-    ::testing::Values(Shape{"tp2_sp", 2, 1, 1, true}, Shape{"zero3_dp2_masters", 1, 1, 2, false, 3,
-                                                             PipelineSchedule::one_f_one_b, 1, DType::bf16},
-                      Shape{"tp2_pp2_zero1_masters", 2, 2, 1, false, 1, PipelineSchedule::one_f_one_b, 1, DType::bf16}),
+    ::testing::Values(Shape{.name = "tp2_sp", .tp = 2, .sp = true},
+                      Shape{.name = "zero3_dp2_masters", .dp = 2, .zero = 3, .precision = DType::bf16},
+                      Shape{.name = "tp2_pp2_zero1_masters", .tp = 2, .pp = 2, .zero = 1, .precision = DType::bf16}),
     [](const auto& info) { return info.param.name; });
 
 TEST(CudaPlacementRun, OneGpuZeroThreeWithMastersTrainsTheCpuBackendsNumbers) {
   TANDEM_REQUIRE_GPU();
   const auto strategy =
-      hybrid(Shape{"zero3", 1, 1, 1, false, 3, PipelineSchedule::one_f_one_b, 1, DType::bf16});
+      hybrid(Shape{.name = "zero3", .zero = 3, .precision = DType::bf16});
   cpu::RunOptions o;
   o.iterations = 3;
   o.seed = kSeed;
