@@ -152,10 +152,12 @@ struct AttentionSavedInputs {
   const std::uint8_t* mask = nullptr;
   bool dropout = false;
 };
+// With context parallelism (`leading` 2) the gathered K/V follows qkv: {qkv, kv, [context], …}.
 inline AttentionSavedInputs attention_saved_inputs(const OpTensors& c, bool flash,
-                                                   std::int64_t rows, std::int64_t scores) {
-  if (c.inputs() < 3) c.fail("an attention backward has inputs {qkv, [context], saved…, d_context}");
-  std::size_t first = 1, count = c.inputs() - 2;
+                                                   std::int64_t rows, std::int64_t scores,
+                                                   std::size_t leading = 1) {
+  if (c.inputs() < leading + 2) c.fail("an attention backward has inputs {qkv, [kv], [context], saved…, d_context}");
+  std::size_t first = leading, count = c.inputs() - leading - 1;
   if (count == 2 || count == 4) {  // the context output leads the saved tensors
     ++first;
     --count;

@@ -72,7 +72,8 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
   m.policy = spec.policy;
   m.spare_nodes = spec.spare_nodes;
   m.replicas = base.parallel.data_parallel_size;
-  const int replica_devices = base.parallel.tensor_model_parallel_size * base.parallel.pipeline_model_parallel_size;
+  const int replica_devices = base.parallel.tensor_model_parallel_size * base.parallel.context_parallel_size *
+                              base.parallel.pipeline_model_parallel_size;
   m.replicas_per_node = std::max(1, base.cluster.group_of(0).devices_per_node / replica_devices);
   return g;
 }

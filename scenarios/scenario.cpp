@@ -275,6 +275,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.count("data_parallel_size", p.data_parallel_size, limits::kParallelSize);
   r.count("tensor_model_parallel_size", p.tensor_model_parallel_size, limits::kParallelSize);
   r.count("pipeline_model_parallel_size", p.pipeline_model_parallel_size, limits::kParallelSize);
+  r.count("context_parallel_size", p.context_parallel_size, limits::kParallelSize);
   r.flag("sequence_parallel", p.sequence_parallel);
   r.flag("tp_comm_overlap", p.tp_comm_overlap);
   r.read("zero_stage", p.zero_stage, [](const YamlNode& n) {
@@ -361,7 +362,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
     const int device_count = s.cluster.device_count();
     // In 64 bits: each knob may be up to 2^18, their product not.
     const long long world = static_cast<long long>(s.parallel.data_parallel_size) *
-                            s.parallel.tensor_model_parallel_size * s.parallel.pipeline_model_parallel_size;
+                            s.parallel.tensor_model_parallel_size * s.parallel.pipeline_model_parallel_size *
+                            s.parallel.context_parallel_size;
     if (world > device_count)
       throw StrategyError("strategy.data_parallel_size",
                           "the strategy needs " + std::to_string(world) + " devices; cluster '" +
@@ -377,6 +379,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
       devices.push_back({d.peak_flops_per_s(s.training.precision), d.memory_capacity_bytes,
                          s.cluster.locate(r).global_node, d.name});
     }
+    if (s.strategy_type != "hybrid" && s.parallel.context_parallel_size > 1)
+      throw StrategyError("strategy.context_parallel_size", "context parallelism needs strategy type hybrid");
     if (s.strategy_type == "hybrid")
       return std::make_unique<HybridParallel>(make_model(s.model), s.training, s.parallel, s.hybrid, devices);
     std::vector<double> speeds;

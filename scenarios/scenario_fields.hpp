@@ -74,6 +74,8 @@ inline constexpr FieldDoc kStrategy[] = {
     {"data_parallel_size", "count", "1", "replicas", nullptr, &limits::kParallelSize},
     {"tensor_model_parallel_size", "count", "1", "tensor-parallel group size", nullptr, &limits::kParallelSize},
     {"pipeline_model_parallel_size", "count", "1", "pipeline stages", nullptr, &limits::kParallelSize},
+    {"context_parallel_size", "count", "1", "ranks each sequence is split over (hybrid; rope models)", nullptr,
+     &limits::kParallelSize},
     {"sequence_parallel", "bool", "false", "Megatron sequence parallelism"},
     {"tp_comm_overlap", "bool", "false", "GEMMs pipelined with SP's collectives (Megatron-Core --tp-comm-overlap)"},
     {"zero_stage", "0 | 1 | 2 | 3", "0", "ZeRO optimizer / gradient / parameter sharding"},

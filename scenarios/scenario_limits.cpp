@@ -140,7 +140,7 @@ SimulationSize estimate_simulation_size(const Scenario& s, const sim::Simulation
                             !oversubscribed(s.cluster) &&
                             std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
                                          [](const NodeGroup& g) { return g.shared_cores > 0; });
-  size.simulated_ranks = (may_fold(s, options) ? 1 : dp) * (tensor_folds ? 1 : tp) * pp;
+  size.simulated_ranks = (may_fold(s, options) ? 1 : dp) * (tensor_folds ? 1 : tp) * pp * p.context_parallel_size;
   size.micro_batches = ceil_div(static_cast<long double>(s.training.global_batch_size),
                                 static_cast<long double>(s.training.micro_batch_size) * dp);
   // A periodic pipeline is simulated as two shorter iterations (sim/pipeline_extrapolation.hpp).

@@ -126,6 +126,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "tensor_model_parallel_size" << YAML::Value << p.tensor_model_parallel_size;
   y << YAML::Key << "pipeline_model_parallel_size" << YAML::Value << p.pipeline_model_parallel_size;
   y << YAML::Key << "data_parallel_size" << YAML::Value << p.data_parallel_size;
+  y << YAML::Key << "context_parallel_size" << YAML::Value << p.context_parallel_size;
   y << YAML::Key << "sequence_parallel" << YAML::Value << p.sequence_parallel;
   y << YAML::Key << "tp_comm_overlap" << YAML::Value << p.tp_comm_overlap;
   y << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;

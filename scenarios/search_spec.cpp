@@ -161,7 +161,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
-                 "refine_evaluations", "nodes", "local_sgd_steps"});
+                 "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -170,6 +170,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     read_numeric(n, "tensor_model_parallel_size", s.tp, bounds["tp"], 1, devices);
     read_numeric(n, "pipeline_model_parallel_size", s.pp, bounds["pp"], 1, devices);
     read_numeric(n, "data_parallel_size", s.dp, bounds["dp"], 1, devices);
+    read_numeric(n, "context_parallel_size", s.cp, bounds["cp"], 1, devices);
     read_numeric(n, "micro_batch_size", s.micro_batch_size, bounds["mbs"], 1, out.base.training.global_batch_size);
     read_numeric(n, "virtual_pipeline_model_parallel_size", s.virtual_stages, bounds["v"], 1, limits::kVirtualStages.max);
     read_numeric(n, "zero_stage", s.zero_stage, bounds["zero"], 0, 3);
@@ -213,13 +214,18 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
   if (s.dp.empty() && (bounds["dp"].min || bounds["dp"].max))
     for (int d = 1; d <= devices; ++d) s.dp.push_back(d);  // bounds on "any"
   apply_bounds(s.dp, bounds["dp"]);
+  if (bounds["cp"].min || bounds["cp"].max) {  // bounds on the default: powers of two within them
+    s.cp.clear();
+    for (int c = 1; c <= devices; c *= 2) s.cp.push_back(c);
+  }
+  apply_bounds(s.cp, bounds["cp"]);
   apply_bounds(s.micro_batch_size, bounds["mbs"]);
   apply_bounds(s.virtual_stages, bounds["v"]);
   apply_bounds(s.zero_stage, bounds["zero"]);
   for (auto [key, empty] : {std::pair{"devices", s.devices.empty()}, {"tensor_model_parallel_size", s.tp.empty()},
                             {"pipeline_model_parallel_size", s.pp.empty()}, {"micro_batch_size", s.micro_batch_size.empty()},
                             {"data_parallel_size", s.dp.empty() && (bounds["dp"].min || bounds["dp"].max)},
-                            {"zero_stage", s.zero_stage.empty()}})
+                            {"zero_stage", s.zero_stage.empty()}, {"context_parallel_size", s.cp.empty()}})
     if (empty) (*section)[key].fail("its bounds leave no value to try");
   if (settings.objective == search::Objective::cost && objective_node && !objective && !all_priced(out))
     objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +

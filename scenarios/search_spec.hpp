@@ -15,6 +15,7 @@
 //     virtual_pipeline_model_parallel_size, recompute_granularity, sequence_parallel,
 //     rank_order, pipeline_partition, batch_split  # likewise
 //     local_sgd_steps: [1, 4, 16]                # local SGD periods (plans with ZeRO 0 only)
+//     context_parallel_size: [1, 2, 4]           # sequence split (hybrid, rope models); default 1
 //     pipeline_partition: [uniform, proportional, refined]
 //                                                # refined: also explicit layer counts per stage,
 //                                                # one layer moved at a time (search.hpp, step 3)

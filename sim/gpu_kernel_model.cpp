@@ -29,17 +29,18 @@ KernelTime unfused_attention(const ComputeOp& op, const AttentionArgs& a, const 
   const DType dt = op.compute_dtype;
   const double e = dtype_bytes(dt);
   const I64 bh = a.batch * a.heads;
-  const I64 s = a.seq;
+  const I64 s = a.seq, kv_rows = a.kv_seq();  // query rows; key rows (the whole sequence under context parallelism)
   const I64 d = a.head_dim;
-  const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(s);
-  const double qkv_bytes = static_cast<double>(bh) * static_cast<double>(s * d) * e;
+  const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(kv_rows);
+  const double qkv_bytes = static_cast<double>(bh) * static_cast<double>((s + kv_rows) * d) * e / 2;
   // Tensor conventions (strategies/ops.hpp): forward outputs {context, probs, [mask, dropped]},
-  // backward inputs {qkv, probs, [mask, dropped], d_context}.
-  const bool dropout = a.backward ? op.inputs.size() > 3 : op.outputs.size() > 2;
+  // backward inputs {qkv, [kv], probs, [mask, dropped], d_context}.
+  const std::size_t leading = a.cp_size > 1 ? 2 : 1;
+  const bool dropout = a.backward ? op.inputs.size() > leading + 2 : op.outputs.size() > 2;
 
-  // QKᵀ-shaped (s×s×d) and PV-shaped (s×d×s) batched GEMMs.
-  const GemmPlan scores_gemm = plan_gemm(s, s, d, bh, 2 * qkv_bytes + scores * e, dt, device, e);
-  const GemmPlan values_gemm = plan_gemm(s, d, s, bh, scores * e + 2 * qkv_bytes, dt, device, e);
+  // QKᵀ-shaped (s×t×d) and PV-shaped (s×d×t) batched GEMMs.
+  const GemmPlan scores_gemm = plan_gemm(s, kv_rows, d, bh, 2 * qkv_bytes + scores * e, dt, device, e);
+  const GemmPlan values_gemm = plan_gemm(s, d, kv_rows, bh, scores * e + 2 * qkv_bytes, dt, device, e);
   int kernels = 0;
   KernelTime t;
   auto gemm = [&](const GemmPlan& p) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -21,7 +22,7 @@ std::vector<Tensor> boundary_tensors(const Model& model, const BatchShape& batch
   NullRuntime probe;
   auto layers = model.build_layers(batch, ctx);
   std::vector<Tensor> out;
-  Tensor x = model.make_input(probe, batch, 0);
+  Tensor x = model.make_input(probe, batch, 0, ctx);
   for (auto& layer : layers) {
     layer->allocate(probe, false);
     x = layer->forward(probe, x, 0);
@@ -54,7 +55,12 @@ class HybridRank final : public RankProgram {
     ctx_.sequence_parallel = plan_.parallel.sequence_parallel;
     ctx_.tp_comm_overlap = plan_.parallel.tp_comm_overlap;
     ctx_.recompute = plan_.parallel.recompute_granularity;
-    data_group_ = l.data_group(rank);
+    ctx_.cp_size = l.cp_size();
+    ctx_.cp_rank = me_.cp;
+    ctx_.cp_group = l.context_group(rank);
+    // Gradients are summed (and ZeRO shards kept) over the replicas and, with context
+    // parallelism, over the ranks that hold the other parts of their sequences.
+    data_group_ = l.data_context_group(rank);
     dp_index_ = data_group_.index_of(rank);
   }
 
@@ -63,7 +69,7 @@ class HybridRank final : public RankProgram {
     auto all = plan_.model->build_layers(plan_.batch, ctx_);
     if (p > 1) boundaries_ = boundary_tensors(*plan_.model, plan_.batch, ctx_);
     const int zero = plan_.parallel.zero_stage;
-    const int n = zero >= 1 ? plan_.layout->dp_size() : 1;
+    const int n = zero >= 1 ? data_group_.size() : 1;
     optimizer_ = ShardedAdam(n);
     chunks_.resize(v);
     for (int c = 0; c < v; ++c) {
@@ -138,7 +144,8 @@ class HybridRank final : public RankProgram {
     }
     buckets.wait_all(rt);
     sync_tied_embedding(rt);
-    optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.all_micro_batches));
+    // Each micro-batch's loss is a mean over its tokens; a context-parallel rank's over its part.
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.all_micro_batches * plan_.layout->cp_size()));
   }
 
   void settle(Runtime& rt) override {
@@ -151,7 +158,7 @@ class HybridRank final : public RankProgram {
  private:
   int virtual_stages() const { return plan_.layout->pp_size() * plan_.hybrid.virtual_stages; }
   int stage_of(int k) const { return k % plan_.layout->pp_size(); }
-  int peer_of(int k) const { return plan_.layout->rank_of({me_.tp, me_.dp, stage_of(k)}); }
+  int peer_of(int k) const { return plan_.layout->rank_of({me_.tp, me_.dp, stage_of(k), me_.cp}); }
   std::string tag_label(int mb, int k, const char* what) const {
     return "mb" + std::to_string(mb) + ".vs" + std::to_string(k) + "." + what;
   }
@@ -160,7 +167,7 @@ class HybridRank final : public RankProgram {
     const int k = c * plan_.layout->pp_size() + me_.pp;
     Tensor x;
     if (k == 0) {
-      x = plan_.model->make_input(rt, plan_.batch, mb);
+      x = plan_.model->make_input(rt, plan_.batch, mb, ctx_);
     } else {
       // The activation from the previous virtual stage (tag 2k: forward traffic into k).
       const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k] - 1];
@@ -392,12 +399,15 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
       parallel_(parallel),
       hybrid_(std::move(hybrid)),
       layout_(parallel.tensor_model_parallel_size, parallel.data_parallel_size,
-              parallel.pipeline_model_parallel_size, hybrid_.order) {
+              parallel.pipeline_model_parallel_size, hybrid_.order, parallel.context_parallel_size) {
   if (static_cast<int>(devices.size()) != layout_.world_size())
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)
     throw StrategyError("strategy.sequence_parallel", "sequence parallelism needs tensor_model_parallel_size > 1");
   check_local_sgd(parallel_);
+  if (layout_.cp_size() > 1 && parallel_.local_sgd_steps > 1)
+    throw StrategyError("strategy.local_sgd_steps",
+                        "local SGD with context parallelism is not built (its ranks must sum gradients every step)");
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
@@ -405,9 +415,21 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.tp_comm_overlap && !parallel_.sequence_parallel)
     throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs sequence_parallel");
   check_gradient_compression(parallel_);
+  if (layout_.cp_size() > 1) {
+    try {
+      ParallelContext cp;
+      cp.cp_size = layout_.cp_size();
+      cp.cp_group = layout_.context_group(0);
+      model_->build_layers(batch_shape(), cp);
+    } catch (const std::invalid_argument& e) {
+      throw StrategyError("strategy.context_parallel_size", e.what());
+    }
+  }
   try {
-    model_->build_layers(batch_shape(), ParallelContext{layout_.tp_size(), 0, layout_.tensor_group(0),
-                                                        parallel_.sequence_parallel, parallel_.recompute_granularity});
+    ParallelContext tp{layout_.tp_size(), 0, layout_.tensor_group(0), parallel_.sequence_parallel,
+                       parallel_.recompute_granularity};
+    tp.cp_size = layout_.cp_size();
+    model_->build_layers(batch_shape(), tp);
   } catch (const StrategyError&) {
     throw;
   } catch (const std::invalid_argument& e) {
@@ -432,7 +454,7 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
   for (int rank = 0; rank < layout_.world_size(); ++rank) {
     const RankCoord c = layout_.coord_of(rank);
     r.replica_of.push_back(c.dp);
-    r.position_of.push_back(c.tp + layout_.tp_size() * c.pp);
+    r.position_of.push_back(c.tp + layout_.tp_size() * (c.cp + layout_.cp_size() * c.pp));
   }
   return r;
 }
@@ -479,14 +501,20 @@ void HybridParallel::check_tensor_groups(const std::vector<RankDevice>& devices)
   }
 }
 
+// The least of `figure` over the ranks whose coordinates pass `member`.
+double HybridParallel::least_over(const std::vector<RankDevice>& devices, const std::function<bool(const RankCoord&)>& member,
+                                  double RankDevice::*figure) const {
+  double least = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < layout_.world_size(); ++r)
+    if (member(layout_.coord_of(r))) least = std::min(least, devices[r].*figure);
+  return least;
+}
+
 void HybridParallel::split_batch(const std::vector<RankDevice>& devices) {
   // A replica runs as fast as its slowest device.
   std::vector<double> speed(layout_.dp_size(), 0);
-  for (int d = 0; d < layout_.dp_size(); ++d) {
-    speed[d] = devices[layout_.rank_of({0, d, 0})].speed;
-    for (int s = 0; s < layout_.pp_size(); ++s)
-      for (int t = 0; t < layout_.tp_size(); ++t) speed[d] = std::min(speed[d], devices[layout_.rank_of({t, d, s})].speed);
-  }
+  for (int d = 0; d < layout_.dp_size(); ++d)
+    speed[d] = least_over(devices, [&](const RankCoord& c) { return c.dp == d; }, &RankDevice::speed);
   micro_batches_ = tandem::micro_batches_per_replica(training_, layout_.dp_size(), parallel_.batch_split, speed);
 }
 
@@ -512,12 +540,8 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
   } else {
     // Heterogeneity: layer counts in proportion to each stage's speed (its slowest device) ...
     std::vector<double> speed(p);
-    for (int s = 0; s < p; ++s) {
-      speed[s] = devices[layout_.rank_of({0, 0, s})].speed;
-      for (int d = 0; d < layout_.dp_size(); ++d)
-        for (int t = 0; t < layout_.tp_size(); ++t)
-          speed[s] = std::min(speed[s], devices[layout_.rank_of({t, d, s})].speed);
-    }
+    for (int s = 0; s < p; ++s)
+      speed[s] = least_over(devices, [&](const RankCoord& c) { return c.pp == s; }, &RankDevice::speed);
     if (movable < p) throw StrategyError("strategy.pipeline_model_parallel_size", "more stages than layers");
     const auto shares = split_proportionally(movable, speed);
     per_stage.assign(shares.begin(), shares.end());
@@ -531,10 +555,7 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
       return count * (params_per_layer * bytes_per_layer_param + act_per_layer * (p - s));
     };
     auto capacity = [&](int s) {
-      double c = devices[layout_.rank_of({0, 0, s})].memory_bytes;
-      for (int d = 0; d < layout_.dp_size(); ++d)
-        for (int t = 0; t < layout_.tp_size(); ++t) c = std::min(c, devices[layout_.rank_of({t, d, s})].memory_bytes);
-      return c;
+      return least_over(devices, [&](const RankCoord& c) { return c.pp == s; }, &RankDevice::memory_bytes);
     };
     for (int guard = 0; guard < movable * p; ++guard) {
       int worst = -1;
@@ -566,6 +587,7 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
 std::string HybridParallel::name() const {
   std::string n = "hybrid(tp=" + std::to_string(layout_.tp_size()) + ", pp=" + std::to_string(layout_.pp_size()) +
                   ", dp=" + std::to_string(layout_.dp_size());
+  if (layout_.cp_size() > 1) n += ", cp=" + std::to_string(layout_.cp_size());
   if (parallel_.sequence_parallel) n += parallel_.tp_comm_overlap ? ", sp overlapped" : ", sp";
   if (parallel_.zero_stage > 0) n += ", zero" + std::to_string(parallel_.zero_stage);
   if (parallel_.recompute_granularity != Recompute::none) n += std::string(", recompute ") + to_string(parallel_.recompute_granularity);

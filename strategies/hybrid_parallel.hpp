@@ -21,6 +21,11 @@
 //              gradient partitions (the first one overwrites, later ones add); a layer that
 //              borrows the tied table (the output layer) gathers it and makes its gradient live
 //              too. Partitions are placed in their logical tensors (TensorPlacement).
+//   context    with context_parallel_size cp > 1, each sequence is split over cp ranks (coordinate
+//              right after tensor parallelism) in load-balanced zigzag chunks; attention
+//              all-gathers K and V over the context group (and reduce-scatters their gradient);
+//              gradients are summed, and ZeRO shards kept, over the data and context ranks
+//              together (RankLayout::data_context_group), as Megatron-Core does;
 //   sequence   with SP, the partial gradients of the layers' sequence_parallel_gradients() are
 //              all-reduced over the tensor group on the data-parallel stream, before the
 //              bucket reductions (Megatron's layernorm/bias gradient all-reduce).
@@ -28,6 +33,8 @@
 // The tied word embedding of a pipelined model has a copy on the last stage; the two copies'
 // gradients are all-reduced between the first and last stage, as Megatron-LM does.
 #pragma once
+
+#include <functional>
 
 #include <memory>
 #include <vector>
@@ -89,6 +96,8 @@ class HybridParallel final : public Strategy {
   void partition_layers(const std::vector<RankDevice>& devices);
   void split_batch(const std::vector<RankDevice>& devices);
   void check_tensor_groups(const std::vector<RankDevice>& devices) const;
+  double least_over(const std::vector<RankDevice>& devices, const std::function<bool(const RankCoord&)>& member,
+                    double RankDevice::*figure) const;
 
   std::shared_ptr<const Model> model_;
   TrainingConfig training_;

@@ -29,6 +29,11 @@ struct ParallelContext {
   // With sequence parallelism: the blocks' GEMMs pipelined with their all-gathers and
   // reduce-scatters (GemmArgs::comm_overlap), as Megatron-Core's --tp-comm-overlap.
   bool tp_comm_overlap = false;
+  // Context parallelism: the sequence split over cp_size ranks in the zigzag layout
+  // (AttentionArgs); attention all-gathers K and V over cp_group (used only when cp_size > 1).
+  int cp_size = 1;
+  int cp_rank = 0;
+  Group cp_group;
 };
 
 // Shapes of one micro-batch.
@@ -114,7 +119,9 @@ class Model {
   virtual std::vector<std::unique_ptr<Layer>> build_layers(const BatchShape& batch,
                                                            const ParallelContext& ctx) const = 0;
   // The input a micro-batch starts from (token ids, or features for an MLP).
-  virtual Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const = 0;
+  // Under context parallelism (ctx.cp_size > 1) this rank's part of the sequence.
+  virtual Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch,
+                            const ParallelContext& ctx = {}) const = 0;
 };
 
 }  // namespace tandem

@@ -74,7 +74,25 @@ struct AttentionArgs {  // scaled dot-product attention over [batch, heads, seq,
   bool causal = true;
   bool flash = false;  // fused kernel: no seq×seq matrix kept in memory
   bool backward = false;
+  // Context parallelism (Megatron-Core's context_parallel_size, Transformer Engine's cp_comm_type
+  // "all_gather"): the sequence is cut into 2·cp_size chunks and rank r of the context-parallel
+  // group holds chunks r and 2·cp_size−1−r (the load-balanced "zigzag" layout Megatron's
+  // get_batch_on_this_cp_rank uses), so every rank sees as many causal scores as any other.
+  // `seq` is then this rank's 2 chunks of queries; the keys and values of the whole sequence
+  // (kv_seq() rows, all-gathered in member order, each member's two chunks together) come in a
+  // separate tensor [batch, kv_seq, 2·kv_heads·head_dim] (K | V), and the backward writes their
+  // gradient there (reduce-scattered back afterwards). Causal masking compares positions in the
+  // sequence, not row indices.
+  int cp_size = 1, cp_rank = 0;
+  std::int64_t kv_seq() const { return seq * cp_size; }
 };
+// Position in the whole sequence of row i of member r's `local` rows under the zigzag layout
+// (AttentionArgs): chunks of local/2 rows, r's first chunk is r, its second 2·cp−1−r.
+inline std::int64_t zigzag_position(std::int64_t i, std::int64_t local, int cp, int r) {
+  if (cp <= 1) return i;
+  const std::int64_t c = local / 2;
+  return i < c ? r * c + i : (2 * static_cast<std::int64_t>(cp) - 1 - r) * c + (i - c);
+}
 enum class NormKind : std::uint8_t { layer_norm, rms_norm };
 struct NormArgs {
   NormKind norm = NormKind::layer_norm;
@@ -119,6 +137,11 @@ struct OptimizerArgs {  // AdamW on a flat shard
 };
 struct MemcpyArgs {
   std::int64_t numel = 0;
+  // A strided copy of columns (cudaMemcpy2D's shape) when rows > 0: `rows` rows of `cols`
+  // elements, read from column src_col of a row-major source src_ld elements wide and written to
+  // column dst_col of a destination dst_ld wide; numel = rows·cols. Context parallelism takes the
+  // K|V columns out of the packed qkv rows this way (and puts their gradient back).
+  std::int64_t rows = 0, cols = 0, src_ld = 0, src_col = 0, dst_ld = 0, dst_col = 0;
 };
 // CodecArgs (gradient compression, strategies/compression/codec_args.hpp) run as element-wise ops.
 using KernelArgs = std::variant<GemmArgs, AttentionArgs, NormArgs, ElementwiseArgs, EmbeddingArgs,

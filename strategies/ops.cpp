@@ -82,12 +82,14 @@ Cost gemm_cost(const GemmArgs& a, DType da, DType db, DType dc) {
 Cost attention_cost(const AttentionArgs& a, DType dtype) {
   const double e = dtype_bytes(dtype);
   const std::int64_t kv = a.kv_heads > 0 ? a.kv_heads : a.heads;
-  const double fwd_flops =
-      4.0 * d(a.batch) * d(a.heads) * d(a.seq) * d(a.seq) * d(a.head_dim) * (a.causal ? 0.5 : 1.0);
-  const double q = d(a.batch) * d(a.seq) * d(a.heads) * d(a.head_dim);  // Q or O elements
-  const double k = d(a.batch) * d(a.seq) * d(kv) * d(a.head_dim);       // K or V elements
-  const double rows = d(a.batch) * d(a.heads) * d(a.seq);               // softmax rows
-  const double scores = rows * d(a.seq);                                // heads·s² per sequence
+  // Causal: half the scores are visible, also for a context-parallel rank's zigzag chunks
+  // (chunks r and 2cp−1−r see (2cp−1)c² + c(c+1) scores together, half of their 2c·2cp·c).
+  const double fwd_flops = 4.0 * d(a.batch) * d(a.heads) * d(a.seq) * d(a.kv_seq()) * d(a.head_dim) *
+                           (a.causal ? 0.5 : 1.0);
+  const double q = d(a.batch) * d(a.seq) * d(a.heads) * d(a.head_dim);    // Q or O elements
+  const double k = d(a.batch) * d(a.kv_seq()) * d(kv) * d(a.head_dim);    // K or V elements
+  const double rows = d(a.batch) * d(a.heads) * d(a.seq);                 // softmax rows
+  const double scores = rows * d(a.kv_seq());                             // heads·s² per sequence
   Cost c;
   if (!a.backward) {
     c.flops = fwd_flops;
@@ -334,6 +336,14 @@ Handle memcpy(Runtime& rt, Phase phase, std::string label, const Tensor& src, co
   const DType dt = dtype_or(src, DType::bf16);
   return issue_compute(rt, OpKind::memcpy, phase, std::move(label), args, {src}, {dst},
                        memcpy_cost(args, dt), dt, issue);
+}
+
+Handle copy_columns(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,
+                    MemcpyArgs args, const Issue& issue) {
+  args.numel = args.rows * args.cols;
+  const DType dt = dtype_or(src, DType::bf16);
+  return issue_compute(rt, OpKind::memcpy, phase, std::move(label), args, {src}, {dst}, memcpy_cost(args, dt), dt,
+                       issue);
 }
 
 // ---------------------------------------------------------------- communication builders

@@ -102,6 +102,9 @@ Handle adamw(Runtime& rt, std::string label, const Tensor& param, const Tensor& 
              std::vector<Tensor> states, const OptimizerArgs& args, const Issue& issue = {});
 Handle memcpy(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,
               const Issue& issue = {});
+// MemcpyArgs' strided column copy (rows, cols, src_ld, src_col, dst_ld, dst_col set; numel filled).
+Handle copy_columns(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,
+                    MemcpyArgs args, const Issue& issue = {});
 
 // ---- communication builders (bytes per nccl-tests; see the header comment) ----
 // `buffer` is the in-place buffer for all-reduce, the full (concatenated) input for

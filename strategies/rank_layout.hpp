@@ -18,29 +18,38 @@ RankOrder parse_rank_order(const std::string& text);  // "tp-dp-pp", "tp-pp-dp"
 
 struct RankCoord {
   int tp = 0, dp = 0, pp = 0;
+  int cp = 0;  // context-parallel index (0 without context parallelism)
 };
 
+// Context parallelism (cp > 1) comes right after tensor parallelism in either order, as in
+// Megatron-Core's "tp-cp-ep-dp-pp": a context-parallel group talks at every layer.
 class RankLayout {
  public:
-  RankLayout(int tp, int dp, int pp, RankOrder order);
+  RankLayout(int tp, int dp, int pp, RankOrder order, int cp = 1);
 
-  int world_size() const { return tp_ * dp_ * pp_; }
+  int world_size() const { return tp_ * cp_ * dp_ * pp_; }
   int tp_size() const { return tp_; }
   int dp_size() const { return dp_; }
   int pp_size() const { return pp_; }
+  int cp_size() const { return cp_; }
 
   int rank_of(RankCoord c) const;
   RankCoord coord_of(int rank) const;
 
   // Group ids are unique across kinds, and the same on every member.
-  Group tensor_group(int rank) const;    // same dp, pp
-  Group data_group(int rank) const;      // same tp, pp
-  Group pipeline_group(int rank) const;  // same tp, dp; stage order
+  Group tensor_group(int rank) const;    // same dp, pp, cp
+  Group data_group(int rank) const;      // same tp, pp, cp: the replicas
+  Group context_group(int rank) const;   // same tp, dp, pp
+  // Same tp, pp: the ranks that sum gradients (Megatron's data-parallel group with context
+  // parallelism; each context-parallel rank computed them on its part of the sequence). The data
+  // group itself when cp == 1.
+  Group data_context_group(int rank) const;
+  Group pipeline_group(int rank) const;  // same tp, dp, cp; stage order
   // First and last pipeline stage of this rank's pipeline (tied embeddings).
   Group embedding_group(int rank) const;
 
  private:
-  int tp_, dp_, pp_;
+  int tp_, dp_, pp_, cp_;
   RankOrder order_;
 };
 

@@ -40,6 +40,10 @@ struct ParallelConfig {
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
   int data_parallel_size = 1;
+  // Megatron-Core's --context-parallel-size: every sequence split over this many ranks (load-
+  // balanced zigzag chunks; attention all-gathers K and V, AttentionArgs); they sum gradients
+  // with the data-parallel replicas. The hybrid strategy only.
+  int context_parallel_size = 1;
   bool sequence_parallel = false;
   // Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers): needs sequence_parallel.
   bool tp_comm_overlap = false;

@@ -46,7 +46,7 @@ Flops megatron_core_flops(const TransformerConfig& c, double batch, double seq) 
 
 int ValidationCase::devices() const {
   const ParallelConfig& p = scenario.parallel;
-  return p.data_parallel_size * p.tensor_model_parallel_size * p.pipeline_model_parallel_size;
+  return p.data_parallel_size * p.tensor_model_parallel_size * p.pipeline_model_parallel_size * p.context_parallel_size;
 }
 
 Flops ValidationCase::published_flops_per_iteration() const {

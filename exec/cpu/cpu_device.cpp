@@ -106,17 +106,22 @@ Tensor CpuDevice::alloc(std::string_view name, std::vector<std::int64_t> shape, 
   lock.unlock();
 
   const DeviceSettings& s = context_.settings();
-  if (category == MemCategory::parameters) {
-    init_parameter(name, data, n, s.seed, s.init_std);
-  } else if (category == MemCategory::activations && s.data && iteration_ >= 0) {
-    I64 k = 0;
-    std::string_view role;
-    if (parse_data_name(name, k, role)) {
-      DataPosition at{iteration_, micro_batch_offset_ + k, s.sequences_per_iteration};
-      s.data->fill(role, t, data, at);
-    }
-  }
+  if (category == MemCategory::parameters) init_parameter(name, data, n, s.seed, s.init_std);
+  else if (category == MemCategory::activations) fill_data(t, name, data, {});
   return t;
+}
+
+void CpuDevice::fill_data(const Tensor& t, std::string_view name, float* data, const TensorPlacement& where) const {
+  const DeviceSettings& s = context_.settings();
+  I64 k = 0;
+  std::string_view role;
+  if (!s.data || iteration_ < 0 || !parse_data_name(name, k, role)) return;
+  DataPosition at{iteration_, micro_batch_offset_ + k, s.sequences_per_iteration};
+  if (!where.segments.empty()) {
+    at.segments = where.segments;
+    at.seq_length = where.global_shape.at(static_cast<std::size_t>(where.dim));
+  }
+  s.data->fill(role, t, data, at);
 }
 
 void CpuDevice::release_locked(int tensor_id) {
@@ -140,9 +145,18 @@ std::unique_ptr<float[]> CpuDevice::take_storage_locked(I64 numel) {
 }
 
 void CpuDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  placements_[tensor.id] = placement;
+  std::unique_lock<std::mutex> lock(mutex_);
   auto it = buffers_.find(tensor.id);
+  if (it != buffers_.end() && it->second.category == MemCategory::activations) {
+    // A data tensor holding part of the sequence (context parallelism): filled from those
+    // positions. Activations keep no placement (thousands are allocated per step).
+    float* data = it->second.data.get();
+    const std::string name = names_.at(tensor.id);
+    lock.unlock();
+    fill_data(tensor, name, data, placement);
+    return;
+  }
+  placements_[tensor.id] = placement;
   if (it == buffers_.end()) return;
   const DeviceSettings& s = context_.settings();
   Buffer& b = it->second;

@@ -282,6 +282,9 @@ class CpuDevice final : public Runtime {
   // page by page (faults) and unmapped when freed: ~40 us before each op that made one (the
   // logits, the MLP's activations), 9% of gpt-tiny's step at micro-batch 4.
   std::unordered_map<std::int64_t, std::vector<std::unique_ptr<float[]>>> free_storage_;
+  // Fills a data tensor ("mb{k}.tokens", ...; exec/cpu/data.hpp) from the run's DataSource, at the
+  // sequence positions `where` names (none: the whole sequence); other tensors are left alone.
+  void fill_data(const Tensor& t, std::string_view name, float* data, const TensorPlacement& where) const;
   std::unique_ptr<float[]> take_storage_locked(std::int64_t numel);  // zeroed, under mutex_
   std::unordered_map<int, std::string> names_;
   std::unordered_map<int, TensorPlacement> placements_;

@@ -144,19 +144,26 @@ bool TextCorpus::fill(std::string_view role, const Tensor& t, float* data,
   if (role != "tokens" && role != "labels") return false;
   if (t.shape.size() != 2)
     throw std::logic_error("TextCorpus: '" + std::string(role) + "' must be [batch, seq]");
-  const I64 b = t.shape[0], s = t.shape[1];
+  const I64 b = t.shape[0], s = at.segments.empty() ? t.shape[1] : at.seq_length;
   const I64 length = static_cast<I64>(text_.size());
   if (s + 1 >= length) throw std::logic_error("TextCorpus: sequence longer than the corpus");
   const I64 shift = role == "labels" ? 1 : 0;
+  // Position in the sequence of the tensor's column i (its segments, in order).
+  std::vector<I64> position;
+  for (const auto& [first, count] : at.segments)
+    for (I64 i = 0; i < count; ++i) position.push_back(first + i);
+  if (!position.empty() && static_cast<I64>(position.size()) != t.shape[1])
+    throw std::logic_error("TextCorpus: the segments do not cover the tensor's columns");
   for (I64 row = 0; row < b; ++row) {
     const I64 q = static_cast<I64>(at.iteration) * at.sequences_per_iteration +
                   at.micro_batch * b + row;
     const I64 offset = (q * 7919) % (length - s - 1);
-    for (I64 i = 0; i < s; ++i) {
-      const auto byte = static_cast<unsigned char>(text_[static_cast<std::size_t>(offset + i + shift)]);
+    for (I64 i = 0; i < t.shape[1]; ++i) {
+      const I64 at_i = position.empty() ? i : position[static_cast<std::size_t>(i)];
+      const auto byte = static_cast<unsigned char>(text_[static_cast<std::size_t>(offset + at_i + shift)]);
       const auto token = static_cast<std::int32_t>(byte % vocab_);
-      if (t.dtype == DType::int32) write_int32(data, row * s + i, token);
-      else data[row * s + i] = static_cast<float>(token);
+      if (t.dtype == DType::int32) write_int32(data, row * t.shape[1] + i, token);
+      else data[row * t.shape[1] + i] = static_cast<float>(token);
     }
   }
   return true;

@@ -38,6 +38,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "strategies/model.hpp"
@@ -50,6 +51,10 @@ struct DataPosition {
   int iteration = 0;
   std::int64_t micro_batch = 0;  // global micro-batch index within the iteration
   std::int64_t sequences_per_iteration = 1;
+  // Context parallelism: the tensor holds these {first position, length} ranges of sequences
+  // seq_length long, concatenated (TensorPlacement::segments); empty: the whole sequence.
+  std::vector<std::pair<std::int64_t, std::int64_t>> segments;
+  std::int64_t seq_length = 0;
 };
 
 class DataSource {

@@ -71,28 +71,31 @@ void run_gemm(const OpContext& c, const GemmArgs& a) {
 
 void run_attention(const OpContext& c, const AttentionArgs& a) {
   AttentionShape s{a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.head_dim,
-                   a.causal};
+                   a.causal, a.cp_size, a.cp_rank};
   if (s.heads < 1 || s.head_dim < 1 || s.heads % s.kv_heads)
     c.fail("inconsistent attention shape (heads " + std::to_string(s.heads) + ", kv_heads " +
            std::to_string(s.kv_heads) + ", head_dim " + std::to_string(s.head_dim) + ")");
+  const bool cp = a.cp_size > 1;  // inputs {qkv, kv, ...}; the backward also writes d_kv
   const I64 qkv_n = s.batch * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim;
+  const I64 kv_n = s.batch * a.kv_seq() * 2 * s.kv_heads * s.head_dim;
   const I64 ctx_n = s.batch * s.seq * s.heads * s.head_dim;
   const I64 rows = s.batch * s.heads * s.seq;
-  const I64 scores = rows * s.seq;
+  const I64 scores = rows * a.kv_seq();
+  const float* kv = cp ? c.in(1, kv_n) : nullptr;
   AttentionDropout drop;
   drop.key = c.dropout_key_of_op();
   if (!a.backward) {
     const AttentionForwardOutputs o = attention_forward_outputs(c, a.flash, rows, scores);
     if (o.dropout) drop.p = c.options().attention_dropout;
-    attention_forward(c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop);
+    attention_forward(c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop, kv);
     return;
   }
-  // Backward: outputs {d_qkv}. The context output is not needed (the softmax backward uses
-  // Σ P·dP directly).
-  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores);
+  // Backward: outputs {d_qkv[, d_kv]}. The context output is not needed (the softmax backward
+  // uses Σ P·dP directly).
+  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores, cp ? 2 : 1);
   if (saved.dropout) drop.p = c.options().attention_dropout;
   attention_backward(c.out(0, qkv_n), c.in(c.inputs() - 1, ctx_n), c.in(0, qkv_n), saved.lse,
-                     saved.probs, saved.mask, s, drop);
+                     saved.probs, saved.mask, s, drop, kv, cp ? c.out(1, kv_n) : nullptr);
 }
 
 void run_norm(const OpContext& c, const NormArgs& a) {
@@ -313,6 +316,14 @@ void run_optimizer(const OpContext& c, const OptimizerArgs& a) {
 }
 
 void run_memcpy(const OpContext& c, const MemcpyArgs& a) {
+  if (a.rows > 0) {  // columns of row-major matrices
+    if (a.src_col + a.cols > a.src_ld || a.dst_col + a.cols > a.dst_ld) c.fail("copied columns past the rows' width");
+    const float* src = c.in(0, a.rows * a.src_ld);
+    float* dst = c.out(0, a.rows * a.dst_ld);
+    for (I64 r = 0; r < a.rows; ++r)
+      std::memcpy(dst + r * a.dst_ld + a.dst_col, src + r * a.src_ld + a.src_col, sizeof(float) * static_cast<std::size_t>(a.cols));
+    return;
+  }
   const float* src = c.in(0, a.numel);
   float* dst = c.out(0, a.numel);
   if (dst != src) std::memmove(dst, src, sizeof(float) * static_cast<std::size_t>(a.numel));

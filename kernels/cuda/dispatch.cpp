@@ -50,6 +50,7 @@ void gemm(const Op& c, const GemmArgs& a) {
 }
 
 void attention(const Op& c, const AttentionArgs& a) {
+  if (a.cp_size > 1) c.fail("context parallelism is simulated and run on the CPU backend, not yet on CUDA");
   const AttentionShape s{a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.head_dim, a.causal};
   if (s.heads < 1 || s.head_dim < 1 || s.heads % s.kv_heads) c.fail("inconsistent attention shape");
   const I64 qkv_n = s.batch * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim;
@@ -242,6 +243,17 @@ void optimizer(const Op& c, const OptimizerArgs& a) {
                adamw_step(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.grad_scale, a.step), c.stream());
 }
 
+// A memcpy op: contiguous, or MemcpyArgs' columns of row-major matrices (cudaMemcpy2D's shape).
+void copy_columns(const Op& c, const MemcpyArgs& a) {
+  if (a.rows == 0) return copy(c.out(0, a.numel), c.in(0, a.numel), a.numel, c.stream());
+  if (a.src_col + a.cols > a.src_ld || a.dst_col + a.cols > a.dst_ld) c.fail("copied columns past the rows' width");
+  const std::size_t f = sizeof(float);
+  CUDA_CHECK(cudaMemcpy2DAsync(c.out(0, a.rows * a.dst_ld) + a.dst_col, f * static_cast<std::size_t>(a.dst_ld),
+                               c.in(0, a.rows * a.src_ld) + a.src_col, f * static_cast<std::size_t>(a.src_ld),
+                               f * static_cast<std::size_t>(a.cols), static_cast<std::size_t>(a.rows),
+                               cudaMemcpyDeviceToDevice, c.stream()));
+}
+
 }  // namespace
 
 void run(const ComputeOp& op, const TensorData& data, const RunOptions& options, const StreamContext& context) {
@@ -260,7 +272,7 @@ void run(const ComputeOp& op, const TensorData& data, const RunOptions& options,
         else if constexpr (std::is_same_v<T, OptimizerArgs>) optimizer(c, a);
         else if constexpr (std::is_same_v<T, CodecArgs>)
           c.fail("gradient compression codecs have no CUDA kernels yet (CPU backend and simulator only)");
-        else copy(c.out(0, a.numel), c.in(0, a.numel), a.numel, c.stream());
+        else copy_columns(c, a);
       },
       op.args);
 }

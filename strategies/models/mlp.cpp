@@ -176,6 +176,8 @@ std::vector<std::unique_ptr<Layer>> MlpModel::build_layers(const BatchShape& bat
                                                            const ParallelContext& ctx) const {
   if (ctx.tp_size > 1)
     throw std::invalid_argument("mlp '" + cfg_.name + "': tensor parallelism is not supported");
+  if (ctx.cp_size > 1)
+    throw std::invalid_argument("mlp '" + cfg_.name + "': context parallelism splits sequences; an MLP has none");
   if (batch.micro_batch < 1)
     throw std::invalid_argument("mlp '" + cfg_.name + "': micro_batch must be >= 1");
   std::vector<std::unique_ptr<Layer>> layers;
@@ -192,7 +194,7 @@ std::vector<std::unique_ptr<Layer>> MlpModel::build_layers(const BatchShape& bat
   return layers;
 }
 
-Tensor MlpModel::make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const {
+Tensor MlpModel::make_input(Runtime& rt, const BatchShape& batch, int micro_batch, const ParallelContext&) const {
   return rt.alloc("mb" + std::to_string(micro_batch) + ".features",
                   {batch.micro_batch, cfg_.input_size}, batch.dtype, MemCategory::activations);
 }

@@ -43,7 +43,8 @@ class MlpModel : public Model {
                                                    const ParallelContext& ctx) const override;
   // Features [b, input_size] in batch.dtype, "mb{k}.features", an activation the first layer
   // takes over.
-  Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const override;
+  Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch,
+                    const ParallelContext& ctx = {}) const override;
 
  private:
   MlpConfig cfg_;

@@ -1,5 +1,6 @@
 #include "strategies/models/transformer.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -51,6 +52,7 @@ struct Dims {
   bool overlap = false;  // SP's collectives pipelined with the GEMMs (GemmArgs::comm_overlap)
   int tp_rank = 0;
   Fp8Recipe fp8 = Fp8Recipe::none;
+  int cp = 1, cp_rank = 0;  // context parallelism: s is this rank's 2 zigzag chunks of the sequence
 };
 
 Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const ParallelContext& ctx) {
@@ -59,7 +61,9 @@ Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const Para
   x.sp = ctx.sequence_parallel && ctx.tp_size > 1;
   x.overlap = x.sp && ctx.tp_comm_overlap;
   x.b = batch.micro_batch;
-  x.s = batch.seq_len;
+  x.cp = std::max(ctx.cp_size, 1);
+  x.cp_rank = ctx.cp_rank;
+  x.s = batch.seq_len / x.cp;
   x.sl = x.sp ? x.s / x.t : x.s;
   x.h = cfg.hidden_size;
   x.d = cfg.head_dim();
@@ -123,14 +127,40 @@ void check_shardable(const TransformerConfig& cfg, const BatchShape& batch,
   if (cfg.ffn_size() % t) fail("ffn_hidden_size not divisible by tp_size");
   if (batch.micro_batch < 1 || batch.seq_len < 1)
     throw std::invalid_argument(cfg.name + ": micro_batch and seq_len must be >= 1");
-  if (ctx.sequence_parallel && t > 1 && batch.seq_len % t)
-    fail("seq_len " + std::to_string(batch.seq_len) +
+  const I64 cp = std::max(ctx.cp_size, 1);
+  if (ctx.cp_rank < 0 || ctx.cp_rank >= cp) fail("cp_rank out of range");
+  if (cp > 1 && batch.seq_len % (2 * cp))
+    throw std::invalid_argument(cfg.name + ": seq_len " + std::to_string(batch.seq_len) +
+                                " does not split into 2 x " + std::to_string(cp) +
+                                " chunks (context parallelism's load-balanced layout)");
+  if (cp > 1 && cfg.position == PositionEmbeddingType::learned)
+    throw std::invalid_argument(cfg.name + ": context parallelism needs rotary positions (model position: rope); "
+                                "learned position tables are not split by sequence yet");
+  if (ctx.sequence_parallel && t > 1 && (batch.seq_len / cp) % t)
+    fail("seq_len " + std::to_string(batch.seq_len) + (cp > 1 ? " / context_parallel_size" : "") +
          " not divisible by tp_size (sequence parallel)");
   if (cfg.position == PositionEmbeddingType::learned &&
       batch.seq_len > cfg.max_positions())
     throw std::invalid_argument(cfg.name + ": seq_len " + std::to_string(batch.seq_len) +
                                 " exceeds max_position_embeddings " +
                                 std::to_string(cfg.max_positions()));
+}
+
+// A data tensor of token ids [b, s] (tokens, labels; exec/cpu/data.hpp's contract). Under
+// context parallelism it holds this rank's two zigzag chunks of the sequence [b, s/cp], placed
+// in the whole [b, s] so that a backend fills it from those positions.
+Tensor sequence_data(Runtime& rt, const std::string& name, const BatchShape& batch, const ParallelContext& ctx) {
+  const I64 cp = std::max(ctx.cp_size, 1), local = batch.seq_len / cp;
+  Tensor t = rt.alloc(name, {batch.micro_batch, local}, DType::int32, kAct);
+  if (cp == 1) return t;
+  TensorPlacement where;
+  where.name = name;
+  where.global_shape = {batch.micro_batch, batch.seq_len};
+  where.dim = 1;
+  const I64 c = local / 2;
+  where.segments = {{ctx.cp_rank * c, c}, {(2 * cp - 1 - ctx.cp_rank) * c, c}};
+  rt.place(t, where);
+  return t;
 }
 
 // ---------------------------------------------------------------- op helpers
@@ -655,13 +685,22 @@ class TransformerBlock final : public LayerBase {
       for (std::size_t i = 0; i < core_count(); ++i) core.push_back(take(mb, core_key(i)));
     }
     Tensor d_qkv = alloc("attn.qkv.doutput", {x_.b, x_.s, x_.nqkv});
-    std::vector<Tensor> in{qkv, o};
+    const Tensor kv = x_.cp > 1 ? gather_kv(em, Phase::backward, "bwd", qkv) : Tensor{};
+    std::vector<Tensor> in{qkv};
+    if (kv.valid()) in.push_back(kv);
+    in.push_back(o);
     in.insert(in.end(), core.begin(), core.end());
     in.push_back(d_ctx);
+    std::vector<Tensor> d_out{d_qkv};
+    if (kv.valid()) d_out.push_back(alloc("attn.cp.dkv_gathered", kv.shape));
     AttentionArgs bargs = attention_args();
     bargs.backward = true;
     em.computed(ops::attention(rt, Phase::backward, em.label("attn.core", "bwd"), std::move(in),
-                               {d_qkv}, bargs, em.compute_issue()));
+                               d_out, bargs, em.compute_issue()));
+    if (kv.valid()) {
+      rt.release(kv);
+      scatter_kv_grad(em, d_out[1], d_qkv);
+    }
     for (const auto& t : core) rt.release(t);
     if (o.id != ctx_out.id) rt.release(o);
     rt.release(ctx_out);
@@ -704,6 +743,8 @@ class TransformerBlock final : public LayerBase {
     a.head_dim = x_.d;
     a.causal = true;
     a.flash = cfg_.use_flash_attn;
+    a.cp_size = static_cast<int>(x_.cp);
+    a.cp_rank = x_.cp_rank;
     return a;
   }
   // What the attention kernel keeps for its backward besides Q, K, V and its output.
@@ -713,29 +754,79 @@ class TransformerBlock final : public LayerBase {
   }
   static std::string core_key(std::size_t i) { return "core" + std::to_string(i); }
 
+  // Context parallelism: this rank's K|V columns of qkv, all-gathered over the context-parallel
+  // group into the whole sequence's [b, cp·s, 2·g·d] in member order, as Transformer Engine's
+  // cp_comm_type "all_gather" does before attention. The backward gathers them again rather
+  // than keeping cp times this rank's K/V through the step (TE does the same).
+  Tensor gather_kv(Emitter& em, Phase ph, std::string_view sf, const Tensor& qkv) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    const I64 kv_cols = 2 * x_.gl * x_.d;
+    Tensor local = rt.alloc(em.name("attn.cp.kv"), {x_.b, x_.s, kv_cols}, dt, kAct);
+    MemcpyArgs split;
+    split.rows = x_.b * x_.s;
+    split.cols = kv_cols;
+    split.src_ld = x_.nqkv;
+    split.src_col = x_.al * x_.d;
+    split.dst_ld = kv_cols;
+    em.computed(ops::copy_columns(rt, ph, em.label("attn.cp.kv_split", sf), qkv, local, split, em.compute_issue()));
+    Tensor full = rt.alloc(em.name("attn.cp.kv_gathered"), {x_.b, x_.cp * x_.s, kv_cols}, dt, kAct);
+    const Handle h = ops::all_gather(rt, ph, em.label("attn.cp.kv_allgather", sf), {full}, ctx_.cp_group,
+                                     CommShards{{local}, /*dim=*/1, false}, em.comm_issue(Stream::tp_comm));
+    em.pending(h);
+    em.release_after(local, h);
+    return full;
+  }
+  // The backward's K/V gradient of the whole sequence, reduce-scattered back to this rank's
+  // chunks and written into the K|V columns of d_qkv. Takes d_kv.
+  void scatter_kv_grad(Emitter& em, const Tensor& d_kv, const Tensor& d_qkv) {
+    Runtime& rt = em.rt();
+    const I64 kv_cols = 2 * x_.gl * x_.d;
+    Tensor local = rt.alloc(em.name("attn.cp.dkv"), {x_.b, x_.s, kv_cols}, batch_.dtype, kAct);
+    const Handle h = ops::reduce_scatter(rt, Phase::backward, em.label("attn.cp.dkv_reducescatter", "bwd"), {d_kv},
+                                         ctx_.cp_group, CommShards{{local}, /*dim=*/1, false},
+                                         em.comm_issue(Stream::tp_comm));
+    em.pending(h);
+    em.release_after(d_kv, h);
+    MemcpyArgs merge;
+    merge.rows = x_.b * x_.s;
+    merge.cols = kv_cols;
+    merge.src_ld = kv_cols;
+    merge.dst_ld = x_.nqkv;
+    merge.dst_col = x_.al * x_.d;
+    em.computed(ops::copy_columns(rt, Phase::backward, em.label("attn.cp.dkv_merge", "bwd"), local, d_qkv, merge,
+                                  em.compute_issue()));
+    rt.release(local);
+  }
+
   // The attention kernel: returns its output [b, s, heads·d] and the tensors it keeps.
   std::pair<Tensor, std::vector<Tensor>> core_forward(Emitter& em, Phase ph, std::string_view sf,
                                                       const Tensor& qkv) {
     Runtime& rt = em.rt();
     const DType dt = batch_.dtype;
+    const Tensor kv = x_.cp > 1 ? gather_kv(em, ph, sf, qkv) : Tensor{};
     Tensor out = rt.alloc(em.name("attn.core.out"), {x_.b, x_.s, x_.al * x_.d}, dt, kAct);
     std::vector<Tensor> kept;
     if (cfg_.use_flash_attn) {
       kept.push_back(
           rt.alloc(em.name("attn.core.logsumexp"), {x_.b, x_.al, x_.s}, DType::fp32, kAct));
     } else {
-      kept.push_back(rt.alloc(em.name("attn.core.probs"), {x_.b, x_.al, x_.s, x_.s}, dt, kAct));
+      const I64 keys = x_.cp * x_.s;
+      kept.push_back(rt.alloc(em.name("attn.core.probs"), {x_.b, x_.al, x_.s, keys}, dt, kAct));
       if (cfg_.attention_dropout > 0) {
         kept.push_back(detail::alloc_byte_mask(rt, em.name("attn.core.dropout_mask"),
-                                               x_.b * x_.al * x_.s * x_.s));
+                                               x_.b * x_.al * x_.s * keys));
         kept.push_back(
-            rt.alloc(em.name("attn.core.dropped"), {x_.b, x_.al, x_.s, x_.s}, dt, kAct));
+            rt.alloc(em.name("attn.core.dropped"), {x_.b, x_.al, x_.s, keys}, dt, kAct));
       }
     }
     std::vector<Tensor> outputs{out};
     outputs.insert(outputs.end(), kept.begin(), kept.end());
-    em.computed(ops::attention(rt, ph, em.label("attn.core", sf), {qkv}, std::move(outputs),
+    std::vector<Tensor> inputs{qkv};
+    if (kv.valid()) inputs.push_back(kv);
+    em.computed(ops::attention(rt, ph, em.label("attn.core", sf), std::move(inputs), std::move(outputs),
                                attention_args(), em.compute_issue()));
+    if (kv.valid()) rt.release(kv);
     return {out, kept};
   }
 
@@ -896,8 +987,7 @@ class LMHead final : public VocabTableLayer {
     gemm_op(em, ph, "output", "fwd", in, out_.w, logits, args);
     if (in.id != ln.id) rt.release(in);
     save(mb, "ln", ln);
-    Tensor labels =
-        rt.alloc("mb" + std::to_string(mb) + ".labels", {x_.b, x_.s}, DType::int32, kAct);
+    Tensor labels = sequence_data(rt, "mb" + std::to_string(mb) + ".labels", batch_, ctx_);
     Tensor softmax = rt.alloc(em.name("loss.softmax"), {tokens, x_.vl}, DType::fp32, kAct);
     Tensor stats = rt.alloc(em.name("loss.stats"), {tokens, 2}, DType::fp32, kAct);
     cross_entropy_fwd(em, logits, labels, softmax, stats);
@@ -1137,9 +1227,9 @@ std::vector<std::unique_ptr<Layer>> TransformerModel::build_layers(
   return layers;
 }
 
-Tensor TransformerModel::make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const {
-  return rt.alloc("mb" + std::to_string(micro_batch) + ".tokens",
-                  {batch.micro_batch, batch.seq_len}, DType::int32, MemCategory::activations);
+Tensor TransformerModel::make_input(Runtime& rt, const BatchShape& batch, int micro_batch,
+                                    const ParallelContext& ctx) const {
+  return sequence_data(rt, "mb" + std::to_string(micro_batch) + ".tokens", batch, ctx);
 }
 
 }  // namespace tandem

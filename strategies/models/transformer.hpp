@@ -146,7 +146,8 @@ class TransformerModel : public Model {
   std::vector<std::unique_ptr<Layer>> build_layers(const BatchShape& batch,
                                                    const ParallelContext& ctx) const override;
   // Token ids [b, s] int32, "mb{k}.tokens", an activation the embedding layer takes over.
-  Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch) const override;
+  Tensor make_input(Runtime& rt, const BatchShape& batch, int micro_batch,
+                    const ParallelContext& ctx = {}) const override;
 
  private:
   TransformerConfig cfg_;

@@ -28,7 +28,8 @@ nlohmann::json to_json(const Candidate& c) {
           {"rank_order", tandem::to_string(c.order)},
           {"pipeline_partition", to_string(c.partition)},
           {"batch_split", to_string(c.batch_split)},
-          {"local_sgd_steps", c.local_sgd_steps}};
+          {"local_sgd_steps", c.local_sgd_steps},
+          {"context_parallel_size", c.cp}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
   if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
@@ -53,6 +54,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.batch_split = j.at("batch_split").get<std::string>() == "proportional" ? BatchSplit::proportional : BatchSplit::even;
   if (j.contains("nodes_per_group")) c.nodes = j.at("nodes_per_group").get<std::vector<int>>();
   if (j.contains("local_sgd_steps")) c.local_sgd_steps = j.at("local_sgd_steps").get<int>();
+  if (j.contains("context_parallel_size")) c.cp = j.at("context_parallel_size").get<int>();
   return c;
 }
 
@@ -70,6 +72,7 @@ std::string Candidate::key() const {
   k += std::string(" order=") + tandem::to_string(order) + " stages=" + partition_text(*this) +
        " batch=" + to_string(batch_split);
   if (local_sgd_steps > 1) k += " local_sgd=" + std::to_string(local_sgd_steps);
+  if (cp > 1) k += " cp=" + std::to_string(cp);
   if (!nodes.empty()) {
     k += " nodes=";
     for (std::size_t g = 0; g < nodes.size(); ++g) k += (g ? "/" : "") + std::to_string(nodes[g]);

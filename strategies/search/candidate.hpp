@@ -22,6 +22,7 @@ struct Candidate {
   int tp = 1;  // tensor_model_parallel_size
   int pp = 1;  // pipeline_model_parallel_size
   int dp = 1;  // data_parallel_size
+  int cp = 1;  // context_parallel_size
   std::int64_t micro_batch_size = 1;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;
@@ -39,7 +40,7 @@ struct Candidate {
   // 0..world-1 of the whole cluster.
   std::vector<int> nodes;
 
-  int world_size() const { return tp * pp * dp; }
+  int world_size() const { return tp * pp * dp * cp; }
   // Uses a heterogeneity-aware split (stages by device speed or given explicitly, batch shares by
   // device speed).
   bool heterogeneity_aware() const;

@@ -102,6 +102,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.sequence_parallel.empty()) s.sequence_parallel = {0};
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
   if (s.local_sgd_steps.empty()) s.local_sgd_steps = {1};
+  if (s.cp.empty()) s.cp = {1};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
@@ -150,12 +151,13 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
         drop("tensor group larger than a node");
         continue;
       }
-      for (int pp : s.pp) {
-        if (world % (tp * pp) != 0) {
-          drop("tp x pp does not divide the device count");
+      for (int pp : s.pp)
+      for (int cp : s.cp) {
+        if (world % (tp * pp * cp) != 0) {
+          drop(cp > 1 ? "tp x pp x cp does not divide the device count" : "tp x pp does not divide the device count");
           continue;
         }
-        const int dp = world / (tp * pp);
+        const int dp = world / (tp * pp * cp);
         if (!s.dp.empty() && std::find(s.dp.begin(), s.dp.end(), dp) == s.dp.end()) {
           drop("data-parallel size outside the allowed values");
           continue;
@@ -207,6 +209,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                             c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
                             c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
                             c.local_sgd_steps = h;
+                            c.cp = cp;
                             out.candidates.push_back(c);
                             ++out.combinations;
                           }

@@ -35,6 +35,7 @@ struct SearchSpace {
   std::vector<HybridConfig::Partition> partition;
   std::vector<BatchSplit> batch_split;
   std::vector<int> local_sgd_steps;  // local SGD's averaging periods (with ZeRO 0 only); default {1}
+  std::vector<int> cp;               // context_parallel_size values; default {1}
 };
 
 // Fills every knob left empty with its default for this cluster and training configuration.

@@ -189,6 +189,26 @@ TEST(Scenario, LocalSgdWithZeroOrAZeroPeriodNamesItsLine) {
   EXPECT_EQ(zero.field(), "strategy.local_sgd_steps");
 }
 
+// Context parallelism splits a transformer's sequences in the hybrid strategy: not data_parallel,
+// not a learned position table, not a sequence that does not cut into 2·cp chunks.
+TEST(Scenario, ContextParallelismThatCannotSplitTheSequenceNamesItsField) {
+  const InputError dp = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_parallel_size: 4\n  context_parallel_size: 2\n"));
+  EXPECT_EQ(dp.field(), "strategy.context_parallel_size");
+  EXPECT_NE(std::string(dp.what()).find("hybrid"), std::string::npos) << dp.what();
+  const std::string hybrid = replaced(kGood, "  type: data_parallel\n  data_parallel_size: 8\n",
+                                      "  type: hybrid\n  data_parallel_size: 4\n  context_parallel_size: 2\n");
+  const InputError learned = load_error(hybrid);
+  EXPECT_EQ(learned.field(), "strategy.context_parallel_size");
+  EXPECT_NE(std::string(learned.what()).find("rope"), std::string::npos) << learned.what();
+  const std::string llama = replaced(replaced(hybrid, "model: gpt2-124m\n", "model: {preset: llama3-8b, num_layers: 2}\n"),
+                                     "  seq_length: 1024\n", "  seq_length: 1030\n");
+  const InputError chunks = load_error(llama);
+  EXPECT_EQ(chunks.field(), "strategy.context_parallel_size");
+  EXPECT_NE(std::string(chunks.what()).find("2 x 2 chunks"), std::string::npos) << chunks.what();
+  const Scenario fine = load_scenario(write_temp("cp.yaml", replaced(llama, "  seq_length: 1030\n", "  seq_length: 1024\n")));
+  EXPECT_EQ(fine.parallel.context_parallel_size, 2);
+}
+
 TEST(Scenario, UnknownKnobIsRefused) {
   const InputError e = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_paralel_size: 8\n"));
   EXPECT_EQ(e.line(), 10);

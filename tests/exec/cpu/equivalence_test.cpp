@@ -27,7 +27,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/models/transformer.hpp"
@@ -42,7 +44,11 @@ constexpr double kParamRelative = 1e-4;   // of the weight
 constexpr double kParamAbsolute = 2e-3;   // of the AdamW movement lr·steps
 constexpr float kLr = 1e-3f;
 
-std::shared_ptr<const Model> small_gpt() { return testing::small_gpt("gpt-small-test", 4, 64, 4, 256, 32); }
+// With rotary positions (context parallelism's shapes; the CPU backend applies no rotation, so
+// such a model sees order through causal masking only) or a learned position table.
+std::shared_ptr<const Model> small_gpt(bool rope = false) {
+  return testing::small_gpt("gpt-small-test", 4, 64, 4, 256, 32, rope);
+}
 
 using Shape = testing::HybridShape;
 
@@ -50,7 +56,7 @@ std::unique_ptr<HybridParallel> hybrid(const Shape& s) {
   TrainingConfig training;
   training.seq_length = 32;
   training.lr = kLr;
-  return testing::make_hybrid(small_gpt(), s, training, /*bucket_params=*/20'000);  // several buckets
+  return testing::make_hybrid(small_gpt(s.rope), s, training, /*bucket_params=*/20'000);  // several buckets
 }
 
 RunOptions options(int iterations) {
@@ -112,12 +118,14 @@ TEST_P(Equivalence, LossAndParametersEqualTheSingleRankRun) {
   const Shape& shape = GetParam();
   Shape single;
   single.precision = shape.precision;
-  static std::map<DType, RunResult> references;  // one single-rank run per precision
-  if (!references.count(shape.precision)) references.emplace(shape.precision, run(single));
-  const RunResult& reference = references.at(shape.precision);
+  single.rope = shape.rope;
+  static std::map<std::pair<DType, bool>, RunResult> references;  // one single-rank run per precision and model
+  const auto key = std::make_pair(shape.precision, shape.rope);
+  if (!references.count(key)) references.emplace(key, run(single));
+  const RunResult& reference = references.at(key);
   ASSERT_EQ(reference.world_size, 1);
   const RunResult parallel = run(shape);
-  ASSERT_EQ(parallel.world_size, shape.tp * shape.pp * shape.dp);
+  ASSERT_EQ(parallel.world_size, shape.world_size());
   expect_equivalent(parallel, reference, shape.name, kSteps);
   // The weights moved: the comparison is not between initial values.
   EXPECT_GT(reference.iterations.front().loss - reference.iterations.back().loss, 0.05);
@@ -151,7 +159,12 @@ INSTANTIATE_TEST_SUITE_P(
                       named("pp2_dp2", {.pp = 2, .dp = 2}),
                       named("tp2_sp_pp2", {.tp = 2, .pp = 2, .sp = true}),
                       named("pp2_dp2_zero2", {.pp = 2, .dp = 2, .zero = 2, .precision = DType::bf16}),
-                      named("tp2_dp2_zero3", {.tp = 2, .dp = 2, .zero = 3})),
+                      named("tp2_dp2_zero3", {.tp = 2, .dp = 2, .zero = 3}),
+                      // Context parallelism: each sequence's zigzag chunks on 2 or 4 ranks.
+                      named("cp2", {.cp = 2, .rope = true}), named("cp4", {.cp = 4, .rope = true}),
+                      named("cp2_tp2_sp", {.tp = 2, .cp = 2, .sp = true, .rope = true}),
+                      named("cp2_dp2_zero1", {.dp = 2, .cp = 2, .zero = 1, .precision = DType::bf16, .rope = true}),
+                      named("cp2_pp2", {.pp = 2, .cp = 2, .rope = true})),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- checkpoints across strategies
@@ -169,6 +182,7 @@ void expect_resumable(const Shape& first, const Shape& second) {
   const std::string what = first.name + " -> " + second.name;
   Shape single;
   single.precision = first.precision;
+  single.rope = first.rope;
   const RunResult straight = run(single, 4);
   const fs::path p = checkpoint_path(first.name + "-" + second.name);
   RunOptions save = options(2);
@@ -198,6 +212,10 @@ TEST(EquivalentCheckpoint, OverlappedParameterGatherCheckpointResumesOnOneRank) 
   expect_resumable(named("dp2_zero1_overlap_param_gather",
                          {.dp = 2, .zero = 1, .overlap_param_gather = true, .precision = DType::bf16}),
                    named("single", {.precision = DType::bf16}));
+}
+
+TEST(EquivalentCheckpoint, ContextParallelCheckpointResumesUnderTensorParallel) {
+  expect_resumable(named("cp2_dp2", {.dp = 2, .cp = 2, .rope = true}), named("tp2", {.tp = 2, .rope = true}));
 }
 
 TEST(EquivalentCheckpoint, HybridCheckpointResumesOnOneRank) {

@@ -15,6 +15,7 @@ namespace tandem::exec::cpu::testing {
 struct HybridShape {
   std::string name;
   int tp = 1, pp = 1, dp = 1;
+  int cp = 1;                         // context_parallel_size
   bool sp = false;
   int zero = 0;
   bool tp_comm_overlap = false;       // Megatron-Core's --tp-comm-overlap
@@ -23,13 +24,16 @@ struct HybridShape {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;
   DType precision = DType::fp32;
+  bool rope = false;  // rotary positions (what context parallelism needs) instead of a learned table
+  int world_size() const { return tp * pp * dp * cp; }
 };
 
 // A small GPT without dropout (so that strategies are comparable number for number); positions
 // cover the sequence.
 inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std::int64_t hidden, int heads,
-                                              std::int64_t vocab, std::int64_t seq) {
+                                              std::int64_t vocab, std::int64_t seq, bool rope = false) {
   TransformerConfig c = gpt_config(std::move(name), layers, hidden, heads, seq, vocab);
+  if (rope) c.position = PositionEmbeddingType::rope;
   c.hidden_dropout = 0;
   c.attention_dropout = 0;
   return std::make_shared<TransformerModel>(std::move(c));
@@ -45,6 +49,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.tensor_model_parallel_size = s.tp;
   parallel.pipeline_model_parallel_size = s.pp;
   parallel.data_parallel_size = s.dp;
+  parallel.context_parallel_size = s.cp;
   parallel.sequence_parallel = s.sp;
   parallel.zero_stage = s.zero;
   parallel.tp_comm_overlap = s.tp_comm_overlap;
@@ -54,7 +59,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   HybridConfig config;
   config.schedule = s.schedule;
   config.virtual_stages = s.virtual_stages;
-  const std::vector<RankDevice> devices(static_cast<std::size_t>(s.tp * s.pp * s.dp), RankDevice{1.0, 1e12, 0, "cpu"});
+  const std::vector<RankDevice> devices(static_cast<std::size_t>(s.world_size()), RankDevice{1.0, 1e12, 0, "cpu"});
   return std::make_unique<HybridParallel>(std::move(model), training, parallel, config, devices);
 }
 
