@@ -87,7 +87,7 @@ inline constexpr FieldDoc kStrategy[] = {
     {"ddp_bucket_size", "parameters", "40000000", "per gradient bucket (Megatron default)", nullptr,
      &limits::kDdpBucketSize},
     {"batch_split", "even | proportional", "even", "replicas' batch shares (proportional: to device speed)"},
-    {"pipeline_schedule", "gpipe | 1f1b | interleaved_1f1b", "1f1b (interleaved with virtual stages)",
+    {"pipeline_schedule", "gpipe | 1f1b | interleaved_1f1b | zb_h1", "1f1b (interleaved with virtual stages)",
      "pipeline schedule"},
     {"virtual_pipeline_model_parallel_size", "count", "1", "model chunks per stage (interleaved)", nullptr,
      &limits::kVirtualStages},

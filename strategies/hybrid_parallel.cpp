@@ -58,6 +58,7 @@ class HybridRank final : public RankProgram {
     ctx_.cp_size = l.cp_size();
     ctx_.cp_rank = me_.cp;
     ctx_.cp_group = l.context_group(rank);
+    ctx_.split_backward = splits_backward(plan_.hybrid.schedule);
     // Gradients are summed (and ZeRO shards kept) over the replicas and, with context
     // parallelism, over the ranks that hold the other parts of their sequences.
     data_group_ = l.data_context_group(rank);
@@ -114,10 +115,12 @@ class HybridRank final : public RankProgram {
     if (plan_.parallel.local_sgd_steps > 1) return local_step(rt, iteration);
     const int p = plan_.layout->pp_size(), v = plan_.hybrid.virtual_stages;
     const auto actions = pipeline_actions(plan_.hybrid.schedule, me_.pp, p, static_cast<int>(plan_.micro_batches), v);
-    // The last backward of each chunk: its gradients are then final (ZeRO-0/1 reduce them).
+    // The last backward of each chunk (its last W when backwards are split): its gradients are
+    // then final (ZeRO-0/1 reduce them).
+    const auto completes = ctx_.split_backward ? PipelineAction::Kind::weight : PipelineAction::Kind::backward;
     std::vector<int> last_backward(v, -1);
     for (int i = 0; i < static_cast<int>(actions.size()); ++i)
-      if (actions[i].kind == PipelineAction::Kind::backward) last_backward[actions[i].chunk] = i;
+      if (actions[i].kind == completes) last_backward[actions[i].chunk] = i;
 
     gather_stale_parameters(rt);
     zero_all_gradients(rt);
@@ -131,11 +134,14 @@ class HybridRank final : public RankProgram {
       const PipelineAction& a = actions[i];
       if (a.kind == PipelineAction::Kind::forward) {
         forward(rt, a.micro_batch, a.chunk);
+      } else if (a.kind == PipelineAction::Kind::backward && ctx_.split_backward) {
+        backward(rt, a.micro_batch, a.chunk, nullptr, false);  // B: input gradients only
       } else {
         // ZeRO-2/3 reduce every micro-batch (no full gradient survives it); others only once.
         const bool reduce = plan_.parallel.zero_stage >= 2 || i == last_backward[a.chunk];
         buckets.set_label("dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
-        backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr, !reduced_once[a.chunk]);
+        if (a.kind == PipelineAction::Kind::weight) weights(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr);
+        else backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr, !reduced_once[a.chunk]);
         if (reduce) {
           buckets.launch(rt);
           reduced_once[a.chunk] = true;
@@ -231,6 +237,20 @@ class HybridRank final : public RankProgram {
       const Handle sent = ops::send(rt, Phase::backward, tag_label(mb, k, "send_grad"), grad, peer_of(k - 1),
                                     Issue{Stream::pp_send, {rt.record(Stream::compute)}}, 2 * (k - 1) + 1);
       rt.release_after(grad, sent);
+    }
+  }
+
+  // The W pass of a split backward (zb_h1): the chunk's layers' weight gradients, last layer
+  // first; with `buckets`, this micro-batch completes them and they are reduced as they finish.
+  void weights(Runtime& rt, int mb, int c, GradientBuckets* buckets) {
+    auto& layers = chunks_[c];
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      Layer& layer = **it;
+      layer.backward_weights(rt, mb);
+      if (buckets != nullptr) {
+        reduce_sequence_parallel_gradients(rt, layer, mb);
+        buckets->add(rt, layer.gradients(), shards_[layer.name()].grads, true);
+      }
     }
   }
 
@@ -411,6 +431,16 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
+  if (splits_backward(hybrid_.schedule)) {
+    // W passes run after their B: a per-micro-batch gradient reduction (ZeRO-2/3), TE's bulk
+    // overlap of the weight-gradient GEMMs and local SGD's own step are not split that way here.
+    if (parallel_.zero_stage >= 2)
+      throw StrategyError("strategy.pipeline_schedule", "zb_h1 needs zero_stage 0 or 1 (ZeRO-2/3 reduce every backward)");
+    if (parallel_.tp_comm_overlap)
+      throw StrategyError("strategy.pipeline_schedule", "zb_h1 with tp_comm_overlap is not built");
+    if (parallel_.local_sgd_steps > 1)
+      throw StrategyError("strategy.pipeline_schedule", "zb_h1 with local SGD is not built");
+  }
   // As Megatron-Core asserts: Transformer Engine overlaps sequence parallelism's collectives.
   if (parallel_.tp_comm_overlap && !parallel_.sequence_parallel)
     throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs sequence_parallel");

@@ -87,6 +87,7 @@ class HybridParallel final : public Strategy {
   std::unique_ptr<Strategy> with_micro_batches(std::int64_t micro_batches) const override;
 
   const RankLayout& layout() const { return layout_; }
+  PipelineSchedule schedule() const { return hybrid_.schedule; }
   // Transformer layers held by each virtual stage (chunk c of stage s is virtual stage c*p+s).
   const std::vector<int>& layers_per_virtual_stage() const { return virtual_stage_layers_; }
   const std::vector<std::int64_t>& micro_batches_per_replica() const { return micro_batches_; }

@@ -34,6 +34,10 @@ struct ParallelContext {
   int cp_size = 1;
   int cp_rank = 0;
   Group cp_group;
+  // Zero-bubble pipelines: a layer's backward computes the input gradient only and leaves its
+  // weight gradients to backward_weights (the schedule's W pass). Layers that cannot split compute
+  // everything in backward (their backward_weights does nothing).
+  bool split_backward = false;
 };
 
 // Shapes of one micro-batch.
@@ -76,6 +80,12 @@ class Layer {
   // seeds the gradient) and its returned input gradient belongs to the caller.
   virtual Tensor forward(Runtime& rt, const Tensor& input, int micro_batch) = 0;
   virtual Tensor backward(Runtime& rt, const Tensor& grad_output, int micro_batch) = 0;
+  // With ParallelContext::split_backward: the weight gradients this micro-batch's backward left
+  // (a zero-bubble schedule's W pass). Nothing otherwise.
+  virtual void backward_weights(Runtime& rt, int micro_batch) {
+    (void)rt;
+    (void)micro_batch;
+  }
 
   // Where each of parameters() sits in its logical (unsharded) tensor, in the same order.
   virtual const std::vector<TensorPlacement>& placements() const = 0;

@@ -10,21 +10,29 @@ const char* to_string(PipelineSchedule schedule) {
     case PipelineSchedule::gpipe: return "gpipe";
     case PipelineSchedule::one_f_one_b: return "1f1b";
     case PipelineSchedule::interleaved_1f1b: return "interleaved_1f1b";
+    case PipelineSchedule::zb_h1: return "zb_h1";
   }
   return "?";
 }
 
+bool splits_backward(PipelineSchedule schedule) { return schedule == PipelineSchedule::zb_h1; }
+
 PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
-                 PipelineSchedule::interleaved_1f1b}) {
+                 PipelineSchedule::interleaved_1f1b, PipelineSchedule::zb_h1}) {
     if (name == to_string(s)) return s;
   }
   throw std::invalid_argument("unknown pipeline schedule '" + name +
-                              "' (expected gpipe, 1f1b or interleaved_1f1b)");
+                              "' (expected gpipe, 1f1b, interleaved_1f1b or zb_h1)");
 }
 
 const char* to_string(PipelineAction::Kind kind) {
-  return kind == PipelineAction::Kind::forward ? "F" : "B";
+  switch (kind) {
+    case PipelineAction::Kind::forward: return "F";
+    case PipelineAction::Kind::backward: return "B";
+    case PipelineAction::Kind::weight: return "W";
+  }
+  return "?";
 }
 
 void validate_pipeline(PipelineSchedule schedule, int stages, int micro_batches, int chunks) {
@@ -54,6 +62,20 @@ void validate_pipeline(PipelineSchedule schedule, int stages, int micro_batches,
 
 namespace {
 
+// ZB-H1 (header): stage s's 1F1B order with each backward cut into B and W, and the W passes
+// delayed by s: the W after B_i is W_{i-s}, the last s ones after the last B.
+std::vector<PipelineAction> zero_bubble_h1(int stage, int p, int m) {
+  using Kind = PipelineAction::Kind;
+  std::vector<PipelineAction> out;
+  int next_w = 0;
+  for (const PipelineAction& a : pipeline_actions(PipelineSchedule::one_f_one_b, stage, p, m, 1)) {
+    out.push_back(a);
+    if (a.kind == Kind::backward && a.micro_batch - stage >= 0) out.push_back({Kind::weight, next_w++, 0});
+  }
+  while (next_w < m) out.push_back({Kind::weight, next_w++, 0});
+  return out;
+}
+
 void validate_stage(PipelineSchedule schedule, int stage, int stages, int micro_batches,
                     int chunks) {
   validate_pipeline(schedule, stages, micro_batches, chunks);
@@ -77,6 +99,7 @@ int warmup_forwards(PipelineSchedule schedule, int stage, int stages, int micro_
       if (micro_batches == stages) return total;  // Megatron: all forwards, then all backwards
       return std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
     }
+    case PipelineSchedule::zb_h1: return std::min(stages - stage - 1, micro_batches);  // as 1F1B
   }
   return 0;
 }
@@ -86,6 +109,7 @@ std::optional<SteadyState> steady_state(PipelineSchedule schedule, int stages) {
     case PipelineSchedule::gpipe: return std::nullopt;
     case PipelineSchedule::one_f_one_b: return SteadyState{stages, 1};
     case PipelineSchedule::interleaved_1f1b: return SteadyState{2 * static_cast<std::int64_t>(stages), stages};
+    case PipelineSchedule::zb_h1: return std::nullopt;  // not shown periodic: every micro-batch is simulated
   }
   return std::nullopt;
 }
@@ -93,6 +117,10 @@ std::optional<SteadyState> steady_state(PipelineSchedule schedule, int stages) {
 std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stage, int stages,
                                              int micro_batches, int chunks) {
   const int p = stages, m = micro_batches, v = chunks;
+  if (schedule == PipelineSchedule::zb_h1) {
+    validate_stage(schedule, stage, stages, micro_batches, chunks);
+    return zero_bubble_h1(stage, p, m);
+  }
   const int warmup = warmup_forwards(schedule, stage, p, m, v);  // validates
   const int total = m * v;
   // k-th forward / backward in the stage's own order (Megatron's get_model_chunk_id and
@@ -120,7 +148,9 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stag
 double bubble_time_over_ideal(PipelineSchedule schedule, int stages, int micro_batches,
                               int chunks) {
   validate_pipeline(schedule, stages, micro_batches, chunks);
-  const double shrink = schedule == PipelineSchedule::interleaved_1f1b ? chunks : 1.0;
+  const double shrink = schedule == PipelineSchedule::interleaved_1f1b ? chunks
+                        : schedule == PipelineSchedule::zb_h1          ? 3.0
+                                                                       : 1.0;
   return (stages - 1) / (shrink * micro_batches);
 }
 
@@ -129,10 +159,24 @@ double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
   return r / (1.0 + r);
 }
 
+namespace {
+// +1 for a forward, -1 for what releases a micro-batch (its W when backwards are split), else 0.
+int held_change(const PipelineAction& a, bool split) {
+  if (a.kind == PipelineAction::Kind::forward) return 1;
+  const bool releases = split ? a.kind == PipelineAction::Kind::weight : a.kind == PipelineAction::Kind::backward;
+  return releases ? -1 : 0;
+}
+bool has_weight_actions(const std::vector<PipelineAction>& actions) {
+  return std::any_of(actions.begin(), actions.end(),
+                     [](const PipelineAction& a) { return a.kind == PipelineAction::Kind::weight; });
+}
+}  // namespace
+
 int max_in_flight_micro_batches(const std::vector<PipelineAction>& actions) {
+  const bool split = has_weight_actions(actions);
   int held = 0, peak = 0;
   for (const auto& a : actions) {
-    held += a.kind == PipelineAction::Kind::forward ? 1 : -1;
+    held += held_change(a, split);
     peak = std::max(peak, held);
   }
   return peak;
@@ -140,6 +184,7 @@ int max_in_flight_micro_batches(const std::vector<PipelineAction>& actions) {
 
 std::vector<int> max_in_flight_per_chunk(const std::vector<PipelineAction>& actions, int chunks) {
   if (chunks < 1) throw std::invalid_argument("max_in_flight_per_chunk: chunks must be >= 1");
+  const bool split = has_weight_actions(actions);
   std::vector<int> held(chunks, 0), peak(chunks, 0);
   for (const auto& a : actions) {
     if (a.chunk < 0 || a.chunk >= chunks) {
@@ -147,7 +192,7 @@ std::vector<int> max_in_flight_per_chunk(const std::vector<PipelineAction>& acti
                                   std::to_string(a.chunk) + " outside 0.." +
                                   std::to_string(chunks - 1));
     }
-    held[a.chunk] += a.kind == PipelineAction::Kind::forward ? 1 : -1;
+    held[a.chunk] += held_change(a, split);
     peak[a.chunk] = std::max(peak[a.chunk], held[a.chunk]);
   }
   return peak;

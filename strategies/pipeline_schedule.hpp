@@ -26,6 +26,16 @@
 //                w = M when m == p (Megatron runs all forwards first then); then M-w steady
 //                (forward w+i, backward i) pairs, then w cool-down backwards.
 //                Requires v >= 2 and m % p == 0 (as Megatron-LM).
+//   zb_h1        ZB-H1 of Qi et al. 2023, "Zero Bubble Pipeline Parallelism" (arXiv 2401.10241,
+//                section 3.1): each backward is split into B (the input gradient the previous
+//                stage waits for) and W (the weight gradients, needed by nobody downstream), and
+//                the W passes are moved into what would be the pipeline's bubbles, under 1F1B's
+//                peak memory: stage s runs 1F1B's order of F and B, and after B_i the W of
+//                micro-batch i-s (the last s W passes after its last B). A later stage, which
+//                holds fewer micro-batches in 1F1B (p-s), so holds s more W passes, at most p
+//                micro-batches between F and W as 1F1B's first stage; it sends its input
+//                gradients back without waiting for weight gradients, and the earlier stages'
+//                cool-down shortens. v = 1; the order does not depend on the F/B/W durations.
 #pragma once
 
 #include <cstdint>
@@ -35,22 +45,25 @@
 
 namespace tandem {
 
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b };
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1 };
 
-// "gpipe", "1f1b", "interleaved_1f1b".
+// "gpipe", "1f1b", "interleaved_1f1b", "zb_h1".
 const char* to_string(PipelineSchedule schedule);
 // Inverse of to_string; std::invalid_argument for anything else.
 PipelineSchedule parse_pipeline_schedule(const std::string& name);
 
 struct PipelineAction {
-  enum class Kind { forward, backward } kind;
+  // weight: the W pass of a split backward (zb_h1); a schedule without it runs whole backwards.
+  enum class Kind { forward, backward, weight } kind;
   int micro_batch;  // 0..m-1
   int chunk;        // model chunk held by this stage, 0..v-1 (virtual stage chunk*p + stage)
 
   bool operator==(const PipelineAction&) const = default;
 };
 
-const char* to_string(PipelineAction::Kind kind);  // "F" / "B"
+const char* to_string(PipelineAction::Kind kind);  // "F" / "B" / "W"
+// Whether the schedule splits backwards into B and W actions.
+bool splits_backward(PipelineSchedule schedule);
 
 // The global virtual stage of chunk `chunk` on stage `stage` (c*p + s), and back.
 inline int virtual_stage(int chunk, int stage, int stages) { return chunk * stages + stage; }
@@ -79,7 +92,8 @@ struct SteadyState {
 std::optional<SteadyState> steady_state(PipelineSchedule schedule, int stages);
 
 // The ordered forward/backward actions of stage `stage` in one iteration: 2*m*v actions, every
-// (micro_batch, chunk) once forward and once backward, the backward after the forward.
+// (micro_batch, chunk) once forward and once backward, the backward after the forward (zb_h1:
+// 3*m, each backward followed later by its W).
 std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stage, int stages,
                                              int micro_batches, int chunks);
 
@@ -88,6 +102,8 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stag
 // the ideal time is m*(t_f+t_b) and the bubble (idle time of a stage) is
 //   GPipe, 1F1B:  (p-1)*(t_f+t_b)           -> bubble / ideal = (p-1)/m
 //   interleaved:  (p-1)*(t_f+t_b)/v         -> bubble / ideal = (p-1)/(v*m)
+//   zb_h1:        (p-1)*(t_f+t_b-t_w), t_b and t_w the two halves of the backward: with the
+//                 paper's t_f = t_b = t_w, (p-1)/(3m)
 // (each chunk takes t_f/v, t_b/v, so the fill and drain shrink by v).
 double bubble_time_over_ideal(PipelineSchedule schedule, int stages, int micro_batches,
                               int chunks);
@@ -96,7 +112,8 @@ double bubble_time_over_ideal(PipelineSchedule schedule, int stages, int micro_b
 double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches, int chunks);
 
 // Peak number of (micro-batch, chunk) activation sets the stage holds at once when it runs
-// `actions` in order: a forward adds one, a backward releases one; the maximum over time of the
+// `actions` in order: a forward adds one, a backward (a W, when the schedule splits backwards)
+// releases one; the maximum over time of the
 // total over all chunks. For v = 1 this is micro-batches (GPipe: m; 1F1B: min(m, p-s)); with
 // v chunks each set is one chunk's activations (1/v of the stage's layers), e.g. interleaved
 // stage 0 with m > p holds (v-1)*p + 2*(p-1) + 1 chunk sets = p + (p-1)/v stages' worth.

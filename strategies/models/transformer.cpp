@@ -1,6 +1,9 @@
 #include "strategies/models/transformer.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -275,6 +278,37 @@ Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, DType
   return full;
 }
 
+// Zero-bubble pipelines (ParallelContext::split_backward) split a block's backward into B, the
+// input gradients the previous stage waits for, and W, the weight-gradient GEMMs, run later by
+// Layer::backward_weights to fill the pipeline's bubbles. A weight-gradient GEMM goes through
+// run() with the tensors only it still reads: without the split it runs now (and B releases them
+// as usual); with it, it is queued, B's releases of those tensors (release()) skip them, and the
+// W pass releases them after the GEMM.
+class WeightPass {
+ public:
+  using Work = std::function<void(Emitter&)>;
+  WeightPass(Runtime& rt, std::vector<Work>* later) : rt_(rt), later_(later) {}
+
+  void run(Emitter& em, std::vector<Tensor> owned, Work work) {
+    if (later_ == nullptr) return work(em);
+    for (const Tensor& t : owned) kept_.insert(t.id);
+    later_->push_back([work = std::move(work), owned = std::move(owned)](Emitter& e) {
+      work(e);
+      std::set<int> released;
+      for (const Tensor& t : owned)
+        if (released.insert(t.id).second) e.release(t);
+    });
+  }
+  void release(const Tensor& t) const {
+    if (t.valid() && !kept_.count(t.id)) rt_.release(t);
+  }
+
+ private:
+  Runtime& rt_;
+  std::vector<Work>* later_;  // null: no split
+  std::set<int> kept_;
+};
+
 // Backward of a column-parallel linear Y[b·s, n] = X[b·s, k]·W whose input X this rank saved
 // (the sequence shard with SP). Issues, as Megatron-LM does: [SP: all-gather of X, deferred],
 // dX GEMM, the all-reduce (or reduce-scatter) of dX, the weight-gradient GEMM overlapping it.
@@ -282,14 +316,17 @@ Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, DType
 // Takes `saved_in` and `d_out`; returns dX (local shard with SP) for the caller.
 Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt,
                            std::string_view what, const Tensor& saved_in, const Tensor& d_out,
-                           const Param& w, I64 k, I64 n, bool w_out_in = false, bool block_linear = true) {
+                           const Param& w, I64 k, I64 n, bool w_out_in = false, bool block_linear = true,
+                           WeightPass* weights = nullptr) {
   // The block's linears (not the output layer) overlap both collectives in bulk with TE.
   const Overlap bulk = block_linear ? Overlap::bulk : Overlap::none;
   Runtime& rt = em.rt();
+  // With sequence parallelism the weight gradient reads the whole sequence's input, gathered
+  // beside the dgrad GEMM; a deferred weight gradient keeps the gathered input until its W pass
+  // (as the zero-bubble Megatron fork's WeightGradStore keeps total_input).
   Handle gathered;
-  const Tensor in_full = gather_full(em, ctx, x, dt, Phase::backward,
-                                     std::string(what) + ".input", "bwd", saved_in,
-                                     /*defer=*/true, &gathered);
+  const Tensor in_full = gather_full(em, ctx, x, dt, Phase::backward, std::string(what) + ".input", "bwd",
+                                     saved_in, /*defer=*/true, &gathered);
   const I64 tokens = x.b * x.s;
   Tensor d_in_full = rt.alloc(em.name(std::string(what) + ".dinput"), {x.b, x.s, k}, dt, kAct);
   GemmArgs dgrad{tokens, k, n};
@@ -308,18 +345,24 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
                      std::string(what) + ".allreduce", "bwd", d_in_full, true);
     }
   }
-  em.pending(gathered);
-  if (w.g.valid()) {
+  auto weight_gradient = [=, what = std::string(what)](Emitter& e) {
+    e.pending(gathered);
+    if (!w.g.valid()) return;
     GemmArgs wgrad = overlapping(x, w_out_in ? GemmArgs{n, k, tokens} : GemmArgs{k, n, tokens}, bulk);
     wgrad.trans_a = true;
     wgrad.accumulate = true;
-    if (w_out_in) gemm_op(em, Phase::backward, what, "bwd_w", d_out, in_full, w.g, linear(x, wgrad, true, false));
-    else gemm_op(em, Phase::backward, what, "bwd_w", in_full, d_out, w.g, linear(x, wgrad, false, true));
-  }
+    if (w_out_in) gemm_op(e, Phase::backward, what, "bwd_w", d_out, in_full, w.g, linear(x, wgrad, true, false));
+    else gemm_op(e, Phase::backward, what, "bwd_w", in_full, d_out, w.g, linear(x, wgrad, false, true));
+  };
+  if (weights) weights->run(em, {d_out, in_full, saved_in}, weight_gradient);
+  else weight_gradient(em);
   em.pending(comm);
-  em.release(d_out);
-  if (in_full.id != saved_in.id) em.release(in_full);
-  em.release(saved_in);
+  // B's releases, but not of what a deferred weight gradient still reads.
+  const WeightPass now(em.rt(), nullptr);
+  const WeightPass& pass = weights ? *weights : now;
+  pass.release(d_out);
+  if (in_full.id != saved_in.id) pass.release(in_full);
+  pass.release(saved_in);
   if (d_in.id != d_in_full.id) em.release_after(d_in_full, comm);
   return d_in;
 }
@@ -611,8 +654,9 @@ class TransformerBlock final : public LayerBase {
     auto alloc = [&](const std::string& what, std::vector<I64> shape) {
       return rt.alloc(em.name(what), std::move(shape), dt, kAct);
     };
+    WeightPass weights(rt, ctx_.split_backward ? &deferred_[mb] : nullptr);
     auto release_unless = [&](const Tensor& t, const Tensor& keep) {
-      if (t.id != keep.id) rt.release(t);
+      if (t.id != keep.id) weights.release(t);
     };
 
     // ---- MLP ----
@@ -628,13 +672,14 @@ class TransformerBlock final : public LayerBase {
     fc2_dgrad.trans_b = true;
     gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act,
             linear(x_, overlapping(x_, fc2_dgrad, Overlap::consumes_gather), true, false));
-    if (fc2_w_.g.valid()) {
+    weights.run(em, {act, d_fc2}, [this, act, d_fc2, tokens](Emitter& e) {
+      if (!fc2_w_.g.valid()) return;
       GemmArgs wgrad{x_.fl, x_.h, tokens};
       wgrad.trans_a = true;
       wgrad.accumulate = true;
-      gemm_op(em, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, linear(x_, wgrad, false, true));
-    }
-    rt.release(act);
+      gemm_op(e, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, linear(x_, wgrad, false, true));
+    });
+    weights.release(act);
     release_unless(d_fc2, dy);
     Tensor fc1 = take(mb, "fc1");
     Tensor d_fc1 = alloc("mlp.fc1.doutput", {x_.b, x_.s, x_.fl * x_.m});
@@ -644,7 +689,7 @@ class TransformerBlock final : public LayerBase {
     rt.release(d_act);
     bias_grad(em, "mlp.fc1.bias", d_fc1, fc1_b_, tokens * x_.fl * x_.m);
     Tensor d_ln2 = column_parallel_bwd(em, ctx_, x_, dt, "mlp.fc1", take(mb, "ln2"), d_fc1,
-                                       fc1_w_, x_.h, x_.fl * x_.m);
+                                       fc1_w_, x_.h, x_.fl * x_.m, false, true, &weights);
     Tensor x2 = take(mb, "x2");
     Tensor d_x2 = alloc("mlp.norm.dinput", {x_.b, x_.sl, x_.h});
     norm_bwd(em, cfg_, "mlp.norm", x2, d_ln2, ln2_w_, ln2_b_, d_x2, x_.b * x_.sl, x_.h);
@@ -652,7 +697,7 @@ class TransformerBlock final : public LayerBase {
     rt.release(d_ln2);
     elementwise_op(em, Phase::backward, "mlp.residual", "bwd", {d_x2, dy}, {d_x2},
                    ElementwiseFn::add, local_numel);
-    rt.release(dy);
+    weights.release(dy);
 
     // ---- attention ----
     Tensor d_attn = dropout_bwd(em, mb, "attn", d_x2);
@@ -666,12 +711,13 @@ class TransformerBlock final : public LayerBase {
     proj_dgrad.trans_b = true;
     gemm_op(em, Phase::backward, "attn.proj", "bwd", d_proj, proj_w_.w, d_ctx,
             linear(x_, overlapping(x_, proj_dgrad, Overlap::consumes_gather), true, false));
-    if (proj_w_.g.valid()) {
+    weights.run(em, {ctx_out, d_proj}, [this, ctx_out, d_proj, tokens](Emitter& e) {
+      if (!proj_w_.g.valid()) return;
       GemmArgs wgrad{x_.al * x_.d, x_.h, tokens};
       wgrad.trans_a = true;
       wgrad.accumulate = true;
-      gemm_op(em, Phase::backward, "attn.proj", "bwd_w", ctx_out, d_proj, proj_w_.g, linear(x_, wgrad, false, true));
-    }
+      gemm_op(e, Phase::backward, "attn.proj", "bwd_w", ctx_out, d_proj, proj_w_.g, linear(x_, wgrad, false, true));
+    });
     release_unless(d_proj, d_x2);
 
     Tensor qkv = take(mb, "qkv");
@@ -703,12 +749,12 @@ class TransformerBlock final : public LayerBase {
     }
     for (const auto& t : core) rt.release(t);
     if (o.id != ctx_out.id) rt.release(o);
-    rt.release(ctx_out);
+    weights.release(ctx_out);
     rt.release(qkv);
     rt.release(d_ctx);
     bias_grad(em, "attn.qkv.bias", d_qkv, qkv_b_, tokens * x_.nqkv);
     Tensor d_ln1 = column_parallel_bwd(em, ctx_, x_, dt, "attn.qkv", take(mb, "ln1"), d_qkv,
-                                       qkv_w_, x_.h, x_.nqkv);
+                                       qkv_w_, x_.h, x_.nqkv, false, true, &weights);
     Tensor x = take(mb, "x");
     Tensor dx = alloc("attn.norm.dinput", {x_.b, x_.sl, x_.h});
     norm_bwd(em, cfg_, "attn.norm", x, d_ln1, ln1_w_, ln1_b_, dx, x_.b * x_.sl, x_.h);
@@ -716,10 +762,20 @@ class TransformerBlock final : public LayerBase {
     rt.release(d_ln1);
     elementwise_op(em, Phase::backward, "attn.residual", "bwd", {dx, d_x2}, {dx},
                    ElementwiseFn::add, local_numel);
-    rt.release(d_x2);
+    weights.release(d_x2);
     finish_micro_batch(mb);
     em.flush();
     return dx;
+  }
+
+  // The W pass of a split backward (zero-bubble pipelines): the weight gradients B left.
+  void backward_weights(Runtime& rt, int mb) override {
+    const auto it = deferred_.find(mb);
+    if (it == deferred_.end()) return;
+    Emitter em = emitter(rt, mb);
+    for (const WeightPass::Work& work : it->second) work(em);
+    deferred_.erase(it);
+    em.flush();
   }
 
  protected:
@@ -936,6 +992,7 @@ class TransformerBlock final : public LayerBase {
   Dims x_;
   Param ln1_w_, ln1_b_, qkv_w_, qkv_b_, proj_w_, proj_b_, ln2_w_, ln2_b_, fc1_w_, fc1_b_, fc2_w_,
       fc2_b_;
+  std::map<int, std::vector<WeightPass::Work>> deferred_;  // split backward: W work by micro-batch
 };
 
 // ---------------------------------------------------------------- LM head + loss

@@ -124,7 +124,9 @@ bool in_first_replica(const Strategy& strategy, int r) {
 Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<RankEstimate>& ranks) {
   const RankLayout& layout = hybrid.layout();
   const int p = layout.pp_size();
-  if (p == 1 || static_cast<int>(hybrid.layers_per_virtual_stage().size()) != p) return 0;  // interleaved: v > 1
+  // Interleaved (v > 1): no bound claimed; nor when W passes can run after the drain (zb_h1).
+  if (p == 1 || static_cast<int>(hybrid.layers_per_virtual_stage().size()) != p || splits_backward(hybrid.schedule()))
+    return 0;
   Seconds bound = 0;
   for (int d = 0; d < layout.dp_size(); ++d) {
     const double m = static_cast<double>(hybrid.micro_batches_per_replica()[d]);

@@ -209,6 +209,15 @@ TEST(Scenario, ContextParallelismThatCannotSplitTheSequenceNamesItsField) {
   EXPECT_EQ(fine.parallel.context_parallel_size, 2);
 }
 
+// ZB-H1 reduces gradients once their W passes are done: not with ZeRO-2/3's per-backward reductions.
+TEST(Scenario, ZeroBubbleWithZeroTwoNamesTheSchedule) {
+  const InputError e = load_error(replaced(kGood, "  type: data_parallel\n  data_parallel_size: 8\n",
+                                           "  type: hybrid\n  data_parallel_size: 4\n  pipeline_model_parallel_size: 2\n"
+                                           "  pipeline_schedule: zb_h1\n  zero_stage: 2\n"));
+  EXPECT_EQ(e.field(), "strategy.pipeline_schedule");
+  EXPECT_NE(std::string(e.what()).find("zero_stage"), std::string::npos) << e.what();
+}
+
 TEST(Scenario, UnknownKnobIsRefused) {
   const InputError e = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_paralel_size: 8\n"));
   EXPECT_EQ(e.line(), 10);

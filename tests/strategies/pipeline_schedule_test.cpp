@@ -18,6 +18,7 @@ using Kind = PipelineAction::Kind;
 constexpr auto kGpipe = PipelineSchedule::gpipe;
 constexpr auto k1f1b = PipelineSchedule::one_f_one_b;
 constexpr auto kInterleaved = PipelineSchedule::interleaved_1f1b;
+constexpr auto kZbH1 = PipelineSchedule::zb_h1;
 
 // "F<micro-batch>.<chunk> B<micro-batch>.<chunk> ..." — compact and readable in a failure.
 std::string render(const std::vector<PipelineAction>& actions) {
@@ -33,7 +34,8 @@ std::string render(const std::vector<PipelineAction>& actions) {
 // starts when its stage is free and its inputs exist — a forward on virtual stage k needs the
 // forward of k-1 for that micro-batch, a backward needs the backward of k+1 and its own forward.
 // Communication is free. t_f and t_b are the times of one micro-batch on one whole stage, so one
-// chunk takes t_f/v and t_b/v.
+// chunk takes t_f/v and t_b/v. A schedule that splits backwards runs t_b - t_w in B and t_w in W
+// (which needs its B).
 struct Timeline {
   bool deadlock = false;
   double iteration_time = 0;        // the last action's end
@@ -41,7 +43,7 @@ struct Timeline {
 };
 
 Timeline execute(const std::vector<std::vector<PipelineAction>>& per_stage, int p, int m, int v,
-                 double tf, double tb) {
+                 double tf, double tb, double tw = 0) {
   const int V = p * v;
   constexpr double kNotDone = -1;
   std::vector<std::vector<double>> fwd_end(V, std::vector<double>(m, kNotDone));
@@ -64,14 +66,16 @@ Timeline execute(const std::vector<std::vector<PipelineAction>>& per_stage, int 
         };
         if (a.kind == Kind::forward) {
           if (k > 0) need(fwd_end[k - 1][a.micro_batch]);
+        } else if (a.kind == Kind::weight) {
+          need(bwd_end[k][a.micro_batch]);
         } else {
           need(fwd_end[k][a.micro_batch]);
           if (k < V - 1) need(bwd_end[k + 1][a.micro_batch]);
         }
         if (!ok) break;
-        const double d = (a.kind == Kind::forward ? tf : tb) / v;
+        const double d = (a.kind == Kind::forward ? tf : a.kind == Kind::weight ? tw : tb - tw) / v;
         const double end = ready + d;
-        (a.kind == Kind::forward ? fwd_end : bwd_end)[k][a.micro_batch] = end;
+        if (a.kind != Kind::weight) (a.kind == Kind::forward ? fwd_end : bwd_end)[k][a.micro_batch] = end;
         free_at[s] = end;
         t.busy[s] += d;
         t.iteration_time = std::max(t.iteration_time, end);
@@ -90,8 +94,9 @@ std::vector<std::vector<PipelineAction>> all_stages(PipelineSchedule sch, int p,
   return out;
 }
 
+// ZB-H1 splits the backward into two halves (the paper's t_b = t_w when t_b + t_w = 2 t_f).
 Timeline run(PipelineSchedule sch, int p, int m, int v, double tf = 1.0, double tb = 2.0) {
-  return execute(all_stages(sch, p, m, v), p, m, v, tf, tb);
+  return execute(all_stages(sch, p, m, v), p, m, v, tf, tb, splits_backward(sch) ? tb / 2 : 0.0);
 }
 
 // The (p, m, v) combinations each schedule accepts, over a small grid.
@@ -110,7 +115,7 @@ std::vector<std::tuple<int, int, int>> grid(PipelineSchedule sch) {
 }
 
 TEST(PipelineScheduleTest, NamesRoundTrip) {
-  for (auto s : {kGpipe, k1f1b, kInterleaved}) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
+  for (auto s : {kGpipe, k1f1b, kInterleaved, kZbH1}) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
   EXPECT_STREQ(to_string(k1f1b), "1f1b");
   EXPECT_THROW(parse_pipeline_schedule("1F1B"), std::invalid_argument);
   EXPECT_THROW(parse_pipeline_schedule("interleaved"), std::invalid_argument);
@@ -288,6 +293,60 @@ TEST(PipelineScheduleTest, BubbleHoldsForOtherBackwardRatios) {
               << "tb=" << tb << " p=" << p << " m=" << m << " v=" << v;
         }
       }
+    }
+  }
+}
+
+// ZB-H1: every micro-batch's F, B and W once per stage, W after B; no deadlock; busy time as
+// 1F1B's (the backward only cut in two).
+TEST(PipelineScheduleTest, ZeroBubbleH1RunsEachPassOnceWithWeightAfterBackward) {
+  for (auto [p, m, v] : grid(kZbH1)) {
+    for (int s = 0; s < p; ++s) {
+      const auto actions = pipeline_actions(kZbH1, s, p, m, v);
+      ASSERT_EQ(actions.size(), 3u * m) << render(actions);
+      std::map<std::pair<Kind, int>, int> at;
+      for (int i = 0; i < static_cast<int>(actions.size()); ++i)
+        EXPECT_TRUE(at.emplace(std::make_pair(actions[i].kind, actions[i].micro_batch), i).second) << render(actions);
+      for (int mb = 0; mb < m; ++mb) {
+        EXPECT_LT(at.at({Kind::forward, mb}), at.at({Kind::backward, mb})) << render(actions);
+        EXPECT_LT(at.at({Kind::backward, mb}), at.at({Kind::weight, mb})) << render(actions);
+      }
+    }
+    const Timeline t = run(kZbH1, p, m, v);
+    EXPECT_FALSE(t.deadlock) << "p=" << p << " m=" << m;
+    for (int s = 0; s < p; ++s) EXPECT_NEAR(t.busy[s], m * 3.0, 1e-9);
+  }
+}
+
+// Qi et al. 2023: with t_f = t_b = t_w, ZB-H1's bubble is (p-1)(t_f + t_b - t_w), a third of
+// 1F1B's (p-1)(t_f + t_b + t_w), once there are as many micro-batches as stages.
+TEST(PipelineScheduleTest, ZeroBubbleH1BubbleIsAThirdOfOneFOneBs) {
+  for (int p : {2, 4, 8}) {
+    for (int m : {p, 2 * p, 4 * p}) {
+      const Timeline zb = run(kZbH1, p, m, 1), ref = run(k1f1b, p, m, 1);
+      ASSERT_FALSE(zb.deadlock);
+      const double ideal = m * 3.0;
+      EXPECT_NEAR(zb.iteration_time - ideal, (p - 1) * 1.0, 1e-9) << "p=" << p << " m=" << m;
+      EXPECT_NEAR(ref.iteration_time - ideal, (p - 1) * 3.0, 1e-9);
+      EXPECT_NEAR((zb.iteration_time - ideal) / ideal, bubble_time_over_ideal(kZbH1, p, m, 1), 1e-12);
+    }
+  }
+  // Fewer micro-batches than stages: still never slower than 1F1B.
+  for (int p : {4, 8})
+    for (int m : {1, 2, 3}) EXPECT_LE(run(kZbH1, p, m, 1).iteration_time, run(k1f1b, p, m, 1).iteration_time);
+}
+
+// ZB-H1 holds at most p micro-batches between F and W on any stage: 1F1B's peak (stage 0's).
+TEST(PipelineScheduleTest, ZeroBubbleH1KeepsOneFOneBsPeakMicroBatches) {
+  for (int p : {1, 2, 4, 8}) {
+    for (int m : {1, 4, 8, 16}) {
+      int peak = 0;
+      for (int s = 0; s < p; ++s) {
+        const int held = max_in_flight_micro_batches(pipeline_actions(kZbH1, s, p, m, 1));
+        EXPECT_LE(held, std::min(p, m)) << "p=" << p << " m=" << m << " stage " << s;
+        peak = std::max(peak, held);
+      }
+      EXPECT_EQ(peak, std::min(p, m));
     }
   }
 }

@@ -164,7 +164,13 @@ INSTANTIATE_TEST_SUITE_P(
                       named("cp2", {.cp = 2, .rope = true}), named("cp4", {.cp = 4, .rope = true}),
                       named("cp2_tp2_sp", {.tp = 2, .cp = 2, .sp = true, .rope = true}),
                       named("cp2_dp2_zero1", {.dp = 2, .cp = 2, .zero = 1, .precision = DType::bf16, .rope = true}),
-                      named("cp2_pp2", {.pp = 2, .cp = 2, .rope = true})),
+                      named("cp2_pp2", {.pp = 2, .cp = 2, .rope = true}),
+                      // Zero-bubble ZB-H1: backwards split into B and W, the W passes later.
+                      named("pp2_zb_h1", {.pp = 2, .schedule = PipelineSchedule::zb_h1}),
+                      named("pp4_zb_h1", {.pp = 4, .schedule = PipelineSchedule::zb_h1}),
+                      named("tp2_sp_pp2_zb_h1", {.tp = 2, .pp = 2, .sp = true, .schedule = PipelineSchedule::zb_h1}),
+                      named("pp2_dp2_zero1_zb_h1", {.pp = 2, .dp = 2, .zero = 1, .schedule = PipelineSchedule::zb_h1,
+                                                    .precision = DType::bf16})),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- checkpoints across strategies
