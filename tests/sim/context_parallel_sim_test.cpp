@@ -28,16 +28,14 @@ struct Figures {
 };
 
 Figures simulate(int cp) {
-  auto child = sim_test::run_in_child([cp] {
-    sim_test::quiet_simgrid();
-    const std::string text =
-        "name: context-parallel\n"
-        "model: { preset: llama3-8b, num_layers: 2 }\n"
-        "cluster: dgx-h100\n"
-        "training: { global_batch_size: 1, micro_batch_size: 1, seq_length: 32768, precision: bf16 }\n"
-        "strategy: { type: hybrid, tensor_model_parallel_size: 8, sequence_parallel: true, context_parallel_size: " +
-        std::to_string(cp) + " }\n";
-    const sim::SimulationResult r = sim_test::simulate_text_traced(text, /*warmup=*/1, /*iterations=*/1);
+  const std::string text =
+      "name: context-parallel\n"
+      "model: { preset: llama3-8b, num_layers: 2 }\n"
+      "cluster: dgx-h100\n"
+      "training: { global_batch_size: 1, micro_batch_size: 1, seq_length: 32768, precision: bf16 }\n"
+      "strategy: { type: hybrid, tensor_model_parallel_size: 8, sequence_parallel: true, context_parallel_size: " +
+      std::to_string(cp) + " }\n";
+  std::istringstream in = sim_test::traced_figures(text, [](const sim::SimulationResult& r, std::ostream& out) {
     int gathers = 0, scatters = 0, group = 0;
     std::map<int, double> attention;
     for (const TraceRecord& t : r.trace.records) {
@@ -51,16 +49,11 @@ Figures simulate(int cp) {
       if (t.kind == OpKind::reduce_scatter && t.op_id.find("attn.cp.dkv_reducescatter") != std::string::npos)
         ++scatters;
     }
-    std::ostringstream out;
-    out.precision(17);
     out << r.iteration_time_s << " " << r.ranks[0].memory_at_peak.by_category[static_cast<int>(MemCategory::activations)]
         << " " << gathers << " " << scatters << " " << group;
     for (const auto& [rank, flops] : attention) out << " " << rank << " " << flops;
-    return out.str();
   });
-  if (!child.ok) throw std::runtime_error(child.describe());
   Figures f;
-  std::istringstream in(child.output);
   in >> f.iteration_s >> f.activations >> f.kv_gathers >> f.kv_grad_scatters >> f.gather_group;
   int rank = 0;
   double flops = 0;

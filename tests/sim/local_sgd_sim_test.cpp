@@ -19,25 +19,19 @@ struct Steps {
 };
 
 Steps simulate(int local_sgd_steps) {
-  auto child = sim_test::run_in_child([local_sgd_steps] {
-    sim_test::quiet_simgrid();
-    const std::string text =
-        "name: local-sgd\n"
-        "model: gpt2-1.5b\n"
-        "cluster: h100-64-ethernet-100g\n"
-        "training: { global_batch_size: 64, micro_batch_size: 1, seq_length: 1024 }\n"
-        "strategy: { type: data_parallel, data_parallel_size: 64, local_sgd_steps: " +
-        std::to_string(local_sgd_steps) + " }\n";
-    const sim::SimulationResult r = sim_test::simulate_text_traced(text, /*warmup=*/1, /*iterations=*/1);
-    std::ostringstream out;
-    out.precision(17);
+  const std::string text =
+      "name: local-sgd\n"
+      "model: gpt2-1.5b\n"
+      "cluster: h100-64-ethernet-100g\n"
+      "training: { global_batch_size: 64, micro_batch_size: 1, seq_length: 1024 }\n"
+      "strategy: { type: data_parallel, data_parallel_size: 64, local_sgd_steps: " +
+      std::to_string(local_sgd_steps) + " }\n";
+  std::istringstream in = sim_test::traced_figures(text, [](const sim::SimulationResult& r, std::ostream& out) {
     const auto [fastest, slowest] = std::minmax_element(r.iteration_times_s.begin(), r.iteration_times_s.end());
     out << r.iteration_time_s << " " << *slowest << " " << *fastest << " " << r.iteration_times_s.size();
-    return out.str();
   });
-  if (!child.ok) throw std::runtime_error(child.describe());
   Steps s;
-  std::istringstream(child.output) >> s.mean_s >> s.slowest_s >> s.fastest_s >> s.measured;
+  in >> s.mean_s >> s.slowest_s >> s.fastest_s >> s.measured;
   return s;
 }
 

@@ -20,31 +20,25 @@ struct Step {
 };
 
 Step simulate(bool overlap) {
-  auto child = sim_test::run_in_child([overlap] {
-    sim_test::quiet_simgrid();
-    const std::string text =
-        "name: param-gather\n"
-        "model: { name: gpt-test, num_layers: 4, hidden_size: 2048, num_attention_heads: 16, vocab_size: 32768, "
-        "seq_length: 2048, use_flash_attn: true }\n"
-        "cluster: dgx-h100\n"
-        "training: { global_batch_size: 32, micro_batch_size: 1, seq_length: 2048, precision: bf16 }\n"
-        "strategy: { type: hybrid, data_parallel_size: 16, zero_stage: 1, overlap_param_gather: " +
-        std::string(overlap ? "true" : "false") + " }\n";
-    const sim::SimulationResult r = sim_test::simulate_text_traced(text, /*warmup=*/1, /*iterations=*/1);
+  const std::string text =
+      "name: param-gather\n"
+      "model: { name: gpt-test, num_layers: 4, hidden_size: 2048, num_attention_heads: 16, vocab_size: 32768, "
+      "seq_length: 2048, use_flash_attn: true }\n"
+      "cluster: dgx-h100\n"
+      "training: { global_batch_size: 32, micro_batch_size: 1, seq_length: 2048, precision: bf16 }\n"
+      "strategy: { type: hybrid, data_parallel_size: 16, zero_stage: 1, overlap_param_gather: " +
+      std::string(overlap ? "true" : "false") + " }\n";
+  std::istringstream in = sim_test::traced_figures(text, [](const sim::SimulationResult& r, std::ostream& out) {
     int whole = 0, layers = 0;
     for (const TraceRecord& t : r.trace.records) {
       if (t.rank != 0 || t.iteration != 1 || t.kind != OpKind::all_gather) continue;
       if (t.op_id == "dp.params.all_gather") ++whole;
       else if (t.op_id.ends_with(".params.all_gather")) ++layers;
     }
-    std::ostringstream out;
-    out.precision(17);
     out << r.iteration_time_s << " " << r.ranks[0].exposed_comm_s << " " << whole << " " << layers;
-    return out.str();
   });
-  if (!child.ok) throw std::runtime_error(child.describe());
   Step step;
-  std::istringstream(child.output) >> step.iteration_s >> step.exposed_comm_s >> step.whole_gathers >> step.layer_gathers;
+  in >> step.iteration_s >> step.exposed_comm_s >> step.whole_gathers >> step.layer_gathers;
   return step;
 }
 

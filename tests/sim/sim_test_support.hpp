@@ -34,6 +34,8 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -140,6 +142,23 @@ SimResult run_in_child(F&& f, unsigned timeout_s = 600) {
                    "errors such as a deadlock or a missing route; see its output above)";
   }
   return result;
+}
+
+// Simulates a scenario given as YAML text in a child (one warm-up and one measured iteration,
+// traced), lets `figures(result, out)` write what the test reads off it, and returns that text as
+// a stream to read back. Throws with the child's failure.
+template <class F>
+std::istringstream traced_figures(const std::string& yaml, F&& figures) {
+  SimResult child = run_in_child([&]() -> std::string {
+    quiet_simgrid();
+    const sim::SimulationResult r = simulate_text_traced(yaml, /*warmup=*/1, /*iterations=*/1);
+    std::ostringstream out;
+    out.precision(17);
+    figures(r, out);
+    return out.str();
+  });
+  if (!child.ok) throw std::runtime_error(child.describe());
+  return std::istringstream(child.output);
 }
 
 }  // namespace tandem::sim_test

@@ -38,30 +38,23 @@ const char* kWatched[] = {"mb0.layer0.attn.qkv.allgather.fwd", "mb0.layer0.attn.
                           "mb0.layer0.mlp.fc1.bwd_w"};
 
 Simulated simulate(bool overlap, const char* compute_fidelity = "fused") {
-  auto child = sim_test::run_in_child([overlap, compute_fidelity] {
-    sim_test::quiet_simgrid();
-    const std::string text =
-        "name: tp-overlap\n"
-        "model: { name: gpt-test, num_layers: 2, hidden_size: 2048, num_attention_heads: 16, vocab_size: 32768, "
-        "seq_length: 4096, use_flash_attn: true }\n"
-        "cluster: dgx-h100\n"
-        "training: { global_batch_size: 2, micro_batch_size: 1, seq_length: 4096, precision: bf16 }\n"
-        "strategy: { type: hybrid, tensor_model_parallel_size: 8, sequence_parallel: true, tp_comm_overlap: " +
-        std::string(overlap ? "true" : "false") + " }\n" +
-        "simulation: { compute_fidelity: " + compute_fidelity + " }\n";
-    const sim::SimulationResult r = sim_test::simulate_text_traced(text, /*warmup=*/1, /*iterations=*/1);
-    std::ostringstream out;
-    out.precision(17);
+  const std::string text =
+      "name: tp-overlap\n"
+      "model: { name: gpt-test, num_layers: 2, hidden_size: 2048, num_attention_heads: 16, vocab_size: 32768, "
+      "seq_length: 4096, use_flash_attn: true }\n"
+      "cluster: dgx-h100\n"
+      "training: { global_batch_size: 2, micro_batch_size: 1, seq_length: 4096, precision: bf16 }\n"
+      "strategy: { type: hybrid, tensor_model_parallel_size: 8, sequence_parallel: true, tp_comm_overlap: " +
+      std::string(overlap ? "true" : "false") + " }\n" +
+      "simulation: { compute_fidelity: " + compute_fidelity + " }\n";
+  std::istringstream in = sim_test::traced_figures(text, [](const sim::SimulationResult& r, std::ostream& out) {
     out << r.iteration_time_s << " " << r.ranks[0].exposed_comm_s << " "
         << find_cluster("dgx-h100").groups.front().device.launch_overhead_s << "\n";
     for (const TraceRecord& t : r.trace.records)
       if (t.rank == 0 && t.iteration == 1 && std::count(std::begin(kWatched), std::end(kWatched), t.op_id))
         out << t.op_id << " " << t.start_s << " " << t.end_s << "\n";
-    return out.str();
   });
-  if (!child.ok) throw std::runtime_error(child.describe());
   Simulated run;
-  std::istringstream in(child.output);
   in >> run.iteration_s >> run.exposed_comm_s >> run.launch_s;
   std::string label;
   Span span;

@@ -21,30 +21,24 @@ struct Figures {
 };
 
 Figures simulate(const std::string& schedule) {
-  auto child = sim_test::run_in_child([schedule] {
-    sim_test::quiet_simgrid();
-    const std::string text =
-        "name: zero-bubble\n"
-        "model: llama3-8b\n"
-        "cluster: dgx-h100\n"
-        "training: { global_batch_size: 8, micro_batch_size: 1, seq_length: 4096, precision: bf16 }\n"
-        "strategy: { type: hybrid, tensor_model_parallel_size: 8, pipeline_model_parallel_size: 8, "
-        "sequence_parallel: true, pipeline_schedule: " + schedule + " }\n";
-    const sim::SimulationResult r = sim_test::simulate_text_traced(text, /*warmup=*/1, /*iterations=*/1);
+  const std::string text =
+      "name: zero-bubble\n"
+      "model: llama3-8b\n"
+      "cluster: dgx-h100\n"
+      "training: { global_batch_size: 8, micro_batch_size: 1, seq_length: 4096, precision: bf16 }\n"
+      "strategy: { type: hybrid, tensor_model_parallel_size: 8, pipeline_model_parallel_size: 8, "
+      "sequence_parallel: true, pipeline_schedule: " + schedule + " }\n";
+  std::istringstream in = sim_test::traced_figures(text, [](const sim::SimulationResult& r, std::ostream& out) {
     int weight_gemms = 0;
     for (const TraceRecord& t : r.trace.records)
       if (t.rank == 0 && t.iteration == 1 && t.kind == OpKind::gemm && t.op_id.ends_with(".bwd_w")) ++weight_gemms;
     Seconds idle = 0;
     for (const sim::RankResult& rank : r.ranks) idle += rank.idle_s;
-    std::ostringstream out;
-    out.precision(17);
     out << r.iteration_time_s << " " << idle / static_cast<double>(r.ranks.size()) << " "
         << r.ranks[0].memory_at_peak.by_category[static_cast<int>(MemCategory::activations)] << " " << weight_gemms;
-    return out.str();
   });
-  if (!child.ok) throw std::runtime_error(child.describe());
   Figures f;
-  std::istringstream(child.output) >> f.iteration_s >> f.idle_s >> f.activations >> f.weight_gemms;
+  in >> f.iteration_s >> f.idle_s >> f.activations >> f.weight_gemms;
   return f;
 }
 
