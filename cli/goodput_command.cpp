@@ -27,6 +27,9 @@ constexpr limits::CountRange kSweepPoints{3, 201};
 // The sweep spans Young's interval divided and multiplied by this: wide enough for Daly's
 // correction and for restarts that move the optimum, narrow enough to resolve it.
 constexpr double kSweepSpan = 4;
+// Shrink: the survivors' iteration is simulated for this many smallest losses (1..4 replicas
+// down); wider losses scale linearly from there (one simulation each, seconds apiece).
+constexpr int kShrinkSimulated = 4;
 
 std::string percent(double fraction) {
   char text[32];
@@ -76,6 +79,7 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
                      {"interval_s", m.interval_s}};
   j["restart_s"] = m.restart_s;
   j["policy"] = rel::to_string(m.policy);
+  if (!m.shrunk_throughput.empty()) j["shrunk_throughput"] = m.shrunk_throughput;
   if (r.swept) {
     j["sweep"] = {{"best_interval_s", r.sweep.best_interval_s}, {"young_s", r.sweep.young_s}, {"daly_s", r.sweep.daly_s}};
     for (const rel::SweepPoint& p : r.sweep.points)
@@ -127,6 +131,14 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
   line("restart", format_duration(m.restart_s) + " (relaunch " + format_duration(rs.spec.relaunch_s) + ", init " +
                       format_duration(rs.spec.init_s) + ", reload " + format_duration(r.setup.reload_s) + ", " +
                       std::to_string(rs.spec.warmup_iterations) + " warm-up iterations); policy " + rel::to_string(m.policy));
+  if (!m.shrunk_throughput.empty()) {
+    // The survivors' simulated throughput (the largest few widths), against linear scaling.
+    std::string widths;
+    for (int a = m.replicas - 1; a >= std::max(1, m.replicas - kShrinkSimulated); --a)
+      widths += (widths.empty() ? "" : ", ") + std::to_string(a) + "/" + std::to_string(m.replicas) + " replicas " +
+                percent(m.shrunk_throughput[static_cast<std::size_t>(a)]);
+    line("shrink", widths + " of full throughput (simulated; the global batch kept)");
+  }
   line("horizon", format_duration(h.horizon_s) + ", " + std::to_string(h.trials) + " trials, " +
                       number(h.failures.mean, "%.1f") + " failures per trial");
   line("goodput", percent(h.goodput.mean) + " [" + percent(h.goodput.low) + ", " + percent(h.goodput.high) + "] (95% CI)");
@@ -185,6 +197,10 @@ int run_goodput(const GoodputOptions& o) {
   auto strategy = make_strategy(rs.base);
   sim::SimulationOptions options = rs.base.simulation;
   options.stragglers = draw_stragglers(rs.base.stragglers, strategy->world_size(), o.seed);
+  // Shrink: the survivors' iterations first, in children (before this process starts its engine).
+  std::vector<double> shrunk;
+  if (spec.policy == rel::RecoveryPolicy::shrink && rs.base.parallel.data_parallel_size > 1)
+    shrunk = shrunk_throughput(rs.base, options, kShrinkSimulated);
   const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
 
   // 3. The horizon, as events.
@@ -192,6 +208,7 @@ int run_goodput(const GoodputOptions& o) {
   r.stragglers = options.stragglers;
   r.setup = goodput_setup(rs, *strategy, iteration);
   rel::GoodputModel& m = r.setup.model;
+  m.shrunk_throughput = shrunk;
   r.tokens_per_s_failure_free = m.tokens_per_iteration / m.iteration_s;
   if (m.total_failure_rate_per_s() <= 0) throw InputError(rs.base.file, 0, "reliability.failures", "no failures: goodput is trivially 100%");
   const Seconds mtbf = 1 / m.total_failure_rate_per_s();

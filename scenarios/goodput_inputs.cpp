@@ -1,8 +1,13 @@
 #include "scenarios/goodput_inputs.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <set>
 
+#include "common/process_pool.hpp"
+#include "common/usable_cores.hpp"
+#include "scenarios/scenario.hpp"
 #include "sim/reliability/checkpoint_cost.hpp"
 
 namespace tandem {
@@ -76,6 +81,57 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
                               base.parallel.pipeline_model_parallel_size;
   m.replicas_per_node = std::max(1, base.cluster.group_of(0).devices_per_node / replica_devices);
   return g;
+}
+
+std::vector<double> shrunk_throughput(const Scenario& base, const sim::SimulationOptions& options, int simulated) {
+  const int replicas = base.parallel.data_parallel_size;
+  const int lowest = std::max(1, replicas - simulated);
+  sim::SimulationOptions plain = options;
+  plain.stragglers.clear();
+  // The plans tried: the full width as it is (the reference), and for each width a < R the
+  // micro-batch sizes from the scenario's down by halves (a smaller one spreads the global batch
+  // more evenly over fewer replicas), the fastest kept.
+  struct Plan {
+    int alive = 0;
+    std::int64_t micro_batch_size = 0;
+  };
+  std::vector<Plan> plans{{replicas, base.training.micro_batch_size}};
+  for (int a = replicas - 1; a >= lowest; --a)
+    for (std::int64_t mbs = base.training.micro_batch_size; mbs >= 1; mbs /= 2) {
+      plans.push_back({a, mbs});
+      if (mbs % 2) break;
+    }
+  // Each in a child of its own (one SimGrid engine per process; this one has not started one).
+  const auto outcomes = run_in_processes(
+      plans.size(),
+      [&](std::size_t i) {
+        Scenario survivors = base;
+        survivors.parallel.data_parallel_size = plans[i].alive;
+        survivors.training.micro_batch_size = plans[i].micro_batch_size;
+        if ((base.training.global_batch_size / plans[i].micro_batch_size) % plans[i].alive != 0)
+          survivors.parallel.batch_split = BatchSplit::proportional;
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g",
+                      sim::simulate(*make_strategy(survivors), survivors.cluster, plain).iteration_time_s);
+        return std::string(text);
+      },
+      usable_cores());
+  if (!outcomes[0].ok) base.fail("reliability.policy", "shrink: simulating the full width failed: " + outcomes[0].error);
+  const Seconds full_s = std::stod(outcomes[0].output);
+  std::vector<double> throughput(static_cast<std::size_t>(replicas) + 1, 0.0);
+  throughput.back() = 1.0;
+  for (std::size_t i = 1; i < plans.size(); ++i) {
+    if (!outcomes[i].ok) continue;  // a plan that does not fit (memory, batch): another size may
+    double& best = throughput[static_cast<std::size_t>(plans[i].alive)];
+    best = std::max(best, std::min(1.0, full_s / std::stod(outcomes[i].output)));
+  }
+  for (int a = replicas - 1; a >= lowest; --a)
+    if (!(throughput[static_cast<std::size_t>(a)] > 0))
+      base.fail("reliability.policy", "shrink: no plan of the scenario's layout runs on " + std::to_string(a) +
+                                          " surviving replicas");
+  for (int a = lowest - 1; a >= 1; --a)
+    throughput[static_cast<std::size_t>(a)] = throughput[static_cast<std::size_t>(lowest)] * a / lowest;
+  return throughput;
 }
 
 }  // namespace tandem

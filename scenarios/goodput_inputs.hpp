@@ -24,4 +24,13 @@ struct GoodputSetup {
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
                            const sim::SimulationResult& iteration);
 
+// Shrink policy: what the survivors of a data-parallel job run at, re-planned. With a of its R
+// replicas alive, the job keeps its layout (tensor x context x pipeline per replica) and its
+// global batch, shared over the a replicas (split as evenly as the micro-batches go), at the
+// fastest of the scenario's micro-batch size and its halves; each plan is simulated (without
+// stragglers, as is the full width it is compared with) for the `simulated` largest a < R; below
+// them throughput falls in proportion to the replicas from the smallest simulated. Returns
+// GoodputModel::shrunk_throughput (index a, 1 at a = R).
+std::vector<double> shrunk_throughput(const Scenario& base, const sim::SimulationOptions& options, int simulated);
+
 }  // namespace tandem

@@ -55,6 +55,10 @@ void validate(const GoodputModel& m) {
   require(m.checkpoint.asynchronous || m.checkpoint.write_s == 0, "checkpoint.write_s", "only async writes run in the background");
   require(m.restart_s >= 0 && std::isfinite(m.restart_s), "restart_s", "must be >= 0");
   require(m.replicas >= 1 && m.replicas_per_node >= 1, "replicas", "must be >= 1");
+  require(m.shrunk_throughput.empty() || m.shrunk_throughput.size() == static_cast<std::size_t>(m.replicas) + 1,
+          "shrunk_throughput", "needs one entry per number of replicas alive (0..replicas)");
+  for (double f : m.shrunk_throughput)
+    require(f >= 0 && f <= 1 + 1e-9, "shrunk_throughput", "must be in [0, 1] (the full width's throughput is 1)");
   require(m.spare_nodes >= 0, "spare_nodes", "must be >= 0");
   for (const FailureStream& f : m.failures) {
     require(f.rate_per_s >= 0 && std::isfinite(f.rate_per_s), "failures.rate_per_s", "must be >= 0");
@@ -119,7 +123,10 @@ class Trial {
   enum class State { running, waiting, restarting, regrowing };
   static constexpr Seconds kNever = std::numeric_limits<double>::infinity();
 
-  double factor() const { return static_cast<double>(alive_replicas_) / m_.replicas; }
+  double factor() const {
+    if (!m_.shrunk_throughput.empty()) return m_.shrunk_throughput[static_cast<std::size_t>(alive_replicas_)];
+    return static_cast<double>(alive_replicas_) / m_.replicas;
+  }
   Seconds interval() const { return m_.effective_interval_s(); }
   Seconds done_work() const { return tally_.useful_s + pending_work_ + unconfirmed_work_; }
 

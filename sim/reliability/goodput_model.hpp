@@ -54,6 +54,10 @@ struct GoodputModel {
   int spare_nodes = 0;          // restart_on_spares
   int replicas = 1;             // shrink: data-parallel replicas
   int replicas_per_node = 1;    // shrink: replicas a lost node takes down (at least 1)
+  // Shrink: the job's throughput with a replicas alive over its full-width throughput, index a
+  // (0..replicas; 1 at full width), as the survivors' own simulated iteration says (they share
+  // the global batch); empty: a / replicas.
+  std::vector<double> shrunk_throughput;
 
   Seconds effective_interval_s() const;
   double total_failure_rate_per_s() const;

@@ -49,6 +49,20 @@ TEST(GoodputCli, TheTimeOfTheHorizonIsAccountedFor) {
   EXPECT_LE(j["goodput"]["ci95_low"].get<double>(), j["goodput"]["mean"].get<double>());
 }
 
+// Shrink re-plans on the survivors: 8 micro-batches of 8 sequences do not split over 7 replicas,
+// so the survivors' simulated throughput falls below the 7/8 linear scaling would say (a smaller
+// micro-batch evens the split at some efficiency cost); it is 1 at full width.
+TEST(GoodputCli, ShrinkingUsesTheSurvivorsSimulatedThroughput) {
+  const nlohmann::json j = goodput_json("--seed 3");
+  ASSERT_FALSE(j.is_null());
+  const auto shrunk = j["shrunk_throughput"].get<std::vector<double>>();
+  ASSERT_EQ(shrunk.size(), 9u);
+  EXPECT_DOUBLE_EQ(shrunk[8], 1.0);
+  EXPECT_GT(shrunk[7], 0.3);
+  EXPECT_LT(shrunk[7], 7.0 / 8 - 0.05);
+  for (int a = 1; a < 4; ++a) EXPECT_NEAR(shrunk[a], shrunk[4] * a / 4, 1e-12);  // beyond the simulated: linear
+}
+
 TEST(GoodputCli, TheSameSeedGivesTheSameAnswerBitForBitAndAnotherDrawsAnother) {
   const nlohmann::json a = goodput_json("--seed 7");
   const nlohmann::json b = goodput_json("--seed 7");

@@ -131,6 +131,23 @@ TEST(GoodputModel, ShrinkingKeepsTrainingOnSurvivorsWhereWaitingStops) {
   EXPECT_GT(shrink.goodput.mean, wait.goodput.mean);
 }
 
+// Shrunk throughput from the survivors' simulation: linear scaling is what an empty table means,
+// and a table below it (survivors that cannot split the batch evenly) costs goodput.
+TEST(GoodputModel, SurvivorsSlowerThanLinearScalingCostGoodput) {
+  GoodputModel m = busy_model(RecoveryPolicy::shrink);
+  const HorizonEstimate implied = estimate_horizon(m, 30 * 24 * kHour, 4, 11);
+  m.shrunk_throughput.resize(9);
+  for (int a = 0; a <= 8; ++a) m.shrunk_throughput[static_cast<std::size_t>(a)] = a / 8.0;
+  const HorizonEstimate linear = estimate_horizon(m, 30 * 24 * kHour, 4, 11);
+  EXPECT_DOUBLE_EQ(linear.goodput.mean, implied.goodput.mean);
+  for (int a = 1; a < 8; ++a) m.shrunk_throughput[static_cast<std::size_t>(a)] = a / 16.0;
+  const HorizonEstimate halved = estimate_horizon(m, 30 * 24 * kHour, 4, 11);
+  EXPECT_LT(halved.goodput.mean, linear.goodput.mean);
+  EXPECT_GT(halved.degraded_s, linear.degraded_s);
+  m.shrunk_throughput.pop_back();
+  EXPECT_THROW(validate(m), std::invalid_argument);
+}
+
 TEST(GoodputModel, AsyncCheckpointsCostOnlyTheirSnapshotButLoseAPendingWrite) {
   GoodputModel sync = poisson_model(2 * kHour, 120, 300);
   GoodputModel async = sync;
