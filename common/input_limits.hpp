@@ -91,6 +91,8 @@ inline constexpr CountRange kDdpBucketSize{1, 1LL << 40};  // parameters per gra
 // and every loss NaN.
 inline constexpr Range kLearningRate{1e-12, 10, ""};
 inline constexpr Range kWeightDecay{0, 10, ""};
+inline constexpr Range kOuterLearningRate{1e-6, 10, ""};  // DiLoCo's outer SGD (the paper: 0.7)
+inline constexpr Range kOuterMomentum{0, 0.999, ""};      // its Nesterov momentum (the paper: 0.9)
 
 // ---- strategy and simulation (scenarios: strategy:, simulation:) ----
 inline constexpr CountRange kParallelSize{1, kMaxClusterDevices};  // dp, tp, pp

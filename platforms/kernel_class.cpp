@@ -13,6 +13,7 @@ const char* to_string(ElementwiseFn fn) {
     case ElementwiseFn::bias_add: return "bias_add";
     case ElementwiseFn::scale: return "scale";
     case ElementwiseFn::cast: return "cast";
+    case ElementwiseFn::outer_nesterov: return "outer_nesterov";
   }
   return "?";
 }

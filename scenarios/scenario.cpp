@@ -292,6 +292,9 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.flag("overlap_grad_reduce", p.overlap_grad_reduce);
   r.flag("overlap_param_gather", p.overlap_param_gather);
   r.count("local_sgd_steps", p.local_sgd_steps, limits::kLocalSgdSteps);
+  r.read("outer_lr", p.outer_lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterLearningRate)); });
+  r.read("outer_momentum", p.outer_momentum,
+         [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterMomentum)); });
   r.count("ddp_bucket_size", p.ddp_bucket_size, limits::kDdpBucketSize);
   r.choice("batch_split", [&](const std::string& v) {
     if (v == "even") p.batch_split = BatchSplit::even;

@@ -17,7 +17,8 @@ class DataParallelRank final : public RankProgram {
                    std::int64_t all_micro_batches)
       : model_(std::move(model)), batch_(batch), training_(training), parallel_(parallel), group_(group),
         micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches),
-        codec_(make_gradient_codec(parallel.gradient_compression)) {}
+        codec_(make_gradient_codec(parallel.gradient_compression)),
+        outer_(parallel.outer_lr, parallel.outer_momentum) {}
 
   void setup(Runtime& rt) override {
     layers_ = model_->build_layers(batch_, ParallelContext{});
@@ -25,6 +26,7 @@ class DataParallelRank final : public RankProgram {
       layer->allocate(rt, /*with_gradients=*/true);
       optimizer_.allocate(rt, layer->name(), layer->parameters(), layer->placements(), 0);
     }
+    outer_.allocate(rt, optimizer_, layer_pointers());
   }
 
   void train_step(Runtime& rt, int iteration) override {
@@ -75,9 +77,12 @@ class DataParallelRank final : public RankProgram {
 
   void average_parameters(Runtime& rt, bool with_moments) {
     steps_since_average_ = 0;
+    average_models(rt, optimizer_, layer_pointers(), group_, with_moments, &outer_);
+  }
+  std::vector<const Layer*> layer_pointers() const {
     std::vector<const Layer*> layers;
     for (const auto& layer : layers_) layers.push_back(layer.get());
-    average_models(rt, optimizer_, layers, group_, with_moments);
+    return layers;
   }
 
   void forward(Runtime& rt, int mb) {
@@ -106,6 +111,7 @@ class DataParallelRank final : public RankProgram {
   std::vector<std::unique_ptr<Layer>> layers_;
   ShardedAdam optimizer_;  // whole state: plain data parallelism shards nothing
   std::unique_ptr<GradientCodec> codec_;  // gradient compression; null: plain all-reduce
+  OuterOptimizer outer_;  // DiLoCo over local SGD (plain: nothing)
   int steps_since_average_ = 0;           // local SGD: steps since the replicas last averaged
 };
 

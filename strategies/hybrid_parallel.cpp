@@ -47,7 +47,8 @@ class HybridRank final : public RankProgram {
 
   HybridRank(Plan plan, int rank)
       : plan_(std::move(plan)), rank_(rank), me_(plan_.layout->coord_of(rank)),
-        codec_(make_gradient_codec(plan_.parallel.gradient_compression)) {
+        codec_(make_gradient_codec(plan_.parallel.gradient_compression)),
+        outer_(plan_.parallel.outer_lr, plan_.parallel.outer_momentum) {
     const RankLayout& l = *plan_.layout;
     ctx_.tp_size = l.tp_size();
     ctx_.tp_rank = me_.tp;
@@ -105,6 +106,7 @@ class HybridRank final : public RankProgram {
         chunks_[c].push_back(std::move(all[i]));
       }
     }
+    outer_.allocate(rt, optimizer_, layer_pointers());
     // Where each gradient lives (layer, index): a borrowed gradient is zeroed under its owner's label.
     for (auto& chunk : chunks_)
       for (auto& layer : chunk)
@@ -364,10 +366,13 @@ class HybridRank final : public RankProgram {
   }
   void average_parameters(Runtime& rt, bool with_moments) {
     steps_since_average_ = 0;
+    average_models(rt, optimizer_, layer_pointers(), data_group_, with_moments, &outer_);
+  }
+  std::vector<const Layer*> layer_pointers() const {
     std::vector<const Layer*> layers;
     for (const auto& chunk : chunks_)
       for (const auto& layer : chunk) layers.push_back(layer.get());
-    average_models(rt, optimizer_, layers, data_group_, with_moments);
+    return layers;
   }
 
   void optimizer_step(Runtime& rt, int iteration, float grad_scale) {
@@ -408,6 +413,7 @@ class HybridRank final : public RankProgram {
   bool parameters_stale_ = false;  // --overlap-param-gather: the last step's update not yet gathered
   std::map<const Layer*, Handle> fresh_parameters_;  // its per-layer gathers this step
   std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
+  OuterOptimizer outer_;                  // DiLoCo over local SGD (plain: nothing)
 };
 
 }  // namespace

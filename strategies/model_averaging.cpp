@@ -11,19 +11,66 @@ void check_local_sgd(const ParallelConfig& parallel) {
     throw StrategyError("strategy.local_sgd_steps",
                         "local SGD keeps each replica's whole optimizer state and replaces the gradient "
                         "exchange: it needs zero_stage 0 and no gradient_compression");
+  if (!(parallel.outer_lr > 0 && parallel.outer_lr <= 10))
+    throw StrategyError("strategy.outer_lr", "DiLoCo's outer learning rate must be in (0, 10]");
+  if (!(parallel.outer_momentum >= 0 && parallel.outer_momentum < 1))
+    throw StrategyError("strategy.outer_momentum", "DiLoCo's outer momentum must be in [0, 1)");
+  if ((parallel.outer_lr != 1.0f || parallel.outer_momentum != 0.0f) && parallel.local_sgd_steps == 1)
+    throw StrategyError(parallel.outer_lr != 1.0f ? "strategy.outer_lr" : "strategy.outer_momentum",
+                        "DiLoCo's outer optimizer steps local SGD's averages: it needs local_sgd_steps > 1");
+}
+
+void OuterOptimizer::allocate(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers) {
+  if (plain()) return;
+  for (const Layer* layer : layers) {
+    const std::vector<Tensor> values = optimizer.masters(layer->name(), layer->parameters());
+    auto& state = state_[layer->name()];
+    for (std::size_t j = 0; j < values.size(); ++j) {
+      const TensorPlacement& where = layer->placements()[j];
+      auto placed = [&](const char* what) {
+        Tensor t = rt.alloc(where.name + "." + what, values[j].shape, DType::fp32, MemCategory::optimizer_state);
+        TensorPlacement p = where;
+        p.name += std::string(".") + what;
+        rt.place(t, p);
+        return t;
+      };
+      const Tensor anchor = placed("outer_anchor");
+      rt.wait(ops::memcpy(rt, Phase::other, layer->name() + ".p" + std::to_string(j) + ".outer_anchor.init", values[j],
+                          anchor));
+      state.emplace_back(anchor, placed("outer_momentum"));
+    }
+  }
+}
+
+void OuterOptimizer::step(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers) const {
+  if (plain()) return;
+  for (const Layer* layer : layers) {
+    const std::vector<Tensor> values = optimizer.masters(layer->name(), layer->parameters());
+    const auto& state = state_.at(layer->name());
+    for (std::size_t j = 0; j < values.size(); ++j) {
+      ElementwiseArgs args{ElementwiseFn::outer_nesterov, values[j].numel()};
+      args.lr = lr_;
+      args.momentum = momentum_;
+      const std::vector<Tensor> in_place{values[j], state[j].first, state[j].second};
+      ops::elementwise(rt, Phase::optimizer, layer->name() + ".p" + std::to_string(j) + ".outer_step", in_place,
+                       in_place, args);
+    }
+  }
 }
 
 void average_models(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
-                    const Group& replicas, bool with_moments) {
-  if (replicas.size() == 1) return;
+                    const Group& replicas, bool with_moments, const OuterOptimizer* outer) {
+  if (replicas.size() == 1 && (outer == nullptr || with_moments)) return;
   std::vector<Tensor> values;
   for (const Layer* layer : layers) {
     for (const Tensor& m : optimizer.masters(layer->name(), layer->parameters())) values.push_back(m);
     if (with_moments)
       for (const Tensor& m : optimizer.moments(layer->name())) values.push_back(m);
   }
-  rt.wait(ops::all_reduce(rt, Phase::optimizer, "dp.params.average", values, replicas,
-                          Issue{Stream::dp_comm, {rt.record(Stream::compute)}}, ReduceOp::avg));
+  if (replicas.size() > 1)
+    rt.wait(ops::all_reduce(rt, Phase::optimizer, "dp.params.average", values, replicas,
+                            Issue{Stream::dp_comm, {rt.record(Stream::compute)}}, ReduceOp::avg));
+  if (outer != nullptr && !with_moments) outer->step(rt, optimizer, layers);
   for (const Layer* layer : layers) {
     const std::vector<Tensor> masters = optimizer.masters(layer->name(), layer->parameters());
     for (std::size_t j = 0; j < masters.size(); ++j) {

@@ -4,6 +4,9 @@
 // parameters stored in another dtype. Data-parallel and hybrid strategies share it.
 #pragma once
 
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "strategies/gradient_sync.hpp"
@@ -17,9 +20,27 @@ namespace tandem {
 // is above 1, the optimizer state is whole (zero_stage 0) and no codec replaces the exchange.
 void check_local_sgd(const ParallelConfig& parallel);
 
+// DiLoCo's outer optimizer over local SGD's averages: per parameter an fp32 anchor (the model as
+// last synchronised, from the start a copy of the optimizer's fp32 values) and a momentum
+// buffer, placed as "<parameter>.outer_anchor|outer_momentum" (checkpoints keep them). Plain
+// (lr 1, momentum 0): nothing allocated, the average is the model.
+class OuterOptimizer {
+ public:
+  OuterOptimizer(float lr, float momentum) : lr_(lr), momentum_(momentum) {}
+  bool plain() const { return lr_ == 1.0f && momentum_ == 0.0f; }
+  void allocate(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers);
+  // After the replicas' average landed in the optimizer's fp32 values: the outer step, in place.
+  void step(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers) const;
+
+ private:
+  float lr_, momentum_;
+  std::map<std::string, std::vector<std::pair<Tensor, Tensor>>> state_;  // layer -> [param] (anchor, momentum)
+};
+
 // `optimizer` holds the whole state of `layers` (unsharded); `replicas` is this rank's data-parallel
-// group. Blocks the host until the mean is in place.
+// group. With `outer` (DiLoCo; not for a settle's average, `with_moments`), the average is its
+// outer gradient. Blocks the host until the mean is in place.
 void average_models(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
-                    const Group& replicas, bool with_moments);
+                    const Group& replicas, bool with_moments, const OuterOptimizer* outer = nullptr);
 
 }  // namespace tandem

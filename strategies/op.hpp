@@ -99,11 +99,16 @@ struct NormArgs {
   std::int64_t rows = 0, cols = 0;
   bool backward = false;
 };
-enum class ElementwiseFn : std::uint8_t { gelu, swiglu, add, dropout, bias_add, scale, cast };
+// outer_nesterov: DiLoCo's outer step on fp32 tensors, in place, inputs = outputs = {average,
+// anchor, momentum}: delta = anchor - average; momentum = mu·momentum + delta;
+// anchor = average = anchor - lr·(delta + mu·momentum) (PyTorch's SGD with Nesterov momentum on
+// the outer gradient delta). lr = 1, mu = 0 leave the average as it is.
+enum class ElementwiseFn : std::uint8_t { gelu, swiglu, add, dropout, bias_add, scale, cast, outer_nesterov };
 struct ElementwiseArgs {
   ElementwiseFn fn = ElementwiseFn::add;
   std::int64_t numel = 0;  // elements of the output
   bool backward = false;
+  float lr = 0, momentum = 0;  // outer_nesterov's
 };
 struct EmbeddingArgs {
   std::int64_t tokens = 0, vocab = 0, hidden = 0;

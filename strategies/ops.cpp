@@ -130,6 +130,7 @@ Flops elementwise_flops_per_element(ElementwiseFn fn, bool backward) {
     case ElementwiseFn::bias_add: return 1;                 // backward: column-sum reduction
     case ElementwiseFn::scale: return 1;
     case ElementwiseFn::cast: return 0;
+    case ElementwiseFn::outer_nesterov: return 6;
   }
   return 1;
 }
@@ -159,6 +160,9 @@ Cost elementwise_cost(const ElementwiseArgs& a, DType dtype, DType out_dtype) {
     case ElementwiseFn::scale:
     case ElementwiseFn::cast:
       c.bytes = e * n + o * n;
+      break;
+    case ElementwiseFn::outer_nesterov:  // fp32 average, anchor and momentum read and written
+      c.bytes = 6 * 4.0 * n;
       break;
   }
   return c;

@@ -52,6 +52,11 @@ struct ParallelConfig {
   // data-parallel replica steps on its own gradients, and the replicas average their parameters
   // every H steps instead of reducing gradients every step. 1: synchronous data parallelism.
   int local_sgd_steps = 1;
+  // DiLoCo (Douillard et al. 2023, arXiv 2311.08105): with local SGD, the replicas' average is an
+  // outer gradient (the last synchronised model minus the average) stepped by SGD with Nesterov
+  // momentum; the paper's 0.7 and 0.9. 1 and 0: the plain average.
+  float outer_lr = 1.0f;
+  float outer_momentum = 0.0f;
   // Megatron-Core's --overlap-param-gather (ZeRO-1/2, the distributed optimizer): the parameters
   // a step updated are all-gathered layer by layer during the next step's forward, each layer
   // waiting for its own, instead of all at once at the end of the step.

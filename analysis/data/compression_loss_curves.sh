@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures loss against steps for each gradient codec (strategies/compression/) and local SGD on the CPU
+# Measures loss against steps for each gradient codec (strategies/compression/), local SGD and DiLoCo on the CPU
 # backend: gpt-tiny (scenarios/gpt-tiny-localhost.yaml: data parallel over 2 CPU ranks, byte-level
 # language modelling on the generated corpus, seed 1234), the same global batch and AdamW settings
 # for every codec, and writes analysis/data/compression_loss_vs_steps.csv (one column per codec,
@@ -19,11 +19,11 @@ knobs=("gradient_compression: none" "gradient_compression: fp16_compress" "gradi
        "gradient_compression: {type: powerSGD, matrix_approximation_rank: 1}"
        "gradient_compression: {type: powerSGD, matrix_approximation_rank: 4}"
        "gradient_compression: {type: onebit, use_error_feedback: false}"
-       "local_sgd_steps: 4" "local_sgd_steps: 16")
+       "local_sgd_steps: 4" "local_sgd_steps: 16" "local_sgd_steps: 16\n  outer_lr: 0.7\n  outer_momentum: 0.9")
 names=("none" "fp16" "int8" "onebit" "topk_0.01" "topk_0.1" "powerSGD_r1" "powerSGD_r4" "onebit_no_ef"
-       "local_sgd_4" "local_sgd_16")
+       "local_sgd_4" "local_sgd_16" "diloco_16")
 for i in "${!knobs[@]}"; do
-  { cat "$root/scenarios/gpt-tiny-localhost.yaml"; echo "  ${knobs[$i]}"; } > "$work/${names[$i]}.yaml"
+  { cat "$root/scenarios/gpt-tiny-localhost.yaml"; echo -e "  ${knobs[$i]}"; } > "$work/${names[$i]}.yaml"
   "$build/tandem" run "$work/${names[$i]}.yaml" --backend cpu --iterations "$steps" --json "$work/${names[$i]}.json" > /dev/null
 done
 python3 - "$work" "$here/compression_loss_vs_steps.csv" "${names[@]}" <<'PY'

@@ -206,6 +206,10 @@ void run_elementwise(const OpContext& c, const ElementwiseArgs& a) {
     case ElementwiseFn::cast:
       cast_forward(c.out(0, n), c.in(0, n), n);
       return;
+    case ElementwiseFn::outer_nesterov:
+      if (c.inputs() != 3 || c.outputs() != 3) c.fail("outer_nesterov works in place on {average, anchor, momentum}");
+      outer_nesterov(c.out(0, n), c.out(1, n), c.out(2, n), n, a.lr, a.momentum);
+      return;
   }
   c.fail("unknown element-wise function");
 }

@@ -170,4 +170,15 @@ void cast_forward(float* y, const float* x, std::int64_t n) {
   if (y != x) std::memmove(y, x, sizeof(float) * static_cast<std::size_t>(n));
 }
 
+void outer_nesterov(float* average, float* anchor, float* momentum, std::int64_t n, float lr, float mu) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float delta = anchor[i] - average[i];
+    momentum[i] = mu * momentum[i] + delta;
+    // lr 1 and mu 0 give the average back exactly, not anchor - (anchor - average) rounded.
+    const float next = lr == 1.0f && mu == 0.0f ? average[i] : anchor[i] - lr * (delta + mu * momentum[i]);
+    anchor[i] = next;
+    average[i] = next;
+  }
+}
+
 }  // namespace tandem::kernels::cpu

@@ -89,4 +89,9 @@ void scale_forward(float* y, const float* x, std::int64_t n, float alpha);
 // y = x: a cast to a narrower type is a plain copy on the fp32 CPU backend.
 void cast_forward(float* y, const float* x, std::int64_t n);
 
+// ---- DiLoCo's outer step (strategies/op.hpp, ElementwiseFn::outer_nesterov) ----
+// In place: delta = anchor - average; momentum = mu·momentum + delta;
+// average = anchor = anchor - lr·(delta + mu·momentum).
+void outer_nesterov(float* average, float* anchor, float* momentum, std::int64_t n, float lr, float mu);
+
 }  // namespace tandem::kernels::cpu

@@ -162,6 +162,9 @@ void elementwise(const Op& c, const ElementwiseArgs& a) {
     case ElementwiseFn::cast:
       copy(c.out(0, n), c.in(0, n), n, c.stream());
       return;
+    case ElementwiseFn::outer_nesterov:
+      c.fail("DiLoCo's outer optimizer (strategy.outer_lr / outer_momentum) runs on the CPU backend and in the "
+             "simulator, not yet on CUDA");
   }
   c.fail("unknown element-wise function");
 }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "exec/cpu/cpu_run.hpp"
@@ -21,7 +23,7 @@ namespace fs = std::filesystem;
 
 std::shared_ptr<const Model> gpt_tiny() { return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny")); }
 
-DataParallel strategy(int local_sgd_steps) {
+DataParallel strategy(int local_sgd_steps, float outer_lr = 1.0f, float outer_momentum = 0.0f) {
   TrainingConfig training;
   training.global_batch_size = 8;
   training.micro_batch_size = 2;
@@ -31,6 +33,8 @@ DataParallel strategy(int local_sgd_steps) {
   ParallelConfig parallel;
   parallel.data_parallel_size = 2;
   parallel.local_sgd_steps = local_sgd_steps;
+  parallel.outer_lr = outer_lr;
+  parallel.outer_momentum = outer_momentum;
   return DataParallel(gpt_tiny(), training, parallel, {});
 }
 
@@ -65,6 +69,39 @@ TEST(LocalSgd, ACheckpointHoldsTheAveragedModelAndResumes) {
   EXPECT_EQ(resumed.first_iteration, 2);
   EXPECT_FALSE(resumed.global_parameters.empty());
   fs::remove(path);
+}
+
+// DiLoCo: one period of H = 2 steps, then the outer step on the replicas' average. With
+// momentum starting at 0 the first outer step moves the model lr·(1 + mu) times the way the plain
+// average moved it from the start: theta = theta0 + lr·(1 + mu)·(average - theta0). theta0 comes
+// from a run with lr 0.5 and no momentum (halfway: theta0 = 2·half - average).
+TEST(LocalSgd, DiLoCosOuterStepMovesTheModelAlongTheAverageWithNesterovMomentum) {
+  const auto average = run_cpu(strategy(2), options(2)).global_parameters;
+  const auto half = run_cpu(strategy(2, 0.5f, 0.0f), options(2)).global_parameters;
+  const RunResult diloco = run_cpu(strategy(2, 0.7f, 0.9f), options(2));
+  ASSERT_FALSE(average.empty());
+  ASSERT_EQ(diloco.global_parameters.size(), average.size());
+  double moved = 0;
+  for (const auto& [name, avg] : average) {
+    const std::vector<float>& h = half.at(name);
+    const std::vector<float>& got = diloco.global_parameters.at(name);
+    for (std::size_t i = 0; i < avg.size(); ++i) {
+      const double theta0 = 2.0 * h[i] - avg[i];
+      const double want = theta0 + 0.7 * 1.9 * (avg[i] - theta0);
+      ASSERT_NEAR(got[i], want, 1e-5 + 1e-5 * std::abs(want)) << name << "[" << i << "]";
+      moved = std::max(moved, std::abs(avg[i] - theta0));
+    }
+  }
+  EXPECT_GT(moved, 1e-4);  // the replicas did move: the comparison is not between initial values
+}
+
+TEST(LocalSgd, DiLoCoWithoutLocalSgdIsRefusedAtItsField) {
+  try {
+    strategy(1, 0.7f, 0.9f);
+    FAIL() << "accepted";
+  } catch (const StrategyError& e) {
+    EXPECT_EQ(e.field(), "strategy.outer_lr");
+  }
 }
 
 // The hybrid strategy's replicas are tensor-parallel (sequence-parallel) pairs: each pair steps

@@ -183,5 +183,27 @@ TEST(ElementwiseTest, ScaleAndCast) {
   EXPECT_EQ(y[1], -2.0f);
 }
 
+// DiLoCo's outer step: PyTorch's SGD with Nesterov momentum on delta = anchor - average, in place;
+// lr 1 with no momentum hands back the average itself.
+TEST(OuterNesterov, StepsTheAnchorAlongTheOuterGradient) {
+  std::vector<float> average{1.0f, -2.0f, 0.5f}, anchor{1.5f, -1.0f, 0.5f}, momentum{0.2f, 0.0f, -0.1f};
+  std::vector<float> want(3), want_momentum(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double delta = anchor[i] - average[i];
+    want_momentum[i] = static_cast<float>(0.9 * momentum[i] + delta);
+    want[i] = static_cast<float>(anchor[i] - 0.7 * (delta + 0.9 * want_momentum[i]));
+  }
+  outer_nesterov(average.data(), anchor.data(), momentum.data(), 3, 0.7f, 0.9f);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(momentum[i], want_momentum[i], 1e-6);
+    EXPECT_NEAR(average[i], want[i], 1e-6);
+    EXPECT_EQ(anchor[i], average[i]);
+  }
+  std::vector<float> plain{0.1f, 0.3f}, base{7.0f, -3.0f}, none{0.0f, 0.0f};
+  outer_nesterov(plain.data(), base.data(), none.data(), 2, 1.0f, 0.0f);
+  EXPECT_EQ(plain, (std::vector<float>{0.1f, 0.3f}));
+  EXPECT_EQ(base, plain);
+}
+
 }  // namespace
 }  // namespace tandem::kernels::cpu
