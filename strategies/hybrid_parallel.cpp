@@ -462,8 +462,11 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
     }
   }
   try {
-    ParallelContext tp{layout_.tp_size(), 0, layout_.tensor_group(0), parallel_.sequence_parallel,
-                       parallel_.recompute_granularity};
+    ParallelContext tp;
+    tp.tp_size = layout_.tp_size();
+    tp.tp_group = layout_.tensor_group(0);
+    tp.sequence_parallel = parallel_.sequence_parallel;
+    tp.recompute = parallel_.recompute_granularity;
     tp.cp_size = layout_.cp_size();
     model_->build_layers(batch_shape(), tp);
   } catch (const StrategyError&) {

@@ -116,7 +116,10 @@ void CpuDevice::fill_data(const Tensor& t, std::string_view name, float* data, c
   I64 k = 0;
   std::string_view role;
   if (!s.data || iteration_ < 0 || !parse_data_name(name, k, role)) return;
-  DataPosition at{iteration_, micro_batch_offset_ + k, s.sequences_per_iteration};
+  DataPosition at;
+  at.iteration = iteration_;
+  at.micro_batch = micro_batch_offset_ + k;
+  at.sequences_per_iteration = s.sequences_per_iteration;
   if (!where.segments.empty()) {
     at.segments = where.segments;
     at.seq_length = where.global_shape.at(static_cast<std::size_t>(where.dim));

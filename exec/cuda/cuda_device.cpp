@@ -107,7 +107,10 @@ Tensor CudaDevice::alloc(std::string_view name, std::vector<std::int64_t> shape,
     std::string_view role;
     if (parse_data_name(name, k, role)) {
       host.assign(static_cast<std::size_t>(n), 0.0f);
-      const cpu::DataPosition at{iteration_, micro_batch_offset_ + k, settings_.sequences_per_iteration};
+      cpu::DataPosition at;
+      at.iteration = iteration_;
+      at.micro_batch = micro_batch_offset_ + k;
+      at.sequences_per_iteration = settings_.sequences_per_iteration;
       if (!settings_.data->fill(role, t, host.data(), at)) host.clear();
     }
   }
