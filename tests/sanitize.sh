@@ -12,6 +12,8 @@
 # Every finding fails its test (-fno-sanitize-recover, halt_on_error). Left out, and why:
 #   * PredictionAccuracy.*: compares real run times with predictions; a sanitizer makes every
 #     kernel and lock several times slower, so the comparison says nothing (it also runs serial).
+#   * CpuMicrobenchmarks.PassingACoreBetweenThreads*: a timing claim (microseconds per hand-off);
+#     under a sanitizer every lock and wake-up is many times slower, so it says nothing there.
 #   * ReportInChromium.*: headless Chromium renders the report; the browser is what runs, and it
 #     refuses the instrumented parent's preloaded runtime.
 #   * under TSan, the tests that run the SimGrid simulator: SimGrid switches its actors' stacks by
@@ -43,7 +45,7 @@ case "$kind" in
     exit 2
     ;;
 esac
-exclude="^(PredictionAccuracy|ReportInChromium)\."
+exclude="^(PredictionAccuracy|ReportInChromium)\.|^CpuMicrobenchmarks\.PassingACoreBetweenThreads"
 files="${3:-}"
 
 # -O1 -g: readable stacks at a tolerable speed.

@@ -141,7 +141,10 @@ struct SharedMemoryComm::Instance {
   std::vector<int> ranks;  // the group, in group order
   int root = -1;
   std::vector<FlatBuffer> buffers;  // by group index
-  std::vector<bool> posted;
+  // Written under the communicator's lock; also read without it, as a hint, by the core gate's
+  // hand-off (which members have not arrived, so that a waiting one gives its core to them):
+  // atomics, not std::vector<bool>'s shared words (ThreadSanitizer found that race).
+  std::unique_ptr<std::atomic<bool>[]> posted;
   int arrived = 0;
   bool done = false;
   std::string error;  // set by the last arrival when the members' buffers do not match
@@ -246,7 +249,8 @@ void SharedMemoryComm::collective(const std::string& key, const std::string& lab
     slot->ranks = group.ranks;
     slot->root = root;
     slot->buffers.resize(group.ranks.size());
-    slot->posted.assign(group.ranks.size(), false);
+    slot->posted = std::make_unique<std::atomic<bool>[]>(group.ranks.size());
+    for (std::size_t i = 0; i < group.ranks.size(); ++i) slot->posted[i].store(false, std::memory_order_relaxed);
   }
   std::shared_ptr<Instance> inst = slot;
   if (inst->kind != kind || inst->ranks != group.ranks || inst->root != root)
@@ -269,7 +273,7 @@ void SharedMemoryComm::collective(const std::string& key, const std::string& lab
                std::to_string(group.id) + "): rank(s) " + rank_list(missing) + " never joined";
       }, [&](int r) {  // the members that have not arrived
         for (int i = 0; i < members; ++i)
-          if (inst->ranks[i] == r) return !inst->posted[i];
+          if (inst->ranks[i] == r) return !inst->posted[i].load(std::memory_order_relaxed);
         return false;
       });
     } catch (...) {  // withdraw the buffer: nobody may touch it once this member has left
