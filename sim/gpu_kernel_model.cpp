@@ -34,9 +34,10 @@ KernelTime unfused_attention(const ComputeOp& op, const AttentionArgs& a, const 
   const double scores = static_cast<double>(bh) * static_cast<double>(s) * static_cast<double>(kv_rows);
   const double qkv_bytes = static_cast<double>(bh) * static_cast<double>((s + kv_rows) * d) * e / 2;
   // Tensor conventions (strategies/ops.hpp): forward outputs {context, probs, [mask, dropped]},
-  // backward inputs {qkv, [kv], probs, [mask, dropped], d_context}.
+  // backward inputs {qkv, [kv], context, probs, [mask, dropped], d_context} (the transformer
+  // passes its context output; kernels/op_args.hpp reads the saved ones the same way).
   const std::size_t leading = a.cp_size > 1 ? 2 : 1;
-  const bool dropout = a.backward ? op.inputs.size() > leading + 2 : op.outputs.size() > 2;
+  const bool dropout = a.backward ? op.inputs.size() > leading + 3 : op.outputs.size() > 2;
 
   // QKᵀ-shaped (s×t×d) and PV-shaped (s×d×t) batched GEMMs.
   const GemmPlan scores_gemm = plan_gemm(s, kv_rows, d, bh, 2 * qkv_bytes + scores * e, dt, device, e);

@@ -46,10 +46,25 @@ ComputeOp attention(bool flash, bool backward, std::int64_t seq) {
   const auto cost = ops::attention_cost(a, DType::bf16);
   op.flops = cost.flops;
   op.bytes = cost.bytes;
-  // Tensor conventions (ops.hpp): forward outputs {context, probs}; backward inputs {qkv, probs, d_context}.
+  // Tensor conventions (ops.hpp), as the transformer issues them: forward outputs {context, probs};
+  // backward inputs {qkv, context, probs, d_context}.
   op.outputs.resize(2);
-  op.inputs.resize(backward ? 3 : 1);
+  op.inputs.resize(backward ? 4 : 1);
   return op;
+}
+
+// Attention dropout adds a pass over the scores to the unfused backward only when the op carries
+// its mask and dropped probabilities: {qkv, context, probs, mask, dropped, d_context}.
+TEST(GpuKernelModel, UnfusedBackwardPaysForDropoutOnlyWhenItHasAMask) {
+  const DeviceProfile p = a100();
+  ComputeOp plain = attention(false, true, 2048), dropped = plain;
+  dropped.inputs.resize(6);
+  const Seconds without = kernel_time(plain, p).seconds, with = kernel_time(dropped, p).seconds;
+  EXPECT_GT(with, without);
+  // The extra pass: read P and the mask's byte, write the dropped P, over every one of the s² scores.
+  const double pass_bytes = 16.0 * 2048 * 2048 * (2 * 2 + 1);
+  EXPECT_NEAR(with - without - p.launch_overhead_s,
+              pass_bytes / (p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency), 1e-9);
 }
 
 TEST(GpuKernelModel, ProfilesWithKernelConstantsLoadThem) {
