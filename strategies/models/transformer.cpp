@@ -354,12 +354,12 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
     if (w_out_in) gemm_op(e, Phase::backward, what, "bwd_w", d_out, in_full, w.g, linear(x, wgrad, true, false));
     else gemm_op(e, Phase::backward, what, "bwd_w", in_full, d_out, w.g, linear(x, wgrad, false, true));
   };
-  if (weights) weights->run(em, {d_out, in_full, saved_in}, weight_gradient);
-  else weight_gradient(em);
+  // Without a split backward (or a caller's pass) the weight gradient runs now.
+  WeightPass now(em.rt(), nullptr);
+  WeightPass& pass = weights ? *weights : now;
+  pass.run(em, {d_out, in_full, saved_in}, weight_gradient);
   em.pending(comm);
   // B's releases, but not of what a deferred weight gradient still reads.
-  const WeightPass now(em.rt(), nullptr);
-  const WeightPass& pass = weights ? *weights : now;
   pass.release(d_out);
   if (in_full.id != saved_in.id) pass.release(in_full);
   pass.release(saved_in);
