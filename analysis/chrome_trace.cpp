@@ -37,12 +37,13 @@ nlohmann::json count(double v) {
   return v == std::floor(v) && v < 9e18 ? nlohmann::json(static_cast<std::int64_t>(v)) : nlohmann::json(v);
 }
 
-// "rank 3: H100-SXM, node 0 (h100)" when the trace knows where the rank ran.
+// "rank 3: H100-SXM, node 0 (h100), stage 1" when the trace knows where the rank ran.
 std::string rank_name(const Trace& trace, int rank) {
   std::string name = "rank " + std::to_string(rank);
   if (rank < static_cast<int>(trace.ranks.size())) {
     const TraceRank& where = trace.ranks[rank];
     name += ": " + where.device + ", node " + std::to_string(where.node) + " (" + where.group + ")";
+    if (where.stage >= 0) name += ", stage " + std::to_string(where.stage);
   }
   return name;
 }

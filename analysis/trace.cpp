@@ -67,6 +67,15 @@ std::string trace_json(const Trace& trace) {
       append_string(out, trace.ranks[i].group);
       out += ",\"node\":";
       append_number(out, static_cast<long long>(trace.ranks[i].node));
+      const TraceRank& rank = trace.ranks[i];
+      for (const auto& [key, value] : {std::pair{"stage", static_cast<long long>(rank.stage)},
+                                       std::pair{"replica", static_cast<long long>(rank.replica)},
+                                       std::pair{"layers", static_cast<long long>(rank.layers)},
+                                       std::pair{"sequences", rank.sequences}}) {
+        if (value < 0) continue;
+        out += std::string(",\"") + key + "\":";
+        append_number(out, value);
+      }
       out += '}';
     }
     out += ']';

@@ -46,11 +46,17 @@ TraceRecord op_trace_record(int rank, int iteration, const ComputeOp& op, Stream
 TraceRecord op_trace_record(int rank, int iteration, const CommOp& op, Stream stream, Seconds start_s,
                             Seconds end_s);
 
-// Where a rank ran: its device profile, node group and global node (optional in a trace).
+// Where a rank ran: its device profile, node group and global node, and its part of the plan
+// (RankRole: pipeline stage, data-parallel replica, layers held, its replica's sequences per
+// iteration; -1 when not known). Optional in a trace.
 struct TraceRank {
   std::string device;  // device profile name ("H100-SXM")
   std::string group;   // node group name
   int node = -1;       // global node index
+  int stage = -1;
+  int replica = -1;
+  int layers = -1;
+  long long sequences = -1;
 };
 
 struct Trace {
@@ -63,7 +69,8 @@ struct Trace {
 // The schema on disk, tandem-trace/2 (written), one record a line as an array of numbers:
 //   {"schema": "tandem-trace/2", "source", "scenario",
 //    "kinds": [...], "phases": [...], "streams": [...], "ops": [op ids...],   (name tables)
-//    "ranks": [{"device", "group", "node"}, ...],                             (optional)
+//    "ranks": [{"device", "group", "node", "stage", "replica", "layers", "sequences"}, ...]
+//                                      (optional; the last four only when known, else -1)
 //    "columns": ["rank", "iteration", "op", "kind", "phase", "stream", "start_ns", "dur_ns",
 //                "flops", "bytes", "peer", "group_id", "group_size"],
 //    "records": [[0, 0, 12, 3, 0, 0, 4000, 696964, 525336576, 2101346304], ...]}

@@ -6,13 +6,18 @@
 
 namespace tandem {
 
-std::vector<TraceRank> trace_ranks(const Cluster& cluster, int world) {
+std::vector<TraceRank> trace_ranks(const Cluster& cluster, int world, const std::vector<RankRole>& roles) {
   std::vector<TraceRank> ranks;
   ranks.reserve(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
     const DeviceLocation where = cluster.locate(r);
     const NodeGroup& group = cluster.groups[where.group];
-    ranks.push_back({group.device.name, group.name, where.global_node});
+    TraceRank rank{group.device.name, group.name, where.global_node};
+    if (static_cast<std::size_t>(r) < roles.size()) {
+      const RankRole& role = roles[static_cast<std::size_t>(r)];
+      rank.stage = role.stage, rank.replica = role.replica, rank.layers = role.layers, rank.sequences = role.sequences;
+    }
+    ranks.push_back(std::move(rank));
   }
   return ranks;
 }

@@ -7,11 +7,13 @@
 
 #include "analysis/trace.hpp"
 #include "platforms/cluster.hpp"
+#include "strategies/strategy.hpp"
 
 namespace tandem {
 
-// Ranks 0..world-1 of `cluster`, as Trace::ranks holds them.
-std::vector<TraceRank> trace_ranks(const Cluster& cluster, int world);
+// Ranks 0..world-1 of `cluster`, as Trace::ranks holds them, with their roles in the plan when
+// the strategy gives them (one per rank, Strategy::rank_roles; empty: unknown).
+std::vector<TraceRank> trace_ranks(const Cluster& cluster, int world, const std::vector<RankRole>& roles = {});
 
 // "0-7,32,40-47": the ranks of a list of ranks and inclusive ranges, each below `world`, as a
 // mask by rank; std::invalid_argument naming what is wrong otherwise.

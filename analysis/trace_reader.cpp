@@ -1,6 +1,7 @@
 // Reading a trace file (schemas tandem-trace/1 and /2, analysis/trace.hpp) back: every field of
 // every record type- and range-checked, each error naming the file, the record's line and its
 // field path ("records[3].rank"), so compare and report never work on a wrapped or absurd value.
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -142,8 +143,14 @@ Trace read_v2(const JsonInput& input, const JsonFields& doc) {
   if (doc.has("ranks")) {
     for (std::size_t i = 0; i < doc.array("ranks").size(); ++i) {
       const JsonFields rank = doc.element("ranks", i);
-      trace.ranks.push_back({rank.string("device"), rank.string("group"),
-                             static_cast<int>(rank.whole("node", -1, limits::kMaxClusterDevices))});
+      TraceRank r{rank.string("device"), rank.string("group"),
+                  static_cast<int>(rank.whole("node", -1, limits::kMaxClusterDevices))};
+      auto role = [&](const char* key, long long highest) { return rank.has(key) ? rank.whole(key, 0, highest) : -1; };
+      r.stage = static_cast<int>(role("stage", limits::kMaxClusterDevices));
+      r.replica = static_cast<int>(role("replica", limits::kMaxClusterDevices));
+      r.layers = static_cast<int>(role("layers", std::numeric_limits<int>::max()));
+      r.sequences = role("sequences", std::numeric_limits<long long>::max() / 2);
+      trace.ranks.push_back(std::move(r));
     }
   }
   const std::size_t count = doc.array("records").size();

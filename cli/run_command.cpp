@@ -145,7 +145,7 @@ int run_run(const RunCommandOptions& o) {
   Trace trace = result.trace;
   trace.scenario = scenario.name;
   if (!o.json_path.empty() && !quiet) outputs.stage(o.json_path, summary.dump(2) + "\n");
-  stage_trace_outputs(outputs, std::move(trace), scenario.cluster, strategy->world_size(), traces);
+  stage_trace_outputs(outputs, std::move(trace), scenario.cluster, *strategy, traces);
   outputs.commit();
   if (quiet) {
     std::cout << summary.dump(2) << "\n";

@@ -76,7 +76,7 @@ int run_simulate(const SimulateOptions& o) {
   Trace trace = result.trace;
   trace.scenario = scenario.name;
   if (!o.json_path.empty() && o.json_path != "-") outputs.stage(o.json_path, sim::to_json(prediction).dump(2) + "\n");
-  stage_trace_outputs(outputs, std::move(trace), scenario.cluster, strategy->world_size(), traces);
+  stage_trace_outputs(outputs, std::move(trace), scenario.cluster, *strategy, traces);
   outputs.commit();
   if (o.json_path == "-") {
     std::cout << sim::to_json(prediction).dump(2) << "\n";

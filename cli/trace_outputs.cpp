@@ -23,8 +23,10 @@ void check_trace_outputs(const TraceOutputs& o, int world) {
   if (!o.ranks.empty()) rank_mask(o, world);
 }
 
-void stage_trace_outputs(OutputSet& outputs, Trace trace, const Cluster& cluster, int world, const TraceOutputs& o) {
-  trace.ranks = trace_ranks(cluster, world);
+void stage_trace_outputs(OutputSet& outputs, Trace trace, const Cluster& cluster, const Strategy& strategy,
+                         const TraceOutputs& o) {
+  const int world = strategy.world_size();
+  trace.ranks = trace_ranks(cluster, world, strategy.rank_roles());
   if (!o.ranks.empty()) keep_ranks(trace, rank_mask(o, world));
   if (!o.trace_path.empty()) outputs.stage(o.trace_path, gzipped_if_named(o.trace_path, trace_json(trace)));
   if (!o.chrome_trace_path.empty())

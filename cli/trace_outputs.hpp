@@ -8,6 +8,7 @@
 #include "analysis/trace.hpp"
 #include "common/output_set.hpp"
 #include "platforms/cluster.hpp"
+#include "strategies/strategy.hpp"
 
 namespace tandem::cli {
 
@@ -19,6 +20,8 @@ struct TraceOutputs {
 
 // Throws InputError (field --trace-ranks) for a rank list that does not fit `world`.
 void check_trace_outputs(const TraceOutputs& o, int world);
-void stage_trace_outputs(OutputSet& outputs, Trace trace, const Cluster& cluster, int world, const TraceOutputs& o);
+// Stages the trace files asked for, the ranks' places and roles (the strategy's) filled in.
+void stage_trace_outputs(OutputSet& outputs, Trace trace, const Cluster& cluster, const Strategy& strategy,
+                         const TraceOutputs& o);
 
 }  // namespace tandem::cli

@@ -159,6 +159,13 @@ std::optional<ReplicaStructure> DataParallel::replica_structure() const {
   return r;
 }
 
+std::vector<RankRole> DataParallel::rank_roles() const {
+  std::vector<RankRole> roles;
+  for (int rank = 0; rank < parallel_.data_parallel_size; ++rank)
+    roles.push_back({0, rank, -1, micro_batches_[rank] * training_.micro_batch_size});
+  return roles;
+}
+
 BatchShape DataParallel::batch_shape() const { return batch_shape_of(training_); }
 
 std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {

@@ -33,6 +33,8 @@ class DataParallel final : public Strategy {
   // Every rank is a replica.
   std::optional<ReplicaStructure> replica_structure() const override;
   int iteration_period() const override { return parallel_.local_sgd_steps; }
+  // Every rank a replica of the whole model (layers -1: not split), with its batch share.
+  std::vector<RankRole> rank_roles() const override;
 
   // Micro-batches each replica runs per iteration.
   const std::vector<std::int64_t>& micro_batches_per_replica() const { return micro_batches_; }

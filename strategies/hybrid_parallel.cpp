@@ -498,6 +498,19 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
   return r;
 }
 
+std::vector<RankRole> HybridParallel::rank_roles() const {
+  std::vector<RankRole> roles;
+  const int stages = layout_.pp_size();
+  for (int rank = 0; rank < layout_.world_size(); ++rank) {
+    const RankCoord c = layout_.coord_of(rank);
+    int layers = 0;
+    for (std::size_t v = static_cast<std::size_t>(c.pp); v < virtual_stage_layers_.size(); v += stages)
+      layers += virtual_stage_layers_[v];
+    roles.push_back({c.pp, c.dp, layers, micro_batches_[c.dp] * training_.micro_batch_size});
+  }
+  return roles;
+}
+
 std::optional<PipelineStructure> HybridParallel::pipeline_structure() const {
   const std::optional<SteadyState> steady = steady_state(hybrid_.schedule, layout_.pp_size());
   if (layout_.pp_size() < 2 || !steady) return std::nullopt;

@@ -84,6 +84,9 @@ class HybridParallel final : public Strategy {
   // 1F1B and interleaved pipelines whose replicas run equal micro-batch counts.
   std::optional<PipelineStructure> pipeline_structure() const override;
   int iteration_period() const override { return parallel_.local_sgd_steps; }
+  // Stage = pp coordinate, replica = dp coordinate, layers = its chunks' layers, sequences =
+  // its replica's micro-batches x micro-batch size.
+  std::vector<RankRole> rank_roles() const override;
   std::unique_ptr<Strategy> with_micro_batches(std::int64_t micro_batches) const override;
 
   const RankLayout& layout() const { return layout_; }

@@ -130,6 +130,16 @@ struct PipelineStructure {
   std::int64_t period = 1;
 };
 
+// A rank's part of the plan, for reports and traces: its pipeline stage and data-parallel
+// replica, the transformer layers it holds (all its chunks) and the sequences its replica takes
+// per iteration (its batch share). -1 where the strategy has no such notion.
+struct RankRole {
+  int stage = -1;
+  int replica = -1;
+  int layers = -1;
+  std::int64_t sequences = -1;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -149,6 +159,8 @@ class Strategy {
   // Its iterations repeat with this period (local SGD averages every H steps): a backend that
   // reports a mean iteration measures whole periods.
   virtual int iteration_period() const { return 1; }
+  // One role per rank; empty when the strategy does not say.
+  virtual std::vector<RankRole> rank_roles() const { return {}; }
 };
 
 // The micro-batch shape every strategy derives from the training configuration.

@@ -147,10 +147,25 @@ std::string scatter_chart(const std::string& title, const std::string& x_title, 
     if (p.highlighted) front.push_back({x(p.x), y(p.y)});
   std::sort(front.begin(), front.end());
   if (front.size() > 1) svg.polyline(front, palette_colour(2));
-  for (const auto& p : points) {
+  for (const auto& p : points)
     svg.circle(x(p.x), y(p.y), p.highlighted ? 5 : 3.5, p.highlighted ? palette_colour(2) : "#bbb", p.tooltip);
-    if (!p.label.empty()) svg.text(x(p.x) + 7, y(p.y) - 5, p.label, "start", 10, "#333");
-  }
+  // Labels, the front's first, each only where it overlaps no label already placed (close points
+  // keep their tooltips).
+  struct Box { double x0, y0, x1, y1; };
+  std::vector<Box> placed;
+  for (bool front_pass : {true, false})
+    for (const auto& p : points) {
+      if (p.label.empty() || p.highlighted != front_pass) continue;
+      const Box box{x(p.x) + 7, y(p.y) - 14, x(p.x) + 7 + kCharPx * static_cast<double>(p.label.size()), y(p.y) - 2};
+      // A label must also stay a few pixels clear of the others: "#1" touching "#3" reads "#1#3".
+      constexpr double kGapPx = 5;
+      const bool clear = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
+        return box.x0 < b.x1 + kGapPx && b.x0 < box.x1 + kGapPx && box.y0 < b.y1 + kGapPx && b.y0 < box.y1 + kGapPx;
+      });
+      if (!clear) continue;
+      placed.push_back(box);
+      svg.text(box.x0, y(p.y) - 5, p.label, "start", 10, "#333");
+    }
   return svg.str();
 }
 

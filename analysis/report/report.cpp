@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/report/html.hpp"
+#include "analysis/report/plan.hpp"
+#include "analysis/report/timeline.hpp"
 #include "analysis/report/sections.hpp"
 #include "common/input_error.hpp"
 
@@ -60,21 +62,36 @@ nlohmann::json embedded_data(const ReportInputs& in) {
 }
 
 constexpr const char* kStyle = R"CSS(
-body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; }
 h3 { font-size: 14px; margin-top: 18px; }
 section { margin-bottom: 32px; }
+p { max-width: 1100px; }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; margin-bottom: 12px; }
-.card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 12px; min-width: 140px; }
-.card .name { font-size: 11px; color: #666; } .card .value { font-size: 16px; font-weight: 600; }
-.pair { display: flex; gap: 12px; flex-wrap: wrap; }
-.legend span { margin-right: 14px; font-size: 12px; white-space: nowrap; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 12px; min-width: 140px; max-width: 520px; }
+.card .name { font-size: 11px; color: #666; } .card .value { font-size: 16px; font-weight: 600; overflow-wrap: anywhere; }
+.legend span { margin-right: 14px; font-size: 12px; white-space: nowrap; display: inline-block; }
 .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 table { border-collapse: collapse; font-size: 12px; margin: 6px 0; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
-th { background: #f4f4f4; } td:nth-child(2) { text-align: left; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
+th { background: #f4f4f4; } td:nth-child(2) { white-space: normal; min-width: 160px; }
+th:nth-child(-n+2), td:nth-child(-n+2) { text-align: left; }
+details.rows summary { font-size: 12px; cursor: pointer; margin: 4px 0; }
 svg.plot { display: block; margin: 6px 0; }
-#plot-census { font-size: 10px; color: #999; }
+.plan-words, .plan-gain { font-size: 14px; }
+.plan-gain { font-weight: 600; }
+.timeline { width: 100%; }
+.tl-toolbar { margin: 6px 0; font-size: 12px; }
+.tl-toolbar button { margin-right: 6px; }
+.tl-hint { color: #666; margin-left: 8px; }
+.tl-row { display: flex; align-items: center; }
+.tl-label { flex: 0 0 230px; font-size: 11px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; padding-right: 6px; box-sizing: border-box; }
+svg.tl-lanes { flex: 1 1 auto; width: 100%; min-width: 0; margin: 1px 0; background: #f7f7f7; cursor: grab; }
+.tl-axis { position: relative; flex: 1 1 auto; height: 16px; border-bottom: 1px solid #888; font-size: 10px; color: #555; overflow: hidden; }
+.tl-tick { position: absolute; top: 0; white-space: nowrap; }
+.tl-group-title { font-size: 12px; font-weight: 600; margin: 8px 0 2px; }
+.timeline details summary { font-size: 11px; color: #555; cursor: pointer; margin-left: 230px; }
+#plot-census { display: none; }
 )CSS";
 
 // Errors are collected from the first line of the page on; the census (run last) writes what the
@@ -97,7 +114,6 @@ constexpr const char* kCensus = R"JS(
   census.setAttribute('data-plots', parts.join(' '));
   census.setAttribute('data-errors', String(window.tandemErrors.length));
   census.setAttribute('data-inputs', Object.keys(data).join(' '));
-  census.textContent = 'plots: ' + parts.join(' ');
 })();
 )JS";
 
@@ -108,10 +124,11 @@ std::string render_report_html(const ReportInputs& in) {
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
                      "</title><script>" + kErrorCatcher + "</script><style>" + kStyle + "</style></head><body>\n";
   html += "<h1>" + escape_html(title) + "</h1>\n";
-  for (auto* make : {summary_section, timelines_section, errors_section, breakdown_section, memory_section, search_section})
+  for (auto* make : {summary_section, plan_section, timelines_section, errors_section, breakdown_section, memory_section,
+                     search_section})
     html += make(in);
   html += "<script type=\"application/json\" id=\"tandem-report-data\">" + json_for_script(embedded_data(in).dump()) +
-          "</script>\n<div id=\"plot-census\"></div>\n<script>" + kCensus + "</script>\n</body></html>\n";
+          "</script>\n<div id=\"plot-census\"></div>\n<script>" + kTimelineScript + kCensus + "</script>\n</body></html>\n";
   return html;
 }
 

@@ -1,10 +1,15 @@
 // `tandem report`: one self-contained HTML file (inline SVG plots, inline CSS and script, no
 // network needed) putting together what the inputs allow:
 //   summary     headline numbers and the iteration time of each side (always)
-//   timelines   Gantt per rank, predicted beside measured (a trace)
+//   plan        the strategy in words and as a picture (stages, layers and batch shares per
+//               device group, collectives per group), the heterogeneity gain and why the winner
+//               beats its runners-up (a trace with its ranks, or search results; plan.hpp)
+//   timelines   one iteration per side on one zoomable time axis, ranks grouped by device group
+//               and pipeline stage (a trace; timeline.hpp)
 //   errors      predicted vs measured time and error per op kind, critical paths, largest
 //               differences (both traces)
-//   breakdown   compute / exposed communication / idle per rank (a trace or a prediction)
+//   breakdown   compute / exposed communication / idle per device group and stage (a trace or a
+//               prediction)
 //   memory      peak memory per device by category (a prediction or a measured run summary)
 //   search      the ranked candidates and the Pareto front (search results)
 // Each section is a <section data-section="NAME"> holding at least one <svg class="plot">. The

@@ -45,6 +45,17 @@ SearchResults read_search_json(const std::string& path) {
   }
   std::stable_sort(s.candidates.begin(), s.candidates.end(),
                    [](const SearchCandidate& a, const SearchCandidate& b) { return a.rank < b.rank; });
+  if (doc.has("heterogeneity")) {
+    const JsonFields h = doc.object("heterogeneity");
+    HeterogeneityComparison comparison;
+    comparison.gain_percent = h.number("gain_percent");
+    const JsonFields aware = h.object("aware_best"), uniform = h.object("uniform_best");
+    comparison.aware = aware.string("candidate");
+    comparison.uniform = uniform.string("candidate");
+    comparison.aware_objective = aware.optional_number("objective");
+    comparison.uniform_objective = uniform.optional_number("objective");
+    s.heterogeneity = comparison;
+  }
   s.pareto_given = any_pareto;
   if (!any_pareto) mark_pareto_front(s.candidates);
   return s;

@@ -23,12 +23,21 @@ struct SearchCandidate {
   bool pareto = false;
 };
 
+// On a mixed cluster: the best heterogeneity-aware candidate against the best uniform one
+// (`heterogeneity` in tandem search --json).
+struct HeterogeneityComparison {
+  std::string aware, uniform;                                // candidate names
+  std::optional<double> aware_objective, uniform_objective;  // in the objective's units
+  double gain_percent = 0;  // positive: the aware one is better, in percent of the uniform one
+};
+
 struct SearchResults {
   std::string file;
   std::string scenario;
   std::string objective;
   std::vector<SearchCandidate> candidates;  // ordered by rank
   bool pareto_given = false;  // false: the front was computed here (time and memory, both minimised)
+  std::optional<HeterogeneityComparison> heterogeneity;
 };
 
 SearchResults read_search_json(const std::string& path);

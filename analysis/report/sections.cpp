@@ -7,6 +7,7 @@
 #include "analysis/iteration_view.hpp"
 #include "analysis/report/charts.hpp"
 #include "analysis/report/html.hpp"
+#include "analysis/report/timeline.hpp"
 #include "analysis/time_breakdown.hpp"
 
 namespace tandem::report {
@@ -17,37 +18,25 @@ namespace {
 constexpr int kRanksDrawn = 16;
 
 std::string section(const std::string& name, const std::string& title, const std::string& body) {
-  return "<section data-section=\"" + escape_html(name) + "\"><h2>" + escape_html(title) + "</h2>" + body +
-         "</section>\n";
+  return html_section(name, title, body);
 }
-
-std::string paragraph(const std::string& text) { return "<p>" + escape_html(text) + "</p>"; }
-
+std::string paragraph(const std::string& text) { return html_paragraph(text); }
 std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
-  std::string out = "<table><thead><tr>";
-  for (const auto& h : header) out += "<th>" + escape_html(h) + "</th>";
-  out += "</tr></thead><tbody>";
-  for (const auto& row : rows) {
-    out += "<tr>";
-    for (const auto& cell : row) out += "<td>" + escape_html(cell) + "</td>";
-    out += "</tr>";
-  }
-  return out + "</tbody></table>";
+  return html_table(header, rows);
 }
 
 std::string side_name(const char* side, const Trace& trace) {
   return std::string(side) + (trace.source.empty() ? "" : " (" + trace.source + ")");
 }
 
-std::string card(const std::string& name, const std::string& value) {
-  return "<div class=\"card\"><div class=\"name\">" + escape_html(name) + "</div><div class=\"value\">" +
-         escape_html(value) + "</div></div>";
-}
+std::string card(const std::string& name, const std::string& value) { return html_card(name, value); }
 
-std::set<int> ranks_of(const Trace& trace) {
-  std::set<int> ranks;
-  for (const auto& r : trace.records) ranks.insert(r.rank);
-  return ranks;
+// Where the ranks ran: the predicted trace's list, else the measured one's (empty if neither says).
+const std::vector<TraceRank>& trace_ranks_of(const ReportInputs& in) {
+  static const std::vector<TraceRank> none;
+  if (in.predicted_trace && !in.predicted_trace->ranks.empty()) return in.predicted_trace->ranks;
+  if (in.measured_trace && !in.measured_trace->ranks.empty()) return in.measured_trace->ranks;
+  return none;
 }
 
 std::string ranks_note(std::size_t ranks) {
@@ -97,6 +86,10 @@ std::string summary_section(const ReportInputs& in) {
   if (in.search && !in.search->candidates.empty()) {
     const SearchCandidate& best = in.search->candidates.front();
     cards += card("best searched strategy", best.strategy);
+    if (in.search->heterogeneity)
+      cards += card("heterogeneity-aware vs uniform",
+                    printf_string(in.search->heterogeneity->gain_percent >= 0 ? "%.1f %% better" : "%.1f %% worse",
+                                  std::abs(in.search->heterogeneity->gain_percent)));
     rows.push_back({"search: best", {best.iteration_time_s}, ""});
   }
   const std::string plot = grouped_bar_chart("Iteration time", {"iteration time"}, rows, human_seconds);
@@ -105,40 +98,17 @@ std::string summary_section(const ReportInputs& in) {
 
 std::string timelines_section(const ReportInputs& in) {
   if (!in.predicted_trace && !in.measured_trace) return "";
-  // One real iteration per side (the median one), each on its own time axis.
-  std::vector<std::pair<std::string, Trace>> sides;
+  // One real iteration per side (the median one), on one time axis.
+  std::vector<TimelineSide> sides;
   if (in.predicted_trace) sides.push_back({side_name("predicted", *in.predicted_trace), median_iteration(*in.predicted_trace)});
   if (in.measured_trace) sides.push_back({side_name("measured", *in.measured_trace), median_iteration(*in.measured_trace)});
-  std::set<int> ranks;
-  for (const auto& [name, trace] : sides) ranks.merge(ranks_of(trace));
-  std::vector<std::pair<std::string, int>> legend;
-  std::set<OpKind> kinds;
-  for (const auto& [name, trace] : sides) for (const auto& r : trace.records) kinds.insert(r.kind);
-  for (OpKind k : kinds) legend.push_back({to_string(k), static_cast<int>(k)});
-  std::string body = paragraph("The median iteration of each side, times from its start; colour = op kind. "
-                               "Hover a bar for the op.") + legend_html(legend) + ranks_note(ranks.size());
-  int drawn = 0;
-  for (int rank : ranks) {
-    if (drawn++ == kRanksDrawn) break;
-    body += "<div class=\"pair\">";
-    for (const auto& [name, trace] : sides) {
-      std::map<Stream, GanttLane> lanes;
-      Seconds end_s = 0;
-      for (const auto& r : trace.records) {
-        end_s = std::max(end_s, r.end_s);
-        if (r.rank != rank) continue;
-        GanttLane& lane = lanes[r.stream];
-        lane.label = to_string(r.stream);
-        lane.bars.push_back({r.start_s, r.end_s, static_cast<int>(r.kind),
-                             r.op_id + " · " + to_string(r.kind) + " · " + human_seconds(r.end_s - r.start_s)});
-      }
-      std::vector<GanttLane> ordered;
-      for (auto& [stream, lane] : lanes) ordered.push_back(std::move(lane));
-      body += gantt_chart(name + " · rank " + std::to_string(rank), ordered, end_s, human_seconds);
-    }
-    body += "</div>";
-  }
-  return section("timelines", "Timelines per rank", body);
+  const std::vector<TraceRank>& ranks = trace_ranks_of(in);
+  std::string body = paragraph("The median iteration of each side, times from its start, on one axis; colour = op kind. "
+                               "Ranks are grouped by device group and pipeline stage: each group shows its first rank "
+                               "(more behind its toggle). In a lane, the thick row is the compute stream and each thin "
+                               "row below a communication stream. Hover a bar for the op.");
+  body += timelines_html(sides, ranks);
+  return section("timelines", "Timelines", body);
 }
 
 std::string errors_section(const ReportInputs& in) {
@@ -160,8 +130,12 @@ std::string errors_section(const ReportInputs& in) {
   for (const auto& [rank, t] : c.by_rank) add_rows("rank " + std::to_string(rank), t);
   for (const auto& [stream, t] : c.by_stream) add_rows(std::string("stream ") + to_string(stream), t);
   add_rows("all matched ops", c.matched);
+  const std::string per_rank = table({"group", "predicted", "measured", "difference", "error", "ops"}, groups);
+  // Dozens of ranks make a long table: folded behind a toggle past a screenful.
   body += "<h3>Per rank and stream</h3>" +
-          table({"group", "predicted", "measured", "difference", "error", "ops"}, groups);
+          (groups.size() <= 20 ? per_rank
+                               : "<details class=\"rows\"><summary>" + std::to_string(groups.size()) +
+                                     " rows: every rank, stream and all matched ops</summary>" + per_rank + "</details>");
 
   std::vector<std::vector<std::string>> paths;
   for (const auto& [side, s] : {std::pair{"predicted", &c.predicted}, std::pair{"measured", &c.measured}}) {
@@ -194,15 +168,36 @@ std::string errors_section(const ReportInputs& in) {
 std::string breakdown_section(const ReportInputs& in) {
   std::vector<BarRow> rows;
   std::size_t ranks_total = 0;
+  const std::vector<TraceRank>& ranks = trace_ranks_of(in);
+  auto add_row = [&](const std::string& label, const RankTimeBreakdown& b) {
+    rows.push_back({label, {b.compute_s, b.exposed_comm_s, b.idle_s}, human_seconds(b.compute_s + b.exposed_comm_s + b.idle_s)});
+  };
   for (const auto& [side, trace] : {std::pair{"predicted", &in.predicted_trace}, std::pair{"measured", &in.measured_trace}}) {
     if (!*trace) continue;
     const auto breakdown = time_breakdown(median_iteration(**trace).records);
+    if (!ranks.empty()) {
+      // One row per device group and stage: the mean of its ranks (every group shown).
+      std::vector<int> seen;
+      for (const auto& [rank, b] : breakdown) seen.push_back(rank);
+      for (const LaneGroup& g : lane_groups(ranks, seen)) {
+        RankTimeBreakdown mean;
+        for (int rank : g.ranks) {
+          const RankTimeBreakdown& b = breakdown.at(rank);
+          mean.compute_s += b.compute_s, mean.exposed_comm_s += b.exposed_comm_s, mean.idle_s += b.idle_s;
+        }
+        const double n = static_cast<double>(g.ranks.size());
+        mean.compute_s /= n, mean.exposed_comm_s /= n, mean.idle_s /= n;
+        add_row(std::string(side) + " · " + g.device + (g.stage >= 0 ? " · stage " + std::to_string(g.stage) : "") +
+                    " (" + std::to_string(g.ranks.size()) + " ranks)",
+                mean);
+      }
+      continue;
+    }
     ranks_total = std::max(ranks_total, breakdown.size());
     int drawn = 0;
     for (const auto& [rank, b] : breakdown) {
       if (drawn++ == kRanksDrawn) break;
-      rows.push_back({std::string(side) + " · rank " + std::to_string(rank), {b.compute_s, b.exposed_comm_s, b.idle_s},
-                      human_seconds(b.compute_s + b.exposed_comm_s + b.idle_s)});
+      add_row(std::string(side) + " · rank " + std::to_string(rank), b);
     }
   }
   if (in.prediction)
@@ -211,7 +206,8 @@ std::string breakdown_section(const ReportInputs& in) {
                       human_seconds(b.compute_s + b.exposed_comm_s + b.idle_s)});
   if (rows.empty()) return "";
   std::string body = paragraph("Per iteration: computing, communicating with nothing to hide it (exposed), idle. "
-                               "Trace rows are the median iteration.") +
+                               "Trace rows are the median iteration, averaged over the ranks of a device group and "
+                               "stage.") +
                      legend_html({{"compute", 0}, {"exposed communication", 1}, {"idle", 2}}) + ranks_note(ranks_total);
   body += stacked_bar_chart("Time breakdown", {"compute", "exposed communication", "idle"}, rows, human_seconds);
   return section("breakdown", "Time breakdown", body);

@@ -38,4 +38,90 @@ inline report::ReportInputs full_report_inputs(const std::string& op_label = "a"
   return in;
 }
 
+// A heterogeneous run of `world` ranks (a multiple of 16, 8 per node): the first half on H100
+// nodes (group "h100"), the second on A100 nodes ("a100"); two pipeline stages inside each half
+// (18 and 14 layers), world/4 replicas per half, H100 replicas 12 sequences, A100 ones 4 (75 % and
+// 25 % of the batch). Every rank runs every op kind (so every colour is drawn), A100 ranks 1.6x
+// slower, over two iterations; `measured`: also a measured trace, 10 % slower. Search results
+// with a heterogeneity gain and four runners-up.
+inline report::ReportInputs heterogeneous_report_inputs(int world, bool measured = true) {
+  const int half = world / 2, quarter = world / 4;
+  std::vector<TraceRank> ranks;
+  for (int r = 0; r < world; ++r) {
+    const bool h100 = r < half;
+    const int local = h100 ? r : r - half;
+    const int stage = local / quarter;
+    const int replica = (h100 ? 0 : quarter) + local % quarter;
+    ranks.push_back({h100 ? "H100-SXM" : "A100-SXM-80GB", h100 ? "h100" : "a100", r / 8, stage, replica,
+                     stage == 0 ? 18 : 14, h100 ? 12 : 4});
+  }
+  auto build = [&](const std::string& source, double scale) {
+    std::vector<TraceRecord> records;
+    for (int iteration = 0; iteration < 2; ++iteration)
+      for (int r = 0; r < world; ++r) {
+        const double speed = (r < half ? 1.0 : 1.6) * scale;
+        double t = iteration * 0.1 * 1.6 * scale;
+        auto add = [&](const std::string& id, OpKind kind, Stream stream, double length_s, int group_size = 0) {
+          TraceRecord rec = op(r, iteration, id, kind, stream, t, t + length_s * speed);
+          if (group_size > 0) rec.group_id = 1, rec.group_size = group_size, rec.bytes = 1 << 20;
+          records.push_back(rec);
+          if (stream == Stream::compute) t += length_s * speed;
+        };
+        add("embed", OpKind::embedding, Stream::compute, 2e-3);
+        add("recv", OpKind::recv, Stream::pp_recv, 1e-3, 2);
+        for (int layer = 0; layer < 6; ++layer) {
+          const std::string l = "l" + std::to_string(layer) + ".";
+          add(l + "norm", OpKind::norm, Stream::compute, 0.5e-3);
+          add(l + "ag", OpKind::all_gather, Stream::tp_comm, 0.8e-3, 2);
+          add(l + "qkv", OpKind::gemm, Stream::compute, 3e-3);
+          add(l + "attn", OpKind::attention, Stream::compute, 2e-3);
+          add(l + "rs", OpKind::reduce_scatter, Stream::tp_comm, 0.8e-3, 2);
+          add(l + "act", OpKind::elementwise, Stream::compute, 0.4e-3);
+          add(l + "a2a", OpKind::all_to_all, Stream::tp_comm, 0.3e-3, 2);
+          add(l + "copy", OpKind::memcpy, Stream::compute, 0.2e-3);
+        }
+        add("loss", OpKind::loss, Stream::compute, 1e-3);
+        add("send", OpKind::send, Stream::pp_send, 1e-3, 2);
+        add("grads", OpKind::all_reduce, Stream::dp_comm, 6e-3, quarter * 2);
+        add("bcast", OpKind::broadcast, Stream::dp_comm, 0.5e-3, quarter * 2);
+        add("adam", OpKind::optimizer, Stream::compute, 4e-3);
+      }
+    Trace trace{source, "llama3-8b-mixed", std::move(records), ranks};
+    return trace;
+  };
+  report::ReportInputs in;
+  in.predicted_trace = build("sim", 1.0);
+  if (measured) {
+    in.measured_trace = build("cpu", 1.1);
+    in.comparison = compare_traces(*in.predicted_trace, *in.measured_trace);
+  }
+  report::RunSummary prediction;
+  prediction.scenario = "llama3-8b-mixed";
+  prediction.strategy = "hybrid(tp=1 pp=2 dp=" + std::to_string(half) + ")";
+  prediction.model = "llama3-8b";
+  prediction.devices = world;
+  prediction.iteration_time_s = 0.16;
+  prediction.tokens_per_s = 4e5;
+  prediction.mfu = 0.55;
+  prediction.breakdown.push_back({"mean over ranks", 0.12, 0.02, 0.02});
+  prediction.memory.push_back({"h100 [H100-SXM x" + std::to_string(half) + "]", 60e9, 80e9,
+                               {{"parameters", 16e9}, {"activations", 44e9}}, false});
+  prediction.memory.push_back({"a100 [A100-SXM-80GB x" + std::to_string(half) + "]", 50e9, 80e9,
+                               {{"parameters", 16e9}, {"activations", 34e9}}, false});
+  in.prediction = prediction;
+  report::SearchResults search;
+  search.scenario = "search-llama3-8b-mixed";
+  search.objective = "time";
+  const char* names[] = {"tp=1 pp=2 dp=32 batch=proportional", "tp=2 pp=1 dp=32 batch=proportional",
+                         "tp=1 pp=2 dp=32 rc=selective batch=proportional", "tp=2 pp=2 dp=16 batch=proportional",
+                         "tp=1 pp=2 dp=32 batch=even"};
+  for (int i = 0; i < 5; ++i)
+    search.candidates.push_back({i + 1, names[i], 0.16 + 0.01 * i + (i == 4 ? 0.1 : 0), 4e5 / (1 + 0.06 * i),
+                                 0.55 - 0.02 * i, (60 - 5 * i) * 1e9, 80e9, true, 0.12 + 0.004 * i,
+                                 0.02 + 0.005 * i, 0.02 + 0.001 * i, i < 3});
+  search.heterogeneity = report::HeterogeneityComparison{names[0], names[4], 0.16, 0.30, 46.7};
+  in.search = search;
+  return in;
+}
+
 }  // namespace tandem::analysis_test

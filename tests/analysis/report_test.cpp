@@ -25,7 +25,7 @@ std::map<std::string, int> plots_per_section(const std::string& html) {
     if (name_end == std::string::npos || body_end == std::string::npos) break;
     const std::string body = html.substr(name_end, body_end - name_end);
     int plots = 0;
-    for (std::size_t p = body.find("<svg class=\"plot\""); p != std::string::npos; p = body.find("<svg class=\"plot\"", p + 1))
+    for (std::size_t p = body.find("<svg class=\"plot"); p != std::string::npos; p = body.find("<svg class=\"plot", p + 1))
       ++plots;
     out[html.substr(at + open.size(), name_end - at - open.size())] = plots;
   }
@@ -46,8 +46,9 @@ TEST(Report, SectionsFollowTheInputs) {
   ReportInputs only_search;
   only_search.search = analysis_test::full_report_inputs().search;
   const auto plots = plots_per_section(render_report_html(only_search));
-  EXPECT_EQ(plots.size(), 2u);
+  EXPECT_EQ(plots.size(), 3u);
   EXPECT_TRUE(plots.count("summary"));
+  EXPECT_TRUE(plots.count("plan"));  // the winner against its runners-up
   EXPECT_TRUE(plots.count("search"));
 
   ReportInputs one_trace;

@@ -90,6 +90,39 @@ TEST(TraceOutputsCli, RunTakesACalibratedCpuClusterUnderAnyNameAndCompareWarnsOf
   EXPECT_NE(compare.out.find("warning     the traces name different scenarios"), std::string::npos) << compare.out;
 }
 
+// The plan rides in the trace: each rank's stage, replica, layers and batch share (here the
+// proportional pipeline over H100, A100 and V100 nodes), shown by the report's plan section.
+TEST(TraceOutputsCli, TracesCarryEachRanksRoleAndTheReportDrawsThePlanFromThem) {
+  const fs::path dir = cli_test::fresh_dir("tandem-trace-outputs", "roles");
+  const std::string trace = (dir / "pred.json").string(), prediction = (dir / "pred-summary.json").string(),
+                    report = (dir / "report.html").string();
+  const CliRun run = run_tandem("simulate mixed-3d-proportional --iterations 1 --trace " + trace + " --json " + prediction);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(read_file(trace));
+  ASSERT_EQ(doc["ranks"].size(), 192u);
+  std::set<int> stages;
+  int layers = 0;
+  long long sequences = 0;
+  for (int rank = 0; rank < 192; ++rank) {
+    const auto& r = doc["ranks"][rank];
+    stages.insert(r["stage"].get<int>());
+    if (rank % 8 == 0 && r["replica"] == 0) layers += r["layers"].get<int>();  // one tensor rank per stage
+    if (r["stage"] == 0 && rank % 8 == 0) sequences += r["sequences"].get<long long>();
+  }
+  EXPECT_EQ(stages, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(layers, 40) << "gpt3-13b's layers over the three stages";
+  EXPECT_EQ(sequences, 64) << "the replicas' shares add up to the global batch";
+
+  const CliRun drawn = run_tandem("report --predicted-trace " + trace + " --prediction " + prediction + " -o " + report);
+  ASSERT_EQ(drawn.status, 0) << drawn.err;
+  const std::string html = read_file(report);
+  const std::size_t plan = html.find("<section data-section=\"plan\">");
+  ASSERT_NE(plan, std::string::npos);
+  const std::string section = html.substr(plan, html.find("</section>", plan) - plan);
+  for (const char* words : {"3 pipeline stages", "H100", "A100", "V100", "Collectives per device group"})
+    EXPECT_NE(section.find(words), std::string::npos) << words;
+}
+
 TEST(TraceOutputsCli, RunRefusesAGpuClusterOnTheCpuBackend) {
   const CliRun run = run_tandem("run gpt2-124m-dp8 --backend cpu --iterations 1");
   EXPECT_EQ(run.status, 2);

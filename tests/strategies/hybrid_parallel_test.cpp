@@ -142,6 +142,38 @@ TEST(HybridParallelPartition, UniformSplitAndProportionalSplitOnMixedStages) {
   EXPECT_NEAR(static_cast<double>(layers[0]) / layers[2], 989.0 / 312.0, 0.8);
 }
 
+TEST(HybridParallelRoles, EachRankKnowsItsStageReplicaLayersAndBatchShare) {
+  const auto hybrid = make("gpt3-1.3b", 2, 2, 2, 0, 3);
+  const std::vector<RankRole> roles = hybrid.rank_roles();
+  ASSERT_EQ(roles.size(), 8u);
+  std::map<int, std::int64_t> sequences_of_replica;
+  for (int rank = 0; rank < 8; ++rank) {
+    const RankCoord c = hybrid.layout().coord_of(rank);
+    EXPECT_EQ(roles[rank].stage, c.pp);
+    EXPECT_EQ(roles[rank].replica, c.dp);
+    EXPECT_EQ(roles[rank].layers, 12);  // 24 layers over 2 stages
+    sequences_of_replica[roles[rank].replica] = roles[rank].sequences;
+  }
+  EXPECT_EQ(sequences_of_replica, (std::map<int, std::int64_t>{{0, 3}, {1, 3}}));
+
+  // Interleaved: a rank holds the layers of all its chunks.
+  TrainingConfig t;
+  t.global_batch_size = 4;
+  t.seq_length = 2048;
+  ParallelConfig p;
+  p.pipeline_model_parallel_size = 2;
+  HybridConfig h;
+  h.schedule = PipelineSchedule::interleaved_1f1b;
+  h.virtual_stages = 3;
+  HybridParallel interleaved(std::make_shared<TransformerModel>(transformer_preset("gpt3-1.3b")), t, p, h,
+                             uniform_devices(2));
+  const std::vector<RankRole> chunked = interleaved.rank_roles();
+  ASSERT_EQ(chunked.size(), 2u);
+  EXPECT_EQ(chunked[0].layers + chunked[1].layers, 24);
+  EXPECT_EQ(chunked[0].layers, 12);
+  EXPECT_EQ(chunked[1].sequences, 4);
+}
+
 TEST(HybridParallelValidation, ImpossibleConfigurationsNameTheKnob) {
   auto field_of = [](auto&& build) {
     try {
