@@ -137,6 +137,14 @@ class ReportInChromium : public ::testing::Test {
       if (w > 1.5 && h > 1.5 && out.overlaps.length < 20) out.overlaps.push(boxes[i].text + ' / ' + boxes[j].text);
     }
   out.debug_text = /plots:|census|data-plots/.test(document.body.innerText);
+  // Zooming in moves every lane of both sides together: one viewBox, half as wide.
+  var lanes = Array.from(document.querySelectorAll('svg.tl-lanes'));
+  var width = function (svg) { return parseFloat(svg.getAttribute('viewBox').split(' ')[2]); };
+  var before = width(lanes[0]);
+  document.querySelector('.tl-toolbar button[data-zoom="in"]').click();
+  out.zoom = {before: before, after: width(lanes[0]),
+              viewboxes: new Set(lanes.map(function (svg) { return svg.getAttribute('viewBox'); })).size,
+              ticks: document.querySelector('.tl-axis').children.length};
   var plan = document.querySelector('section[data-section="plan"]');
   out.plan_text = plan ? plan.innerText : '';
   var pre = document.createElement('pre');
@@ -194,6 +202,9 @@ TEST_F(ReportInChromium, HeterogeneousReportShowsEveryDeviceGroupInItsOwnColours
   EXPECT_GT(layout["texts"].get<int>(), 100);
   EXPECT_TRUE(layout["overlaps"].empty()) << layout["overlaps"];
   EXPECT_FALSE(layout["debug_text"].get<bool>());
+  EXPECT_NEAR(layout["zoom"]["after"].get<double>(), layout["zoom"]["before"].get<double>() / 2, 1e-6);
+  EXPECT_EQ(layout["zoom"]["viewboxes"], 1) << "predicted and measured lanes share one time axis";
+  EXPECT_GE(layout["zoom"]["ticks"].get<int>(), 4);
   const std::string plan = layout["plan_text"];
   for (const char* words : {"75.0 %", "25.0 %", "46.7 %", "H100-SXM", "A100-SXM-80GB", "18 | 14"})
     EXPECT_NE(plan.find(words), std::string::npos) << words << " not in the plan section:\n" << plan;
