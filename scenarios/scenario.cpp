@@ -292,6 +292,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.flag("overlap_grad_reduce", p.overlap_grad_reduce);
   r.flag("overlap_param_gather", p.overlap_param_gather);
   r.count("local_sgd_steps", p.local_sgd_steps, limits::kLocalSgdSteps);
+  r.count("local_sgd_group_size", p.local_sgd_group_size, limits::kLocalSgdGroupSize);
   r.read("outer_lr", p.outer_lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterLearningRate)); });
   r.read("outer_momentum", p.outer_momentum,
          [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterMomentum)); });

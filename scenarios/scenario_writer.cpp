@@ -134,6 +134,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "overlap_grad_reduce" << YAML::Value << p.overlap_grad_reduce;
   y << YAML::Key << "overlap_param_gather" << YAML::Value << p.overlap_param_gather;
   y << YAML::Key << "local_sgd_steps" << YAML::Value << p.local_sgd_steps;
+  y << YAML::Key << "local_sgd_group_size" << YAML::Value << p.local_sgd_group_size;
   y << YAML::Key << "outer_lr" << YAML::Value << shortest(p.outer_lr);
   y << YAML::Key << "outer_momentum" << YAML::Value << shortest(p.outer_momentum);
   y << YAML::Key << "ddp_bucket_size" << YAML::Value << p.ddp_bucket_size;

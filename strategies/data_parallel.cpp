@@ -13,10 +13,11 @@ namespace {
 class DataParallelRank final : public RankProgram {
  public:
   DataParallelRank(std::shared_ptr<const Model> model, BatchShape batch, const TrainingConfig& training,
-                   const ParallelConfig& parallel, const Group& group, std::int64_t my_micro_batches,
-                   std::int64_t all_micro_batches)
+                   const ParallelConfig& parallel, const Group& group, Group block, std::int64_t my_micro_batches,
+                   std::int64_t all_micro_batches, std::int64_t block_micro_batches)
       : model_(std::move(model)), batch_(batch), training_(training), parallel_(parallel), group_(group),
-        micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches),
+        block_(std::move(block)), micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches),
+        block_micro_batches_(block_micro_batches),
         codec_(make_gradient_codec(parallel.gradient_compression)),
         outer_(parallel.outer_lr, parallel.outer_momentum) {}
 
@@ -30,9 +31,12 @@ class DataParallelRank final : public RankProgram {
   }
 
   void train_step(Runtime& rt, int iteration) override {
-    if (parallel_.local_sgd_steps > 1) return local_step(rt, iteration);
+    const bool local = parallel_.local_sgd_steps > 1;
+    if (local && parallel_.local_sgd_group_size == 1) return local_step(rt, iteration);
+    // Synchronous over every replica, or (hierarchical local SGD) over this replica's block.
+    const Group& reduced_over = local ? block_ : group_;
     zero_gradients(rt);
-    GradientBuckets buckets(group_, parallel_.ddp_bucket_size, GradientBuckets::Reduction::all_reduce);
+    GradientBuckets buckets(reduced_over, parallel_.ddp_bucket_size, GradientBuckets::Reduction::all_reduce);
     buckets.set_codec(codec_.get());
     for (int mb = 0; mb < micro_batches_; ++mb) {
       const bool last = mb + 1 == micro_batches_;
@@ -50,7 +54,8 @@ class DataParallelRank final : public RankProgram {
       for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) buckets.add(rt, (*it)->gradients());
     buckets.launch(rt);
     buckets.wait_all(rt);
-    optimizer_step(rt, iteration, 1.0f / static_cast<float>(all_micro_batches_));
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>(local ? block_micro_batches_ : all_micro_batches_));
+    if (local && ++steps_since_average_ == parallel_.local_sgd_steps) average_parameters(rt, false);
   }
 
   // A checkpoint (or the run's end) holds one model: the replicas' average, optimizer moments
@@ -106,8 +111,10 @@ class DataParallelRank final : public RankProgram {
   TrainingConfig training_;
   ParallelConfig parallel_;
   const Group& group_;
+  Group block_;  // hierarchical local SGD: the replicas stepping with this one (itself alone: 1)
   std::int64_t micro_batches_;
   std::int64_t all_micro_batches_;
+  std::int64_t block_micro_batches_;
   std::vector<std::unique_ptr<Layer>> layers_;
   ShardedAdam optimizer_;  // whole state: plain data parallelism shards nothing
   std::unique_ptr<GradientCodec> codec_;  // gradient compression; null: plain all-reduce
@@ -145,6 +152,7 @@ std::string DataParallel::name() const {
   const CompressionConfig& c = parallel_.gradient_compression;
   return "data_parallel(dp=" + std::to_string(parallel_.data_parallel_size) +
          (parallel_.local_sgd_steps > 1 ? ", local SGD H=" + std::to_string(parallel_.local_sgd_steps) : "") +
+         (parallel_.local_sgd_group_size > 1 ? " in blocks of " + std::to_string(parallel_.local_sgd_group_size) : "") +
          (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") +
          (c.enabled() ? ", " + describe(c) : "") + ")";
 }
@@ -170,8 +178,14 @@ BatchShape DataParallel::batch_shape() const { return batch_shape_of(training_);
 
 std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   const std::int64_t all = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
-  return std::make_unique<DataParallelRank>(model_, batch_shape(), training_, parallel_, group_,
-                                            micro_batches_.at(rank), all);
+  // Hierarchical local SGD's block: consecutive replicas (ranks), numbered after the whole group (id 0).
+  const int size = parallel_.local_sgd_group_size;
+  Group block;
+  block.id = 1 + rank / size;
+  for (int r = rank / size * size; r < (rank / size + 1) * size; ++r) block.ranks.push_back(r);
+  return std::make_unique<DataParallelRank>(model_, batch_shape(), training_, parallel_, group_, std::move(block),
+                                            micro_batches_.at(rank), all,
+                                            block_micro_batches(micro_batches_, rank, size));
 }
 
 }  // namespace tandem

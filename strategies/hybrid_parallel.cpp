@@ -43,6 +43,7 @@ class HybridRank final : public RankProgram {
     std::vector<int> first_layer_of_virtual_stage;  // index into the model's layers, size p*v+1
     std::int64_t micro_batches = 1;                 // of this rank's replica
     std::int64_t all_micro_batches = 1;
+    std::int64_t block_micro_batches = 1;            // of this rank's hierarchical local SGD block
   };
 
   HybridRank(Plan plan, int rank)
@@ -63,6 +64,7 @@ class HybridRank final : public RankProgram {
     // Gradients are summed (and ZeRO shards kept) over the replicas and, with context
     // parallelism, over the ranks that hold the other parts of their sequences.
     data_group_ = l.data_context_group(rank);
+    block_group_ = l.data_block_group(rank, plan_.parallel.local_sgd_group_size);
     dp_index_ = data_group_.index_of(rank);
   }
 
@@ -114,7 +116,8 @@ class HybridRank final : public RankProgram {
   }
 
   void train_step(Runtime& rt, int iteration) override {
-    if (plan_.parallel.local_sgd_steps > 1) return local_step(rt, iteration);
+    const bool local = plan_.parallel.local_sgd_steps > 1;
+    if (local && plan_.parallel.local_sgd_group_size == 1) return local_step(rt, iteration);
     const int p = plan_.layout->pp_size(), v = plan_.hybrid.virtual_stages;
     const auto actions = pipeline_actions(plan_.hybrid.schedule, me_.pp, p, static_cast<int>(plan_.micro_batches), v);
     // The last backward of each chunk (its last W when backwards are split): its gradients are
@@ -128,7 +131,8 @@ class HybridRank final : public RankProgram {
     zero_all_gradients(rt);
     const auto reduction = plan_.parallel.zero_stage >= 1 ? GradientBuckets::Reduction::reduce_scatter
                                                           : GradientBuckets::Reduction::all_reduce;
-    GradientBuckets buckets(data_group_, plan_.parallel.ddp_bucket_size, reduction);
+    // Synchronous over every replica, or (hierarchical local SGD, ZeRO 0) over this replica's block.
+    GradientBuckets buckets(local ? block_group_ : data_group_, plan_.parallel.ddp_bucket_size, reduction);
     buckets.set_release_after_reduce(plan_.parallel.zero_stage >= 2);
     buckets.set_codec(codec_.get());
     std::vector<bool> reduced_once(v, false);  // ZeRO-2/3: the first reduction starts the sums
@@ -153,7 +157,9 @@ class HybridRank final : public RankProgram {
     buckets.wait_all(rt);
     sync_tied_embedding(rt);
     // Each micro-batch's loss is a mean over its tokens; a context-parallel rank's over its part.
-    optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.all_micro_batches * plan_.layout->cp_size()));
+    optimizer_step(rt, iteration, 1.0f / static_cast<float>((local ? plan_.block_micro_batches : plan_.all_micro_batches) *
+                                                            plan_.layout->cp_size()));
+    if (local && ++steps_since_average_ == plan_.parallel.local_sgd_steps) average_parameters(rt, false);
   }
 
   void settle(Runtime& rt) override {
@@ -399,6 +405,7 @@ class HybridRank final : public RankProgram {
   RankCoord me_;
   ParallelContext ctx_;
   Group data_group_;
+  Group block_group_;  // hierarchical local SGD: the replicas (at this position) stepping with this one
   int dp_index_ = 0;  // this rank's index in its data-parallel group (its ZeRO part)
   std::vector<Tensor> boundaries_;
   std::map<int, Tensor> param_shard_;                          // ZeRO-3: full parameter id -> its part
@@ -648,6 +655,8 @@ std::string HybridParallel::name() const {
   if (parallel_.batch_split == BatchSplit::proportional) n += ", proportional batch";
   if (parallel_.gradient_compression.enabled()) n += ", " + describe(parallel_.gradient_compression);
   if (hybrid_.partition == HybridConfig::Partition::proportional && layout_.pp_size() > 1) n += ", proportional stages";
+  if (parallel_.local_sgd_steps > 1) n += ", local SGD H=" + std::to_string(parallel_.local_sgd_steps);
+  if (parallel_.local_sgd_group_size > 1) n += " in blocks of " + std::to_string(parallel_.local_sgd_group_size);
   return n + ")";
 }
 
@@ -669,6 +678,7 @@ std::unique_ptr<RankProgram> HybridParallel::program_for(int rank) const {
   const RankCoord me = layout_.coord_of(rank);
   plan.micro_batches = micro_batches_.at(me.dp);
   plan.all_micro_batches = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
+  plan.block_micro_batches = block_micro_batches(micro_batches_, me.dp, parallel_.local_sgd_group_size);
   return std::make_unique<HybridRank>(std::move(plan), rank);
 }
 

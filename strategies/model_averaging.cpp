@@ -11,6 +11,14 @@ void check_local_sgd(const ParallelConfig& parallel) {
     throw StrategyError("strategy.local_sgd_steps",
                         "local SGD keeps each replica's whole optimizer state and replaces the gradient "
                         "exchange: it needs zero_stage 0 and no gradient_compression");
+  const int block = parallel.local_sgd_group_size;
+  if (block < 1 || block > parallel.data_parallel_size || parallel.data_parallel_size % block != 0)
+    throw StrategyError("strategy.local_sgd_group_size",
+                        "hierarchical local SGD's blocks of replicas must divide data_parallel_size (" +
+                            std::to_string(parallel.data_parallel_size) + ")");
+  if (block > 1 && parallel.local_sgd_steps == 1)
+    throw StrategyError("strategy.local_sgd_group_size",
+                        "blocks of replicas stepping together are hierarchical local SGD's: it needs local_sgd_steps > 1");
   if (!(parallel.outer_lr > 0 && parallel.outer_lr <= 10))
     throw StrategyError("strategy.outer_lr", "DiLoCo's outer learning rate must be in (0, 10]");
   if (!(parallel.outer_momentum >= 0 && parallel.outer_momentum < 1))
@@ -18,6 +26,15 @@ void check_local_sgd(const ParallelConfig& parallel) {
   if ((parallel.outer_lr != 1.0f || parallel.outer_momentum != 0.0f) && parallel.local_sgd_steps == 1)
     throw StrategyError(parallel.outer_lr != 1.0f ? "strategy.outer_lr" : "strategy.outer_momentum",
                         "DiLoCo's outer optimizer steps local SGD's averages: it needs local_sgd_steps > 1");
+}
+
+std::int64_t block_micro_batches(const std::vector<std::int64_t>& micro_batches_per_replica, int replica,
+                                 int block_size) {
+  const std::size_t first = static_cast<std::size_t>(replica / block_size * block_size);
+  std::int64_t sum = 0;
+  for (std::size_t r = first; r < first + static_cast<std::size_t>(block_size) && r < micro_batches_per_replica.size(); ++r)
+    sum += micro_batches_per_replica[r];
+  return sum;
 }
 
 void OuterOptimizer::allocate(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers) {

@@ -17,8 +17,15 @@
 namespace tandem {
 
 // Throws StrategyError("strategy.local_sgd_steps") unless `parallel`'s period is >= 1 and, when it
-// is above 1, the optimizer state is whole (zero_stage 0) and no codec replaces the exchange.
+// is above 1, the optimizer state is whole (zero_stage 0) and no codec replaces the exchange; and
+// ("strategy.local_sgd_group_size") unless the block size is 1, or divides the data-parallel size
+// under local SGD.
 void check_local_sgd(const ParallelConfig& parallel);
+
+// The micro-batches per iteration of the block of `block_size` consecutive replicas that holds
+// `replica` (hierarchical local SGD's synchronous block), from the micro-batches per replica.
+std::int64_t block_micro_batches(const std::vector<std::int64_t>& micro_batches_per_replica, int replica,
+                                 int block_size);
 
 // DiLoCo's outer optimizer over local SGD's averages: per parameter an fp32 anchor (the model as
 // last synchronised, from the start a copy of the optimizer's fp32 values) and a momentum

@@ -12,6 +12,7 @@ constexpr int kPipelineGroups = 3'000'000;
 constexpr int kEmbeddingGroups = 4'000'000;
 constexpr int kContextGroups = 5'000'000;
 constexpr int kDataContextGroups = 6'000'000;
+constexpr int kDataBlockGroups = 7'000'000;
 }  // namespace
 
 const char* to_string(RankOrder order) { return order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp"; }
@@ -62,6 +63,15 @@ Group RankLayout::data_group(int rank) const {
   Group g;
   g.id = kDataGroups + me.tp + tp_ * (me.pp + pp_ * me.cp);
   for (int d = 0; d < dp_; ++d) g.ranks.push_back(rank_of({me.tp, d, me.pp, me.cp}));
+  return g;
+}
+
+Group RankLayout::data_block_group(int rank, int block_size) const {
+  const RankCoord me = coord_of(rank);
+  const int first = me.dp / block_size * block_size;
+  Group g;
+  g.id = kDataBlockGroups + me.tp + tp_ * (me.pp + pp_ * (me.cp + cp_ * (me.dp / block_size)));
+  for (int d = first; d < first + block_size; ++d) g.ranks.push_back(rank_of({me.tp, d, me.pp, me.cp}));
   return g;
 }
 

@@ -44,6 +44,9 @@ class RankLayout {
   // parallelism; each context-parallel rank computed them on its part of the sequence). The data
   // group itself when cp == 1.
   Group data_context_group(int rank) const;
+  // The data group's block of `block_size` consecutive replicas that holds `rank` (hierarchical
+  // local SGD's synchronous block); block_size divides dp.
+  Group data_block_group(int rank, int block_size) const;
   Group pipeline_group(int rank) const;  // same tp, dp, cp; stage order
   // First and last pipeline stage of this rank's pipeline (tied embeddings).
   Group embedding_group(int rank) const;

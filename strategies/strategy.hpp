@@ -52,6 +52,11 @@ struct ParallelConfig {
   // data-parallel replica steps on its own gradients, and the replicas average their parameters
   // every H steps instead of reducing gradients every step. 1: synchronous data parallelism.
   int local_sgd_steps = 1;
+  // Hierarchical local SGD (Lin et al. 2020, "Don't Use Large Mini-Batches, Use Local SGD",
+  // arXiv 1808.07217): with local SGD, blocks of this many consecutive replicas (a node's, say)
+  // step together - their gradients reduced every step, as synchronous data parallelism - and
+  // the blocks average every local_sgd_steps steps. 1: every replica steps alone.
+  int local_sgd_group_size = 1;
   // DiLoCo (Douillard et al. 2023, arXiv 2311.08105): with local SGD, the replicas' average is an
   // outer gradient (the last synchronised model minus the average) stepped by SGD with Nesterov
   // momentum; the paper's 0.7 and 0.9. 1 and 0: the plain average.

@@ -189,6 +189,21 @@ TEST(Scenario, LocalSgdWithZeroOrAZeroPeriodNamesItsLine) {
   EXPECT_EQ(zero.field(), "strategy.local_sgd_steps");
 }
 
+// Hierarchical local SGD's blocks divide the replicas, and come with local SGD.
+TEST(Scenario, LocalSgdBlocksThatDoNotDivideTheReplicasNameTheirLine) {
+  const InputError uneven = load_error(
+      replaced(kGood, "  data_parallel_size: 8\n", "  data_parallel_size: 8\n  local_sgd_steps: 4\n  local_sgd_group_size: 3\n"));
+  EXPECT_EQ(uneven.field(), "strategy.local_sgd_group_size");
+  EXPECT_EQ(uneven.line(), 12);
+  const InputError synchronous =
+      load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_parallel_size: 8\n  local_sgd_group_size: 4\n"));
+  EXPECT_EQ(synchronous.field(), "strategy.local_sgd_group_size");
+  EXPECT_NE(std::string(synchronous.what()).find("local_sgd_steps > 1"), std::string::npos) << synchronous.what();
+  const Scenario fine = load_scenario(write_temp(
+      "blocks.yaml", replaced(kGood, "  data_parallel_size: 8\n", "  data_parallel_size: 8\n  local_sgd_steps: 4\n  local_sgd_group_size: 4\n")));
+  EXPECT_EQ(fine.parallel.local_sgd_group_size, 4);
+}
+
 // Context parallelism splits a transformer's sequences in the hybrid strategy: not data_parallel,
 // not a learned position table, not a sequence that does not cut into 2·cp chunks.
 TEST(Scenario, ContextParallelismThatCannotSplitTheSequenceNamesItsField) {

@@ -21,6 +21,7 @@ struct HybridShape {
   bool tp_comm_overlap = false;       // Megatron-Core's --tp-comm-overlap
   bool overlap_param_gather = false;  // Megatron-Core's --overlap-param-gather
   int local_sgd_steps = 1;            // local SGD's averaging period
+  int local_sgd_group_size = 1;       // hierarchical local SGD's block of replicas
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;
   DType precision = DType::fp32;
@@ -55,6 +56,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.tp_comm_overlap = s.tp_comm_overlap;
   parallel.overlap_param_gather = s.overlap_param_gather;
   parallel.local_sgd_steps = s.local_sgd_steps;
+  parallel.local_sgd_group_size = s.local_sgd_group_size;
   parallel.ddp_bucket_size = bucket_params;
   HybridConfig config;
   config.schedule = s.schedule;

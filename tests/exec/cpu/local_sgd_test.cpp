@@ -2,13 +2,15 @@
 // own gradients and average every H steps. What holds for real: the first step sees the same
 // model and data as synchronous data parallelism; later steps differ (the replicas moved apart);
 // at the end, and in a checkpoint, the replicas hold one model (the run's global state refuses
-// replicas that differ), and a run resumes from that checkpoint.
+// replicas that differ), and a run resumes from that checkpoint. Hierarchical local SGD: blocks of
+// replicas reduce gradients every step and average with the other blocks every H steps.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/data_parallel.hpp"
@@ -23,7 +25,8 @@ namespace fs = std::filesystem;
 
 std::shared_ptr<const Model> gpt_tiny() { return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny")); }
 
-DataParallel strategy(int local_sgd_steps, float outer_lr = 1.0f, float outer_momentum = 0.0f) {
+DataParallel strategy(int local_sgd_steps, float outer_lr = 1.0f, float outer_momentum = 0.0f, int dp = 2,
+                      int block = 1) {
   TrainingConfig training;
   training.global_batch_size = 8;
   training.micro_batch_size = 2;
@@ -31,8 +34,9 @@ DataParallel strategy(int local_sgd_steps, float outer_lr = 1.0f, float outer_mo
   training.precision = DType::bf16;
   training.lr = 1e-3f;
   ParallelConfig parallel;
-  parallel.data_parallel_size = 2;
+  parallel.data_parallel_size = dp;
   parallel.local_sgd_steps = local_sgd_steps;
+  parallel.local_sgd_group_size = block;
   parallel.outer_lr = outer_lr;
   parallel.outer_momentum = outer_momentum;
   return DataParallel(gpt_tiny(), training, parallel, {});
@@ -95,13 +99,18 @@ TEST(LocalSgd, DiLoCosOuterStepMovesTheModelAlongTheAverageWithNesterovMomentum)
   EXPECT_GT(moved, 1e-4);  // the replicas did move: the comparison is not between initial values
 }
 
-TEST(LocalSgd, DiLoCoWithoutLocalSgdIsRefusedAtItsField) {
+// The field a strategy built with these knobs is refused at ("" when accepted).
+std::string refused_field(int local_sgd_steps, float outer_lr, float outer_momentum, int dp = 2, int block = 1) {
   try {
-    strategy(1, 0.7f, 0.9f);
-    FAIL() << "accepted";
+    strategy(local_sgd_steps, outer_lr, outer_momentum, dp, block);
   } catch (const StrategyError& e) {
-    EXPECT_EQ(e.field(), "strategy.outer_lr");
+    return e.field();
   }
+  return "";
+}
+
+TEST(LocalSgd, DiLoCoWithoutLocalSgdIsRefusedAtItsField) {
+  EXPECT_EQ(refused_field(1, 0.7f, 0.9f), "strategy.outer_lr");
 }
 
 // The hybrid strategy's replicas are tensor-parallel (sequence-parallel) pairs: each pair steps
@@ -119,6 +128,56 @@ TEST(LocalSgd, TensorParallelReplicasEndAsOneModel) {
   ASSERT_EQ(r.iterations.size(), 3u);
   EXPECT_LT(r.iterations.back().loss, r.iterations.front().loss);
   EXPECT_FALSE(r.global_parameters.empty());  // assembled: replicas equal, tensor shards consistent
+}
+
+// Hierarchical local SGD (strategy.local_sgd_group_size): a block of every replica reduces
+// gradients every step, so it is synchronous data parallelism, step for step (its averages of
+// equal models change nothing).
+TEST(HierarchicalLocalSgd, ABlockOfEveryReplicaIsSynchronousDataParallelism) {
+  const RunResult sync = run_cpu(strategy(1), options(5));
+  const RunResult blocks = run_cpu(strategy(3, 1.0f, 0.0f, 2, 2), options(5));
+  ASSERT_EQ(blocks.iterations.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_DOUBLE_EQ(blocks.iterations[i].loss, sync.iterations[i].loss) << i;
+  ASSERT_EQ(blocks.global_parameters.size(), sync.global_parameters.size());
+  for (const auto& [name, values] : sync.global_parameters) EXPECT_EQ(blocks.global_parameters.at(name), values) << name;
+}
+
+// Two blocks of two replicas: each block steps as one (its replicas' gradients reduced), apart
+// from the other block until the average; unlike plain local SGD and synchronous DP, and one
+// model at the end.
+TEST(HierarchicalLocalSgd, BlocksStepTogetherAndApartFromEachOther) {
+  const RunResult sync = run_cpu(strategy(1, 1.0f, 0.0f, 4), options(4));
+  const RunResult alone = run_cpu(strategy(4, 1.0f, 0.0f, 4, 1), options(4));
+  const RunResult blocks = run_cpu(strategy(4, 1.0f, 0.0f, 4, 2), options(4));
+  ASSERT_EQ(blocks.iterations.size(), 4u);
+  EXPECT_DOUBLE_EQ(blocks.iterations[0].loss, sync.iterations[0].loss);  // same model, same data
+  EXPECT_NE(blocks.iterations[1].loss, sync.iterations[1].loss);
+  EXPECT_NE(blocks.iterations[1].loss, alone.iterations[1].loss);
+  EXPECT_LT(blocks.iterations.back().loss, blocks.iterations.front().loss);
+  EXPECT_FALSE(blocks.global_parameters.empty());  // assembled: every replica holds the same values
+}
+
+TEST(HierarchicalLocalSgd, BlocksThatDoNotDivideTheReplicasOrWithoutLocalSgdAreRefusedAtTheirField) {
+  for (const auto& [steps, dp, block] : {std::tuple{2, 4, 3}, std::tuple{1, 4, 2}, std::tuple{2, 2, 4}})
+    EXPECT_EQ(refused_field(steps, 1.0f, 0.0f, dp, block), "strategy.local_sgd_group_size")
+        << "H=" << steps << " dp=" << dp << " block=" << block;
+}
+
+// The hybrid strategy: blocks of tensor-parallel replica pairs, with sequence parallelism.
+TEST(HierarchicalLocalSgd, HybridBlocksOfEveryReplicaAreSynchronous) {
+  TrainingConfig training;
+  training.seq_length = 32;
+  training.lr = 1e-3f;
+  RunOptions o = options(3);
+  auto model = testing::small_gpt("gpt-small-test", 2, 64, 4, 256, 32);
+  configure_for_model(o, *model, 32);
+  const RunResult sync = run_cpu(*testing::make_hybrid(model, {.tp = 2, .dp = 2, .sp = true}, training, 20'000), o);
+  const RunResult blocks = run_cpu(
+      *testing::make_hybrid(model, {.tp = 2, .dp = 2, .sp = true, .local_sgd_steps = 2, .local_sgd_group_size = 2},
+                            training, 20'000),
+      o);
+  ASSERT_EQ(blocks.iterations.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(blocks.iterations[i].loss, sync.iterations[i].loss) << i;
 }
 
 }  // namespace
