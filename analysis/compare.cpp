@@ -76,6 +76,7 @@ Comparison compare_traces(const Trace& predicted_in, const Trace& measured_in, c
   const Trace measured_mean = fold_to_mean_iteration(measured);
   c.predicted = summarize(predicted, predicted_mean);
   c.measured = summarize(measured, measured_mean);
+  c.measured_anomalies = find_anomalies(measured);
   if (c.measured.iteration_time_s > 0)
     c.iteration_time_error = (c.predicted.iteration_time_s - c.measured.iteration_time_s) / c.measured.iteration_time_s;
 
@@ -247,6 +248,7 @@ nlohmann::json to_json(const Comparison& c) {
         {"predicted_only", unmatched_to_json(c.predicted_only)},
         {"measured_only", unmatched_to_json(c.measured_only)}}},
       {"largest_differences", std::move(largest)},
+      {"measured_anomalies", to_json(c.measured_anomalies)},
       {"warnings", c.warnings},
   };
 }
@@ -336,6 +338,8 @@ std::string to_text(const Comparison& c) {
     print_unmatched(out, "predicted", c.predicted_only);
     print_unmatched(out, "measured", c.measured_only);
   }
+  out << "\nanomalies in the measured trace (compute against peers of the same device and stage):\n"
+      << to_text(c.measured_anomalies);
   return out.str();
 }
 

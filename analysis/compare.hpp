@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/anomalies.hpp"
 #include "analysis/critical_path.hpp"
 #include "analysis/iteration_view.hpp"
 #include "analysis/trace.hpp"
@@ -84,6 +85,7 @@ struct Comparison {
   std::vector<UnmatchedOp> predicted_only;
   std::vector<UnmatchedOp> measured_only;
   std::vector<OpDifference> largest_differences;  // by |difference|, largest first
+  Anomalies measured_anomalies;  // stragglers and slow ops in the measured trace (anomalies.hpp)
   // What the reader should know before trusting the numbers (traces of differently named
   // scenarios: a renamed copy, or a mistake).
   std::vector<std::string> warnings;

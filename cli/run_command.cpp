@@ -1,4 +1,7 @@
 #include "cli/run_command.hpp"
+
+#include "analysis/anomalies.hpp"
+#include "analysis/trace_ranks.hpp"
 #include "cli/option_ranges.hpp"
 #include "cli/trace_outputs.hpp"
 
@@ -159,6 +162,12 @@ int run_run(const RunCommandOptions& o) {
     std::snprintf(line, sizeof line, "rank %-4zu   peak memory %.2f MiB\n", r,
                   result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
     std::cout << line;
+  }
+  if (!result.trace.records.empty()) {
+    // Stragglers: ranks computing slower than their peers beyond the noise (with a trace only).
+    Trace recorded = result.trace;
+    recorded.ranks = trace_ranks(scenario.cluster, strategy->world_size(), strategy->rank_roles());
+    std::cout << "anomalies\n" << to_text(find_anomalies(recorded));
   }
   if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
   if (!o.trace_path.empty()) std::cout << "trace       " << o.trace_path << "\n";

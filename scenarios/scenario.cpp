@@ -201,8 +201,9 @@ void read_use(const YamlNode& node, Scenario& s) {
   std::string names;
   for (const NodeGroup& g : s.cluster.groups) names += (names.empty() ? "" : ", ") + g.name;
   for (const auto& [name, count] : node.entries()) {
+    const std::string& wanted = name;  // a structured binding cannot be captured before C++20 in clang 14
     const auto group = std::find_if(s.cluster.groups.begin(), s.cluster.groups.end(),
-                                    [&](const NodeGroup& g) { return g.name == name; });
+                                    [&](const NodeGroup& g) { return g.name == wanted; });
     if (group == s.cluster.groups.end())
       count.fail("cluster '" + s.cluster.name + "' has no node group '" + name + "' (its groups: " + names + ")");
     const long long devices = count.count(limits::CountRange{0, limits::kMaxClusterDevices});

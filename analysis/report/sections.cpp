@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "analysis/anomalies.hpp"
 #include "analysis/format.hpp"
 #include "analysis/iteration_view.hpp"
 #include "analysis/report/charts.hpp"
@@ -165,6 +166,37 @@ std::string errors_section(const ReportInputs& in) {
   return section("errors", "Error by op kind", body);
 }
 
+namespace {
+
+// Stragglers and slow ops of each trace (anomalies.hpp): a table, or a line saying none stands out.
+std::string anomalies_html(const ReportInputs& in) {
+  std::string out;
+  for (const auto& [side, trace] : {std::pair{"predicted", &in.predicted_trace}, std::pair{"measured", &in.measured_trace}}) {
+    if (!*trace) continue;
+    const Anomalies a = std::string(side) == "measured" && in.comparison ? in.comparison->measured_anomalies
+                                                                         : find_anomalies(**trace);
+    out += "<h3>Stragglers and slow ops: " + escape_html(side) + "</h3>";
+    if (a.ranks.empty() && a.ops.empty()) {
+      out += paragraph(a.ranks_checked == 0 ? "No peer group of 3 or more ranks (same device and stage): a straggler "
+                                              "cannot be told from the work's own differences."
+                                            : "None: every rank's compute is within the noise of its peers' (" +
+                                                  std::to_string(a.ranks_checked) + " ranks checked).");
+      continue;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : a.ranks)
+      rows.push_back({"rank " + std::to_string(r.rank), "all compute", human_seconds(r.compute_s),
+                      human_seconds(r.peers_median_s), printf_string("%+.1f %%", 100 * r.slower())});
+    for (const auto& o : a.ops)
+      rows.push_back({"rank " + std::to_string(o.rank), o.op_id + " (" + to_string(o.kind) + ")", human_seconds(o.duration_s),
+                      human_seconds(o.peers_median_s), printf_string("%+.1f %%", 100 * o.slower())});
+    out += table({"rank", "what", "time per iteration", "peers' median", "slower"}, rows);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string breakdown_section(const ReportInputs& in) {
   std::vector<BarRow> rows;
   std::size_t ranks_total = 0;
@@ -210,6 +242,7 @@ std::string breakdown_section(const ReportInputs& in) {
                                "stage.") +
                      legend_html({{"compute", 0}, {"exposed communication", 1}, {"idle", 2}}) + ranks_note(ranks_total);
   body += stacked_bar_chart("Time breakdown", {"compute", "exposed communication", "idle"}, rows, human_seconds);
+  body += anomalies_html(in);
   return section("breakdown", "Time breakdown", body);
 }
 

@@ -13,10 +13,10 @@ namespace tandem::report {
 
 namespace {
 
-constexpr int kMoreRanks = 7;          // ranks behind a group's "more ranks" toggle
+constexpr int kMoreRanks = 3;          // ranks behind a group's "more ranks" toggle
 constexpr double kComputeRowPx = 10;   // the compute stream's row
 constexpr double kCommRowPx = 5;       // each communication stream's row
-constexpr double kBarsPerLane = 3000;  // bars narrower than span / this merge with their neighbour
+constexpr double kBarsPerLane = 2000;  // bars narrower than span / this merge with their neighbour
 
 std::string number(double v) { return printf_string("%.4f", v); }
 
@@ -87,8 +87,7 @@ std::string lane_svg(const std::vector<const TraceRecord*>& records, double span
           continue;
         }
         bars.push_back({x0, x1, r->kind,
-                        r->op_id + " · " + to_string(r->kind) + " · " + to_string(r->stream) + " · " +
-                            human_seconds(r->end_s - r->start_s)});
+                        r->op_id + " · " + to_string(r->kind) + " · " + human_seconds(r->end_s - r->start_s)});
       }
       for (const Bar& b : bars) {
         const std::string tooltip =

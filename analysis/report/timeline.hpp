@@ -2,8 +2,8 @@
 // axis, at the page's full width, zoomable (wheel, buttons) and pannable (drag) together.
 //
 // Ranks are grouped by where they ran and what they hold: a lane group per (device group,
-// pipeline stage), from the trace's ranks (TraceRank). Each group shows its first rank, with a
-// few more behind a "more ranks" toggle, so every device group and stage is on screen at 64 or
+// pipeline stage), from the trace's ranks (TraceRank). Each group shows its first rank, with 3
+// more behind a "more ranks" toggle, so every device group and stage is on screen at 64 or
 // 4,096 ranks and the page stays small; every rank is in the Perfetto export.
 //
 // A rank's lane (one per side) draws its compute stream as the thick top row and each
