@@ -7,6 +7,7 @@
 #   fuzz/run.sh all 200000               every reader, that many executions each
 #   fuzz/run.sh merge [reader|all]       re-minimize the stored corpus with what the runs found
 #   fuzz/run.sh reproduce reader FILE    run one input through a harness (a crash, a regression)
+#   FUZZ_MAX_SECONDS=1200 fuzz/run.sh device   stop a reader's run after that long (or its executions)
 #
 # Readers: scenario search cluster device trace checkpoint (fuzz/README.md says what each reads).
 # Builds into build-fuzz/. A run reads the stored corpus fuzz/corpus/<reader>/ (read-only) and
@@ -73,7 +74,8 @@ fuzz_one() {
   make_dictionary "$reader"
   echo "== fuzzing $reader: $runs executions" >&2
   local start=$SECONDS status=0
-  "$build/fuzz/fuzz_$reader" -runs="$runs" -max_len="$(max_len "$reader")" -rss_limit_mb=1024 -timeout=10 \
+  "$build/fuzz/fuzz_$reader" -runs="$runs" ${FUZZ_MAX_SECONDS:+-max_total_time=$FUZZ_MAX_SECONDS} \
+    -max_len="$(max_len "$reader")" -rss_limit_mb=1024 -timeout=10 \
     -print_final_stats=1 -dict="$build/dict/$reader.dict" \
     -artifact_prefix="$build/artifacts/$reader/" "$build/corpus/$reader" "fuzz/corpus/$reader" \
     2>"$build/$reader.log" || status=$?

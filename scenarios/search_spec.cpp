@@ -161,7 +161,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
-                 "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size"});
+                 "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -180,6 +180,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
     read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
     read_list(n, "rank_order", s.order, choice<RankOrder>(parse_rank_order));
+    read_list(n, "fp8", s.fp8, choice<Fp8Recipe>(parse_fp8_recipe));
     const bool refined = read_partitions(n, s.partition);
     if (refined) settings.refine_evaluations = kDefaultRefineEvaluations;
     if (auto v = n.get("refine_evaluations")) {

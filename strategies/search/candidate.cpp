@@ -29,7 +29,8 @@ nlohmann::json to_json(const Candidate& c) {
           {"pipeline_partition", to_string(c.partition)},
           {"batch_split", to_string(c.batch_split)},
           {"local_sgd_steps", c.local_sgd_steps},
-          {"context_parallel_size", c.cp}};
+          {"context_parallel_size", c.cp},
+          {"fp8", tandem::to_string(c.fp8)}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
   if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
@@ -55,6 +56,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   if (j.contains("nodes_per_group")) c.nodes = j.at("nodes_per_group").get<std::vector<int>>();
   if (j.contains("local_sgd_steps")) c.local_sgd_steps = j.at("local_sgd_steps").get<int>();
   if (j.contains("context_parallel_size")) c.cp = j.at("context_parallel_size").get<int>();
+  if (j.contains("fp8")) c.fp8 = parse_fp8_recipe(j.at("fp8").get<std::string>());
   return c;
 }
 
@@ -73,6 +75,7 @@ std::string Candidate::key() const {
        " batch=" + to_string(batch_split);
   if (local_sgd_steps > 1) k += " local_sgd=" + std::to_string(local_sgd_steps);
   if (cp > 1) k += " cp=" + std::to_string(cp);
+  if (fp8 != Fp8Recipe::none) k += std::string(" fp8=") + tandem::to_string(fp8);
   if (!nodes.empty()) {
     k += " nodes=";
     for (std::size_t g = 0; g < nodes.size(); ++g) k += (g ? "/" : "") + std::to_string(nodes[g]);

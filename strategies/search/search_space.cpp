@@ -103,6 +103,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
   if (s.local_sgd_steps.empty()) s.local_sgd_steps = {1};
   if (s.cp.empty()) s.cp = {1};
+  if (s.fp8.empty()) s.fp8 = {training.fp8};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
@@ -146,6 +147,11 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
       continue;
     }
     const bool mixed = heterogeneous_prefix(set.cluster, world);
+    bool fp8_capable = true;  // every device of the set has FP8 tensor cores (GPUs; CPUs emulate)
+    for (int r = 0; r < world; ++r) {
+      const DeviceProfile& d = set.cluster.device_of(r);
+      fp8_capable = fp8_capable && (!d.is_gpu() || d.peak_fp8_flops_per_s > 0);
+    }
     for (int tp : s.tp) {
       if (tp > min_devices_per_node(set.cluster, world)) {
         drop("tensor group larger than a node");
@@ -202,7 +208,12 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                         for (auto partition : relevant(s.partition, pp > 1 && mixed, partitions)) {
                           // Local SGD keeps whole optimizer states: ZeRO 0 only, and replicas to average.
                           static const std::vector<int> synchronous{1};
-                          for (int h : dp > 1 && zero == 0 ? s.local_sgd_steps : synchronous) {
+                          for (int h : dp > 1 && zero == 0 ? s.local_sgd_steps : synchronous)
+                          for (Fp8Recipe fp8 : s.fp8) {
+                            if (fp8 != Fp8Recipe::none && !fp8_capable) {
+                              drop("FP8 on devices without FP8 tensor cores");
+                              continue;
+                            }
                             Candidate c;
                             c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch_size = mbs;
                             c.schedule = schedule, c.virtual_stages = v, c.zero_stage = zero;
@@ -210,6 +221,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                             c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
                             c.local_sgd_steps = h;
                             c.cp = cp;
+                            c.fp8 = fp8;
                             out.candidates.push_back(c);
                             ++out.combinations;
                           }
