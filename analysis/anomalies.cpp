@@ -118,8 +118,8 @@ std::string to_text(const Anomalies& a, const std::string& indent) {
         << " ranks checked)\n";
   for (const auto& r : a.ranks)
     out << indent << "straggler: rank " << r.rank << " computes " << human_seconds(r.compute_s) << " per iteration, "
-        << printf_string("%+.1f%%", 100 * r.slower()) << " over the median of its " << r.peers << " peers ("
-        << human_seconds(r.peers_median_s) << ")\n";
+        << printf_string("%+.1f%%", 100 * r.slower()) << " over the median of the " << r.peers
+        << " ranks of its device and stage (" << human_seconds(r.peers_median_s) << ")\n";
   for (const auto& o : a.ops)
     out << indent << "slow op: rank " << o.rank << " " << o.op_id << " (" << to_string(o.kind) << ") "
         << human_seconds(o.duration_s) << ", " << printf_string("%+.0f%%", 100 * o.slower()) << " over its peers' "

@@ -45,7 +45,8 @@ struct Anomalies {
 Anomalies find_anomalies(const Trace& trace);
 
 nlohmann::json to_json(const Anomalies& anomalies);
-// "stragglers: rank 5 computes +31.2% over its 7 peers' median (...)" lines, or one line saying
+// "straggler: rank 5 computes ... +31.2% over the median of the 8 ranks of its device and stage"
+// lines, "slow op: ..." lines, or one line saying
 // none stands out; `indent` starts each line.
 std::string to_text(const Anomalies& anomalies, const std::string& indent = "  ");
 
