@@ -53,7 +53,8 @@ build_harnesses() {
   cmake --build "$build" -j "${FUZZ_BUILD_JOBS:-$(nproc)}" --target "${targets[@]}"
 }
 
-# Tokens worth splicing into inputs: the keys and the enumerated values of the stored corpus.
+# Tokens worth splicing into inputs: the keys and the enumerated values of the stored corpus (grep -a:
+# the corpus holds mutated, partly binary inputs, on which plain grep prints nothing).
 make_dictionary() {
   local reader=$1 dict="$build/dict/$1.dict"
   mkdir -p "$build/dict"
@@ -64,7 +65,7 @@ make_dictionary() {
     return
   fi
   cat fuzz/corpus/"$reader"/* 2>/dev/null |
-    grep -oE '"?[A-Za-z_][A-Za-z0-9_.-]{1,40}"?[[:space:]]*:' | sed -E 's/[[:space:]]*:$//; s/"//g' |
+    grep -aoE '"?[A-Za-z_][A-Za-z0-9_.-]{1,40}"?[[:space:]]*:' | sed -E 's/[[:space:]]*:$//; s/"//g' |
     sort -u | head -400 | while read -r token; do printf '"%s"\n' "$token"; done >"$dict"
 }
 
