@@ -38,28 +38,37 @@ bool stands_out(double value, double centre, double noise, double floor_fraction
 }  // namespace
 
 Anomalies find_anomalies(const Trace& trace) {
-  // Compute time per rank and per (rank, op), summed over the iterations, and the iterations.
+  // Compute time per rank, and per (rank, op) with its kind, summed over the iterations.
+  struct OpTime {
+    Seconds sum_s = 0;
+    int count = 0;
+    OpKind kind = OpKind::gemm;
+  };
   std::map<int, Seconds> compute_s;
-  std::map<std::pair<int, std::string>, std::pair<Seconds, int>> op_s;  // (sum, count)
-  std::map<std::pair<int, std::string>, OpKind> op_kind;
+  std::map<std::pair<int, std::string>, OpTime> op_s;
   std::set<int> iterations;
   for (const TraceRecord& r : trace.records) {
     iterations.insert(r.iteration);
     if (r.stream != Stream::compute) continue;
     compute_s[r.rank] += r.end_s - r.start_s;
-    auto& [sum, count] = op_s[{r.rank, r.op_id}];
-    sum += r.end_s - r.start_s, ++count;
-    op_kind[{r.rank, r.op_id}] = r.kind;
+    OpTime& t = op_s[{r.rank, r.op_id}];
+    t.sum_s += r.end_s - r.start_s, ++t.count, t.kind = r.kind;
   }
   const double per_iteration = 1.0 / std::max<std::size_t>(1, iterations.size());
 
-  // Peer groups: same device and stage.
+  // Peer groups: same device and stage; each rank's group, and each group's ops by id.
   std::map<std::pair<std::string, int>, std::vector<int>> groups;
+  std::map<int, const std::vector<int>*> group_of;
   for (const auto& [rank, seconds] : compute_s) {
     const bool known = rank < static_cast<int>(trace.ranks.size());
     const TraceRank where = known ? trace.ranks[static_cast<std::size_t>(rank)] : TraceRank{};
     groups[{where.device, where.stage}].push_back(rank);
   }
+  for (const auto& [key, members] : groups)
+    for (int rank : members) group_of[rank] = &members;
+  std::map<const std::vector<int>*, std::map<std::string, std::vector<std::pair<int, double>>>> ops_of_group;
+  for (const auto& [rank_op, t] : op_s)
+    ops_of_group[group_of.at(rank_op.first)][rank_op.second].push_back({rank_op.first, t.sum_s / t.count});
 
   Anomalies out;
   for (const auto& [key, members] : groups) {
@@ -73,18 +82,14 @@ Anomalies find_anomalies(const Trace& trace) {
         out.ranks.push_back({members[i], times[i], centre, static_cast<int>(members.size())});
 
     // The same op across the group.
-    std::map<std::string, std::vector<std::pair<int, double>>> by_op;
-    for (const auto& [rank_op, sum_count] : op_s)
-      if (std::find(members.begin(), members.end(), rank_op.first) != members.end())
-        by_op[rank_op.second].push_back({rank_op.first, sum_count.first / sum_count.second});
-    for (const auto& [op_id, per_rank] : by_op) {
+    for (const auto& [op_id, per_rank] : ops_of_group[&members]) {
       if (static_cast<int>(per_rank.size()) < kFewestPeers) continue;
       std::vector<double> durations;
       for (const auto& [rank, d] : per_rank) durations.push_back(d);
       const double op_centre = median(durations), op_noise = median_absolute_deviation(durations, op_centre);
       for (const auto& [rank, d] : per_rank)
         if (stands_out(d, op_centre, op_noise, kOpFloor, kOpFloorS))
-          out.ops.push_back({rank, op_id, op_kind[{rank, op_id}], d, op_centre});
+          out.ops.push_back({rank, op_id, op_s.at({rank, op_id}).kind, d, op_centre});
     }
   }
   std::sort(out.ranks.begin(), out.ranks.end(),

@@ -147,6 +147,13 @@ int run_run(const RunCommandOptions& o) {
   }();
   Trace trace = result.trace;
   trace.scenario = scenario.name;
+  // Stragglers (with a trace only): ranks computing slower than their peers beyond the noise,
+  // found before the trace moves into the outputs (which fill the same ranks' places again).
+  std::string anomalies;
+  if (!quiet && !trace.records.empty()) {
+    trace.ranks = trace_ranks(scenario.cluster, strategy->world_size(), strategy->rank_roles());
+    anomalies = to_text(find_anomalies(trace));
+  }
   if (!o.json_path.empty() && !quiet) outputs.stage(o.json_path, summary.dump(2) + "\n");
   stage_trace_outputs(outputs, std::move(trace), scenario.cluster, *strategy, traces);
   outputs.commit();
@@ -163,12 +170,7 @@ int run_run(const RunCommandOptions& o) {
                   result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
     std::cout << line;
   }
-  if (!result.trace.records.empty()) {
-    // Stragglers: ranks computing slower than their peers beyond the noise (with a trace only).
-    Trace recorded = result.trace;
-    recorded.ranks = trace_ranks(scenario.cluster, strategy->world_size(), strategy->rank_roles());
-    std::cout << "anomalies\n" << to_text(find_anomalies(recorded));
-  }
+  if (!anomalies.empty()) std::cout << "anomalies\n" << anomalies;
   if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
   if (!o.trace_path.empty()) std::cout << "trace       " << o.trace_path << "\n";
   if (!o.chrome_trace_path.empty()) std::cout << "timeline    " << o.chrome_trace_path << "\n";

@@ -88,40 +88,6 @@ std::string stacked_bar_chart(const std::string& title, const std::vector<std::s
   return bar_chart(title, categories, rows, format, true);
 }
 
-std::string gantt_chart(const std::string& title, const std::vector<GanttLane>& lanes, double time_max,
-                        const ValueFormat& format) {
-  constexpr double kWidth = 430, kLanePx = 18, kLaneLabelPx = 70;
-  const double plot_bottom = kTitlePx + kLanePx * static_cast<double>(lanes.size()) + 2;
-  Svg svg(kWidth, plot_bottom + kAxisPx, title);
-  svg.text(4, 16, title, "start", 12);
-  const std::vector<double> ticks = nice_ticks(time_max, 4);
-  const LinearScale x{ticks.back(), kLaneLabelPx, kWidth - 30};
-  value_axis(svg, x, ticks, kTitlePx, plot_bottom, format);
-  for (std::size_t l = 0; l < lanes.size(); ++l) {
-    const double top = kTitlePx + kLanePx * static_cast<double>(l) + 2;
-    svg.text(kLaneLabelPx - 4, top + kLanePx / 2 + 3, lanes[l].label, "end", 10);
-    std::vector<GanttBar> bars = lanes[l].bars;
-    std::stable_sort(bars.begin(), bars.end(), [](const GanttBar& a, const GanttBar& b) { return a.start < b.start; });
-    // Merge slivers into their neighbour of the same colour, counting them.
-    struct Drawn { double x0, x1; int colour; std::string tooltip; int merged; };
-    std::vector<Drawn> drawn;
-    for (const auto& bar : bars) {
-      const double x0 = x(bar.start), x1 = std::max(x(bar.end), x0 + 0.5);
-      if (!drawn.empty() && x1 - x0 < 1 && drawn.back().colour == bar.colour && x0 - drawn.back().x1 < 1) {
-        drawn.back().x1 = std::max(drawn.back().x1, x1);
-        ++drawn.back().merged;
-        continue;
-      }
-      drawn.push_back({x0, x1, bar.colour, bar.tooltip, 1});
-    }
-    for (const auto& d : drawn) {
-      const std::string tooltip = d.merged > 1 ? d.tooltip + " (+" + std::to_string(d.merged - 1) + " more ops)" : d.tooltip;
-      svg.rect(d.x0, top, d.x1 - d.x0, kLanePx - 4, palette_colour(d.colour), tooltip);
-    }
-  }
-  return svg.str();
-}
-
 std::string scatter_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
                           const std::vector<ScatterPoint>& points, const ValueFormat& x_format,
                           const ValueFormat& y_format) {

@@ -1,5 +1,5 @@
 // The report's plot types, each rendered as one inline SVG (svg.hpp): grouped and stacked
-// horizontal bars, a Gantt timeline, and a scatter plot with a highlighted front.
+// horizontal bars, and a scatter plot with a highlighted front (timelines: timeline.hpp).
 #pragma once
 
 #include <functional>
@@ -23,22 +23,6 @@ std::string grouped_bar_chart(const std::string& title, const std::vector<std::s
 // One bar per row, its categories stacked.
 std::string stacked_bar_chart(const std::string& title, const std::vector<std::string>& categories,
                               const std::vector<BarRow>& rows, const ValueFormat& format);
-
-struct GanttBar {
-  double start = 0, end = 0;
-  int colour = 0;  // palette index
-  std::string tooltip;
-};
-struct GanttLane {
-  std::string label;
-  std::vector<GanttBar> bars;
-};
-
-// Lanes of bars on a common time axis from 0 to `time_max`. Bars narrower than a pixel that
-// touch the previous bar of their colour are drawn as one (a timeline of a million ops stays a
-// few thousand shapes); the merged bar's tooltip counts them.
-std::string gantt_chart(const std::string& title, const std::vector<GanttLane>& lanes, double time_max,
-                        const ValueFormat& format);
 
 struct ScatterPoint {
   double x = 0, y = 0;

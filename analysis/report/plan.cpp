@@ -108,25 +108,27 @@ std::vector<std::vector<std::string>> group_rows(const PlanSummary& plan) {
 }
 
 // Per device group and collective (kind, group size): ops, bytes and busy time per rank in one
-// iteration of the trace.
-std::string collectives_table(const Trace& iteration, const std::vector<TraceRank>& ranks) {
+// iteration of the trace; groups in the plan's order (by first rank).
+std::string collectives_table(const Trace& iteration, const std::vector<TraceRank>& ranks, const PlanSummary& plan) {
   struct Totals {
     long long ops = 0;
     double bytes = 0, busy_s = 0;
   };
-  // Keyed by the group's first rank, so that groups come in rank order.
-  std::map<std::tuple<int, OpKind, int>, Totals> totals;
-  std::map<std::string, int> first_rank;
-  std::map<int, std::set<int>> ranks_of_group;
-  auto group_of = [&](int rank) {
-    return rank < static_cast<int>(ranks.size()) ? ranks[static_cast<std::size_t>(rank)].group : std::string("all ranks");
+  // Group names by index: the plan's, then "all ranks" for ranks the trace's list leaves out.
+  std::vector<std::string> names;
+  std::map<std::string, std::size_t> order;
+  auto index_of = [&](const std::string& name) {
+    auto [it, added] = order.try_emplace(name, names.size());
+    if (added) names.push_back(name);
+    return it->second;
   };
+  for (const PlanGroup& g : plan.groups) index_of(g.group);
+  std::map<std::tuple<std::size_t, OpKind, int>, Totals> totals;
+  std::map<std::size_t, std::set<int>> ranks_of_group;
   for (const auto& r : iteration.records) {
-    auto [it, added] = first_rank.try_emplace(group_of(r.rank), r.rank);
-    it->second = std::min(it->second, r.rank);
-  }
-  for (const auto& r : iteration.records) {
-    const int group = first_rank.at(group_of(r.rank));
+    const std::size_t group = index_of(r.rank < static_cast<int>(ranks.size())
+                                           ? ranks[static_cast<std::size_t>(r.rank)].group
+                                           : std::string("all ranks"));
     ranks_of_group[group].insert(r.rank);
     if (!is_communication(r.kind)) continue;
     Totals& t = totals[{group, r.kind, r.kind == OpKind::send || r.kind == OpKind::recv ? 2 : r.group_size}];
@@ -135,11 +137,11 @@ std::string collectives_table(const Trace& iteration, const std::vector<TraceRan
   if (totals.empty()) return "";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [key, t] : totals) {
-    const auto& [first, kind, size] = key;
-    const std::string group = group_of(first);
-    const double n = static_cast<double>(ranks_of_group[first].size());
-    rows.push_back({group, to_string(kind), std::to_string(size), printf_string("%.1f", static_cast<double>(t.ops) / n),
-                    human_bytes(t.bytes / n), human_seconds(t.busy_s / n)});
+    const auto& [group, kind, size] = key;
+    const double n = static_cast<double>(ranks_of_group[group].size());
+    rows.push_back({names[group], to_string(kind), std::to_string(size),
+                    printf_string("%.1f", static_cast<double>(t.ops) / n), human_bytes(t.bytes / n),
+                    human_seconds(t.busy_s / n)});
   }
   return "<h3>Collectives per device group (one iteration, per rank)</h3>" +
          html_table({"device group", "collective", "ranks in its group", "ops", "bytes", "busy time"}, rows);
@@ -330,7 +332,7 @@ std::string plan_section(const ReportInputs& in) {
             html_table({"device group", "device", "ranks", "nodes", "stages", "layers per stage", "replicas",
                         "sequences per replica", "batch share"},
                        group_rows(plan));
-    body += collectives_table(median_iteration(*trace), trace->ranks);
+    body += collectives_table(median_iteration(*trace), trace->ranks, plan);
   }
   if (in.search) body += heterogeneity_text(*in.search) + winner_comparison(*in.search);
   if (body.empty()) return "";

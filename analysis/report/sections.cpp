@@ -18,19 +18,9 @@ namespace {
 // Ranks drawn in per-rank plots; a note says how many more there are.
 constexpr int kRanksDrawn = 16;
 
-std::string section(const std::string& name, const std::string& title, const std::string& body) {
-  return html_section(name, title, body);
-}
-std::string paragraph(const std::string& text) { return html_paragraph(text); }
-std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
-  return html_table(header, rows);
-}
-
 std::string side_name(const char* side, const Trace& trace) {
   return std::string(side) + (trace.source.empty() ? "" : " (" + trace.source + ")");
 }
-
-std::string card(const std::string& name, const std::string& value) { return html_card(name, value); }
 
 // Where the ranks ran: the predicted trace's list, else the measured one's (empty if neither says).
 const std::vector<TraceRank>& trace_ranks_of(const ReportInputs& in) {
@@ -42,7 +32,7 @@ const std::vector<TraceRank>& trace_ranks_of(const ReportInputs& in) {
 
 std::string ranks_note(std::size_t ranks) {
   return ranks > static_cast<std::size_t>(kRanksDrawn)
-             ? paragraph("The first " + std::to_string(kRanksDrawn) + " of " + std::to_string(ranks) +
+             ? html_paragraph("The first " + std::to_string(kRanksDrawn) + " of " + std::to_string(ranks) +
                          " ranks are drawn; every rank is in the embedded data and the Perfetto trace.")
              : std::string();
 }
@@ -58,14 +48,14 @@ std::string summary_section(const ReportInputs& in) {
   if (in.search && scenario.empty()) scenario = in.search->scenario;
   for (const auto* trace : {&in.predicted_trace, &in.measured_trace})
     if (*trace && scenario.empty()) scenario = (*trace)->scenario;
-  cards += card("scenario", scenario.empty() ? "(unnamed)" : scenario);
-  if (!strategy.empty()) cards += card("strategy", strategy);
+  cards += html_card("scenario", scenario.empty() ? "(unnamed)" : scenario);
+  if (!strategy.empty()) cards += html_card("strategy", strategy);
   if (in.comparison) {
     const Comparison& c = *in.comparison;
-    cards += card("predicted iteration", human_seconds(c.predicted.iteration_time_s));
-    cards += card("measured iteration", human_seconds(c.measured.iteration_time_s));
-    cards += card("iteration-time error", signed_percent(c.iteration_time_error));
-    cards += card("matched ops", std::to_string(c.matched_ops) + " (" +
+    cards += html_card("predicted iteration", human_seconds(c.predicted.iteration_time_s));
+    cards += html_card("measured iteration", human_seconds(c.measured.iteration_time_s));
+    cards += html_card("iteration-time error", signed_percent(c.iteration_time_error));
+    cards += html_card("matched ops", std::to_string(c.matched_ops) + " (" +
                                      std::to_string(c.predicted_only.size() + c.measured_only.size()) + " unmatched)");
     rows.push_back({"predicted trace", {c.predicted.iteration_time_s}, ""});
     rows.push_back({"measured trace", {c.measured.iteration_time_s}, signed_percent(c.iteration_time_error)});
@@ -73,28 +63,28 @@ std::string summary_section(const ReportInputs& in) {
     for (const auto& [side, trace] : {std::pair{"predicted", &in.predicted_trace}, std::pair{"measured", &in.measured_trace}}) {
       if (!*trace) continue;
       const Seconds mean_s = mean_iteration_period_s(iteration_spans(**trace));
-      cards += card(std::string(side) + " iteration", human_seconds(mean_s));
+      cards += html_card(std::string(side) + " iteration", human_seconds(mean_s));
       rows.push_back({std::string(side) + " trace", {mean_s}, ""});
     }
   }
   for (const auto& [side, summary] : {std::pair{"predicted", &in.prediction}, std::pair{"measured", &in.measured}}) {
     if (!*summary) continue;
     const RunSummary& s = **summary;
-    cards += card(std::string(side) + " throughput", printf_string("%.4g tokens/s", s.tokens_per_s));
-    if (s.mfu) cards += card(std::string(side) + " MFU", printf_string("%.1f %%", 100 * *s.mfu));
+    cards += html_card(std::string(side) + " throughput", printf_string("%.4g tokens/s", s.tokens_per_s));
+    if (s.mfu) cards += html_card(std::string(side) + " MFU", printf_string("%.1f %%", 100 * *s.mfu));
     rows.push_back({std::string(side) + " summary", {s.iteration_time_s}, ""});
   }
   if (in.search && !in.search->candidates.empty()) {
     const SearchCandidate& best = in.search->candidates.front();
-    cards += card("best searched strategy", best.strategy);
+    cards += html_card("best searched strategy", best.strategy);
     if (in.search->heterogeneity)
-      cards += card("heterogeneity-aware vs uniform",
+      cards += html_card("heterogeneity-aware vs uniform",
                     printf_string(in.search->heterogeneity->gain_percent >= 0 ? "%.1f %% better" : "%.1f %% worse",
                                   std::abs(in.search->heterogeneity->gain_percent)));
     rows.push_back({"search: best", {best.iteration_time_s}, ""});
   }
   const std::string plot = grouped_bar_chart("Iteration time", {"iteration time"}, rows, human_seconds);
-  return section("summary", "Summary", "<div class=\"cards\">" + cards + "</div>" + plot);
+  return html_section("summary", "Summary", "<div class=\"cards\">" + cards + "</div>" + plot);
 }
 
 std::string timelines_section(const ReportInputs& in) {
@@ -104,12 +94,12 @@ std::string timelines_section(const ReportInputs& in) {
   if (in.predicted_trace) sides.push_back({side_name("predicted", *in.predicted_trace), median_iteration(*in.predicted_trace)});
   if (in.measured_trace) sides.push_back({side_name("measured", *in.measured_trace), median_iteration(*in.measured_trace)});
   const std::vector<TraceRank>& ranks = trace_ranks_of(in);
-  std::string body = paragraph("The median iteration of each side, times from its start, on one axis; colour = op kind. "
+  std::string body = html_paragraph("The median iteration of each side, times from its start, on one axis; colour = op kind. "
                                "Ranks are grouped by device group and pipeline stage: each group shows its first rank "
                                "(more behind its toggle). In a lane, the thick row is the compute stream and each thin "
                                "row below a communication stream. Hover a bar for the op.");
   body += timelines_html(sides, ranks);
-  return section("timelines", "Timelines", body);
+  return html_section("timelines", "Timelines", body);
 }
 
 std::string errors_section(const ReportInputs& in) {
@@ -118,7 +108,7 @@ std::string errors_section(const ReportInputs& in) {
   std::vector<BarRow> rows;
   for (const auto& [kind, t] : c.by_kind)
     rows.push_back({to_string(kind), {t.predicted_s, t.measured_s}, signed_percent(t.error())});
-  std::string body = paragraph("Time per iteration of the matched ops, per op kind; error = (predicted - measured) / "
+  std::string body = html_paragraph("Time per iteration of the matched ops, per op kind; error = (predicted - measured) / "
                                "measured. Alignment: " + std::string(to_string(c.alignment)) + ".");
   body += legend_html({{"predicted", 0}, {"measured", 1}});
   body += grouped_bar_chart("Predicted vs measured time per op kind", {"predicted", "measured"}, rows, human_seconds);
@@ -131,7 +121,7 @@ std::string errors_section(const ReportInputs& in) {
   for (const auto& [rank, t] : c.by_rank) add_rows("rank " + std::to_string(rank), t);
   for (const auto& [stream, t] : c.by_stream) add_rows(std::string("stream ") + to_string(stream), t);
   add_rows("all matched ops", c.matched);
-  const std::string per_rank = table({"group", "predicted", "measured", "difference", "error", "ops"}, groups);
+  const std::string per_rank = html_table({"group", "predicted", "measured", "difference", "error", "ops"}, groups);
   // Dozens of ranks make a long table: folded behind a toggle past a screenful.
   body += "<h3>Per rank and stream</h3>" +
           (groups.size() <= 20 ? per_rank
@@ -152,7 +142,7 @@ std::string errors_section(const ReportInputs& in) {
                      p.steps.empty() ? "" : p.steps.back().op.op_id + " (rank " + std::to_string(p.steps.back().op.rank) + ")"});
   }
   body += "<h3>Critical paths (mean iteration)</h3>" +
-          table({"side", "length", "busy", "gaps", "ops", "busiest kinds", "ends with"}, paths);
+          html_table({"side", "length", "busy", "gaps", "ops", "busiest kinds", "ends with"}, paths);
 
   std::vector<std::vector<std::string>> largest;
   for (const auto& d : c.largest_differences)
@@ -160,10 +150,10 @@ std::string errors_section(const ReportInputs& in) {
                        to_string(d.stream), human_seconds(d.predicted_s), human_seconds(d.measured_s),
                        human_seconds(d.difference_s())});
   body += "<h3>Largest differences per op</h3>" +
-          table({"rank", "iteration", "op", "kind", "stream", "predicted", "measured", "difference"}, largest);
-  body += paragraph(std::to_string(c.predicted_only.size()) + " op(s) only in the predicted trace, " +
+          html_table({"rank", "iteration", "op", "kind", "stream", "predicted", "measured", "difference"}, largest);
+  body += html_paragraph(std::to_string(c.predicted_only.size()) + " op(s) only in the predicted trace, " +
                     std::to_string(c.measured_only.size()) + " only in the measured trace (listed in the embedded data).");
-  return section("errors", "Error by op kind", body);
+  return html_section("errors", "Error by op kind", body);
 }
 
 namespace {
@@ -177,7 +167,7 @@ std::string anomalies_html(const ReportInputs& in) {
                                                                          : find_anomalies(**trace);
     out += "<h3>Stragglers and slow ops: " + escape_html(side) + "</h3>";
     if (a.ranks.empty() && a.ops.empty()) {
-      out += paragraph(a.ranks_checked == 0 ? "No peer group of 3 or more ranks (same device and stage): a straggler "
+      out += html_paragraph(a.ranks_checked == 0 ? "No peer group of 3 or more ranks (same device and stage): a straggler "
                                               "cannot be told from the work's own differences."
                                             : "None: every rank's compute is within the noise of its peers' (" +
                                                   std::to_string(a.ranks_checked) + " ranks checked).");
@@ -190,7 +180,7 @@ std::string anomalies_html(const ReportInputs& in) {
     for (const auto& o : a.ops)
       rows.push_back({"rank " + std::to_string(o.rank), o.op_id + " (" + to_string(o.kind) + ")", human_seconds(o.duration_s),
                       human_seconds(o.peers_median_s), printf_string("%+.1f %%", 100 * o.slower())});
-    out += table({"rank", "what", "time per iteration", "peers' median", "slower"}, rows);
+    out += html_table({"rank", "what", "time per iteration", "peers' median", "slower"}, rows);
   }
   return out;
 }
@@ -237,13 +227,13 @@ std::string breakdown_section(const ReportInputs& in) {
       rows.push_back({"prediction · " + b.label, {b.compute_s, b.exposed_comm_s, b.idle_s},
                       human_seconds(b.compute_s + b.exposed_comm_s + b.idle_s)});
   if (rows.empty()) return "";
-  std::string body = paragraph("Per iteration: computing, communicating with nothing to hide it (exposed), idle. "
+  std::string body = html_paragraph("Per iteration: computing, communicating with nothing to hide it (exposed), idle. "
                                "Trace rows are the median iteration, averaged over the ranks of a device group and "
                                "stage.") +
                      legend_html({{"compute", 0}, {"exposed communication", 1}, {"idle", 2}}) + ranks_note(ranks_total);
   body += stacked_bar_chart("Time breakdown", {"compute", "exposed communication", "idle"}, rows, human_seconds);
   body += anomalies_html(in);
-  return section("breakdown", "Time breakdown", body);
+  return html_section("breakdown", "Time breakdown", body);
 }
 
 std::string memory_section(const ReportInputs& in) {
@@ -277,10 +267,10 @@ std::string memory_section(const ReportInputs& in) {
   }
   std::vector<std::pair<std::string, int>> legend;
   for (std::size_t i = 0; i < categories.size(); ++i) legend.push_back({categories[i], static_cast<int>(i)});
-  std::string body = paragraph("Peak memory per device (prediction: per device group, its largest rank; "
+  std::string body = html_paragraph("Peak memory per device (prediction: per device group, its largest rank; "
                                "measurement: per rank), by category at the peak.") + legend_html(legend);
   body += stacked_bar_chart("Peak memory per device", categories, rows, human_bytes);
-  return section("memory", "Memory per device", body);
+  return html_section("memory", "Memory per device", body);
 }
 
 std::string search_section(const ReportInputs& in) {
@@ -303,15 +293,15 @@ std::string search_section(const ReportInputs& in) {
                       labelled ? "#" + std::to_string(c.rank) : "",
                       "#" + std::to_string(c.rank) + " " + c.strategy + ": " + human_seconds(c.iteration_time_s)});
   }
-  std::string body = paragraph(std::to_string(s.candidates.size()) + " candidates, objective " + s.objective + "; " +
+  std::string body = html_paragraph(std::to_string(s.candidates.size()) + " candidates, objective " + s.objective + "; " +
                                (s.pareto_given ? "Pareto front as given by the search."
                                                : "Pareto front computed here (iteration time and peak memory, both minimised)."));
   body += scatter_chart("Iteration time vs peak memory (Pareto front highlighted)", "iteration time",
                         "peak memory per device", points, human_seconds, human_bytes);
-  body += table({"rank", "strategy", "iteration", "tokens/s", "MFU", "peak memory", "fits", "compute / exposed comm / idle",
+  body += html_table({"rank", "strategy", "iteration", "tokens/s", "MFU", "peak memory", "fits", "compute / exposed comm / idle",
                  "Pareto"},
                 rows);
-  return section("search", "Search results", body);
+  return html_section("search", "Search results", body);
 }
 
 }  // namespace tandem::report

@@ -35,6 +35,17 @@ HybridParallel make(const std::string& preset, int tp, int pp, int dp, int zero,
   return HybridParallel(std::make_shared<TransformerModel>(cfg), t, p, HybridConfig{}, uniform_devices(tp * pp * dp));
 }
 
+// A pipeline of `pp` stages of one rank each (gpt3-1.3b, 24 layers), the batch and schedule given.
+HybridParallel pipeline(int pp, std::int64_t global_batch, const HybridConfig& hybrid, std::vector<RankDevice> devices) {
+  TrainingConfig t;
+  t.global_batch_size = global_batch;
+  t.seq_length = 2048;
+  ParallelConfig p;
+  p.pipeline_model_parallel_size = pp;
+  return HybridParallel(std::make_shared<TransformerModel>(transformer_preset("gpt3-1.3b")), t, p, hybrid,
+                        std::move(devices));
+}
+
 // Runs one iteration of `rank` on a recording runtime.
 testing::RecordingRuntime run_rank(const HybridParallel& s, int rank) {
   testing::RecordingRuntime rt(rank, s.world_size());
@@ -125,16 +136,11 @@ TEST(HybridParallelPartition, UniformSplitAndProportionalSplitOnMixedStages) {
   const auto uniform = make("gpt3-1.3b", 1, 4, 1, 0, 4);
   EXPECT_EQ(uniform.layers_per_virtual_stage(), (std::vector<int>{6, 6, 6, 6}));
   // Two fast and two slow stages: the fast ones take more layers.
-  TrainingConfig t;
-  t.global_batch_size = 8;
-  t.seq_length = 2048;
-  ParallelConfig p;
-  p.pipeline_model_parallel_size = 4;
   HybridConfig h;
   h.partition = HybridConfig::Partition::proportional;
-  std::vector<RankDevice> devices = {{989e12, 80e9, 0, "H100"}, {989e12, 80e9, 1, "H100"},
-                                     {312e12, 80e9, 2, "A100"}, {312e12, 80e9, 3, "A100"}};
-  HybridParallel prop(std::make_shared<TransformerModel>(transformer_preset("gpt3-1.3b")), t, p, h, devices);
+  const HybridParallel prop = pipeline(4, 8, h,
+                                       {{989e12, 80e9, 0, "H100"}, {989e12, 80e9, 1, "H100"},
+                                        {312e12, 80e9, 2, "A100"}, {312e12, 80e9, 3, "A100"}});
   const auto& layers = prop.layers_per_virtual_stage();
   std::cout << "proportional partition: " << layers[0] << " " << layers[1] << " " << layers[2] << " " << layers[3] << "\n";
   EXPECT_EQ(layers[0] + layers[1] + layers[2] + layers[3], 24);
@@ -157,17 +163,10 @@ TEST(HybridParallelRoles, EachRankKnowsItsStageReplicaLayersAndBatchShare) {
   EXPECT_EQ(sequences_of_replica, (std::map<int, std::int64_t>{{0, 3}, {1, 3}}));
 
   // Interleaved: a rank holds the layers of all its chunks.
-  TrainingConfig t;
-  t.global_batch_size = 4;
-  t.seq_length = 2048;
-  ParallelConfig p;
-  p.pipeline_model_parallel_size = 2;
   HybridConfig h;
   h.schedule = PipelineSchedule::interleaved_1f1b;
   h.virtual_stages = 3;
-  HybridParallel interleaved(std::make_shared<TransformerModel>(transformer_preset("gpt3-1.3b")), t, p, h,
-                             uniform_devices(2));
-  const std::vector<RankRole> chunked = interleaved.rank_roles();
+  const std::vector<RankRole> chunked = pipeline(2, 4, h, uniform_devices(2)).rank_roles();
   ASSERT_EQ(chunked.size(), 2u);
   EXPECT_EQ(chunked[0].layers + chunked[1].layers, 24);
   EXPECT_EQ(chunked[0].layers, 12);
