@@ -62,6 +62,10 @@
 // scheduling cost is not calibrated. The table's "kernels" column (measured kernel time over the
 // predicted) shows that share on the machine at hand. CI therefore asserts a band any healthy
 // machine meets (kHealthyBound); README.md keeps the figures of the machines measured.
+// A case is asserted only where the machine stayed as calibrated (kReferenceDrift) and on the
+// median of at least kMinTrials calibrations: a fresh-root run on 2026-12-02 failed the 40% band
+// on tensor tp=4 (-42.9%) from one trial whose state changed mid-way (2-rank kernels 0.86x -> 1.08x
+// of the curves); the same VM, steady, reads 4-rank cases -20..-31% and 2-rank cases -2..-11%.
 //
 // TANDEM_CALIBRATION_VERBOSE=1 prints, per case, the calibration, kernel time per class, the
 // process's CPU time and context switches, each rank's comm op durations and last step;
@@ -111,6 +115,16 @@ constexpr int kTrials = 3;        // independent calibrate-measure-predict trial
 // other tenants: ping-pong wake-ups 15 -> 23 us, tensor tp=2 4.0 -> 4.6-5.4 ms).
 constexpr double kSteadySpread = 0.05;
 constexpr double kBound = 0.10;
+// The machine must still be the one calibrated when a case is measured: a reference step (data
+// dp=2: two ranks on two cores, the regime every machine measured predicts within 10%) is timed
+// right after calibrating and again after each case; a case after which it moved by more than
+// this is "drifted" and not asserted. On the fresh 2-core VM the state changed mid-trial: kernels
+// read 0.84-0.93x of the curves for the first cases and 1.08-1.14x from one case on, with no other
+// program running, and every later case read 20-40% below its prediction (issue 17).
+constexpr double kReferenceDrift = 0.10;
+// A case's median error must come from this many trials (each with its own calibration) to be
+// asserted: one trial is one calibration's luck, not a reproduced figure.
+constexpr int kMinTrials = 2;
 
 bool verbose() { return std::getenv("TANDEM_CALIBRATION_VERBOSE") != nullptr; }
 
@@ -120,6 +134,7 @@ struct Case {
   int dp = 1, tp = 1, pp = 1, zero = 0;
   int world() const { return dp * tp * pp; }
 };
+const Case kReference = {"data dp=2", "data_parallel", 2, 1, 1, 0};
 
 // The calibrated localhost: `devices` ranks on this machine's cores, the fitted profile and link.
 Cluster calibrated_localhost(const calibration::CalibrationResult& c, int devices) {
@@ -309,31 +324,37 @@ std::map<std::string, double> run_trial(const std::vector<Case>& cases, std::str
       calibration::calibrate(bench, find_device_profile("cpu-generic"), options);
   if (verbose()) std::printf("%s", calibration::describe(calibrated).c_str());
 
-  std::printf("%-18s %5s %12s %13s %8s %8s %14s %7s\n", "strategy", "ranks", "measured ms", "predicted ms", "error",
-              "kernels", "others (cores)", "spread");
+  std::printf("%-18s %5s %12s %13s %8s %8s %14s %7s %9s\n", "strategy", "ranks", "measured ms", "predicted ms", "error",
+              "kernels", "others (cores)", "spread", "reference");
   std::map<std::string, double> errors;
+  const Scenario reference = scenario_for(kReference, calibrated_localhost(calibrated, kReference.world()));
+  const Seconds reference_s = measure(reference, calibrated.profile).iteration_s;
   const char* only = std::getenv("TANDEM_ACCURACY_CASES");  // e.g. "tp=2": the cases named so
   for (const Case& k : cases) {
     if (only != nullptr && k.name.find(only) == std::string::npos) continue;
     Scenario s = scenario_for(k, calibrated_localhost(calibrated, k.world()));
     const Measured m = measure_case(s, calibrated.profile);
+    const double drift = measure(reference, calibrated.profile).iteration_s / reference_s - 1;
     // The machine as the run found it: the cores other programs took are an input of the model.
     s.cluster.groups.front().background_load = std::min(m.others_cores, kCores - 0.05);
     const Predicted predicted = predict(s);
     const double error = (predicted.iteration_s - m.iteration_s) / m.iteration_s;
     const bool quiet = m.others_cores <= kQuietFraction * kCores;
     const bool steady = m.spread <= kSteadySpread;
-    std::printf("%-18s %5d %12.3f %13.3f %+7.1f%% %7.2fx %9.2f %13.1f%%%s\n", k.name.c_str(), k.world(),
+    const bool calibrated_still = std::abs(drift) <= kReferenceDrift;
+    std::printf("%-18s %5d %12.3f %13.3f %+7.1f%% %7.2fx %9.2f %13.1f%% %+8.1f%%%s\n", k.name.c_str(), k.world(),
                 m.iteration_s * 1e3, predicted.iteration_s * 1e3, 100 * error,
                 predicted.kernels_s > 0 ? m.kernels_s / predicted.kernels_s : 0.0, m.others_cores, 100 * m.spread,
-                !quiet ? "  (busy: not asserted)" : !steady ? "  (unsteady: not asserted)" : "");
+                100 * drift,
+                !quiet ? "  (busy: not asserted)" : !steady ? "  (unsteady: not asserted)"
+                : !calibrated_still ? "  (drifted: not asserted)" : "");
     std::fflush(stdout);
-    if (quiet && steady) {
+    if (quiet && steady && calibrated_still) {
       errors[k.name] = error;
     } else {
-      char line[160];
-      std::snprintf(line, sizeof line, "%s%s %+.0f%% (others %.2f cores, runs spread %.0f%%)", busy.empty() ? "" : "; ",
-                    k.name.c_str(), 100 * error, m.others_cores, 100 * m.spread);
+      char line[200];
+      std::snprintf(line, sizeof line, "%s%s %+.0f%% (others %.2f cores, runs spread %.0f%%, reference moved %+.0f%%)",
+                    busy.empty() ? "" : "; ", k.name.c_str(), 100 * error, m.others_cores, 100 * m.spread, 100 * drift);
       busy += line;
     }
   }
@@ -354,16 +375,25 @@ void check_cases(const std::vector<Case>& cases, int trials = kTrials, double bo
   for (int t = 0; t < trials; ++t) {
     for (const auto& [name, error] : run_trial(cases, busy)) errors[name].push_back(error);
   }
+  const int min_trials = std::min(trials, kMinTrials);
+  std::erase_if(errors, [&](const auto& e) {
+    if (static_cast<int>(e.second.size()) >= min_trials) return false;
+    std::printf("  %-18s not asserted: quiet, steady and as calibrated in %zu trial(s) of %d\n", e.first.c_str(),
+                e.second.size(), trials);
+    return true;
+  });
   if (errors.empty()) {
-    GTEST_SKIP() << "this machine was not quiet: no case was measured on quiet, reproducible runs (other "
-                 << "programs above " << std::setprecision(2) << kQuietFraction * kCores << " cores, or quiet runs more than "
-                 << 100 * kSteadySpread << "% apart), so the " << 100 * bound << "% bound was not asserted: " << busy;
+    GTEST_SKIP() << "this machine was not quiet: no case was measured on quiet, reproducible runs in " << min_trials
+                 << " trials (other programs above " << std::setprecision(2) << kQuietFraction * kCores
+                 << " cores, quiet runs more than " << 100 * kSteadySpread << "% apart, or the reference step moved "
+                 << "more than " << 100 * kReferenceDrift << "% since calibrating), so the " << 100 * bound
+                 << "% bound was not asserted: " << busy;
   }
   std::printf("median error over the quiet trials (bound %.0f%%):\n", 100 * bound);
   for (auto& [name, e] : errors) {
     std::sort(e.begin(), e.end());
     const double median = calibration::median(e);
-    std::printf("  %-18s %+6.1f%%  (%zu trial%s)\n", name.c_str(), 100 * median, e.size(), e.size() == 1 ? "" : "s");
+    std::printf("  %-18s %+6.1f%%  (%zu trials)\n", name.c_str(), 100 * median, e.size());
     EXPECT_LT(std::abs(median), bound) << name;
   }
 }
