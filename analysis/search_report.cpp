@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/duration_text.hpp"
 #include "strategies/search/pareto.hpp"
 
 namespace tandem::analysis {
@@ -29,8 +30,16 @@ std::string objective_text(search::Objective objective, double value) {
     case search::Objective::time: return seconds_text(value);
     case search::Objective::cost: return fmt("%.4g USD", value);
     case search::Objective::energy: return fmt("%.4g J", value);
+    case search::Objective::time_to_train: return format_duration(value);
   }
   return "";
+}
+
+// What the objective's value is, in words.
+std::string objective_meaning(search::Objective objective) {
+  if (objective == search::Objective::time_to_train)
+    return "expected time to train the reliability target, failures, checkpoints and restarts included";
+  return std::string(to_string(objective)) + " per iteration";
 }
 
 search::ParetoAxis pareto_axis(search::Objective objective) {
@@ -43,7 +52,13 @@ std::string row(const search::Scored& s) {
          fmt("%5.1f%%", 100 * e.mfu) + "  mem " + fmt("%6.2f GiB", e.peak_memory_bytes / kGiB) +
          fmt(" (%3.0f%%)", 100 * e.memory_fraction) + "  compute " + seconds_text(e.compute_s) + ", comm " +
          seconds_text(e.exposed_comm_s) + ", idle " + seconds_text(e.idle_s) + "  " +
-         fmt("%.4g USD/it", e.usd_per_iteration()) + "  " + fmt("%.4g J/it", e.energy_per_iteration_j);
+         fmt("%.4g USD/it", e.usd_per_iteration()) + "  " + fmt("%.4g J/it", e.energy_per_iteration_j) +
+         (e.goodput > 0 ? "\n     goodput " + fmt("%.1f%%", 100 * e.goodput) +
+                              (e.mtbf_s > 0 ? ", an interruption every " + format_duration(e.mtbf_s) : ", nothing fails") +
+                              (e.checkpoint_interval_s > 0 ? ", a checkpoint every " + format_duration(e.checkpoint_interval_s)
+                                                           : std::string()) +
+                              ", " + format_duration(e.time_to_train_s) + " to train"
+                        : std::string());
 }
 
 nlohmann::json scored_json(const search::Scored& s) {
@@ -70,6 +85,10 @@ nlohmann::json report_candidate(const search::Scored& s, int rank, std::optional
                       {"breakdown", {{"compute_s", e.compute_s}, {"exposed_comm_s", e.exposed_comm_s}, {"idle_s", e.idle_s}}},
                       {"config", search::to_json(s.candidate)}};
   if (on_front) c["pareto"] = *on_front;
+  if (e.goodput > 0) {
+    c["goodput"] = e.goodput;
+    c["time_to_train_s"] = e.time_to_train_s;
+  }
   if (e.memory_fraction > 0) c["memory_capacity_bytes"] = e.peak_memory_bytes / e.memory_fraction;
   return c;
 }
@@ -110,7 +129,7 @@ std::optional<HeterogeneityGain> heterogeneity_gain(const search::SearchResult& 
 std::string search_report_text(const search::SearchResult& r, const SearchReportContext& ctx) {
   std::ostringstream out;
   out << "search      " << ctx.scenario << "  (" << ctx.model << " on " << ctx.cluster << ")\n";
-  out << "objective   " << to_string(r.objective) << " per iteration (lower is better), " << to_string(r.algorithm)
+  out << "objective   " << objective_meaning(r.objective) << " (lower is better), " << to_string(r.algorithm)
       << " search, " << ctx.workers << " worker process(es), " << fmt("%.1f s", ctx.wall_time_s) << " wall\n";
   out << "space       " << r.combinations << " combinations, " << r.valid << " valid; " << r.evaluated
       << " simulated, " << r.pruned_by_bound << " ruled out by the lower bound (coverage "

@@ -63,7 +63,7 @@ int run_search_command(const SearchOptions& o) {
 
   const auto start = std::chrono::steady_clock::now();
   SearchProgressPrinter progress(settings.objective, workers);
-  SimulationEvaluator local(spec.base, workers, [&] { progress.simulated_one(); });
+  SimulationEvaluator local(spec.base, workers, [&] { progress.simulated_one(); }, spec.reliability);
   search::Evaluator* evaluator = &local;
 #ifdef TANDEM_HAVE_MPI
   std::optional<distributed::MpiSession> mpi;
@@ -71,7 +71,7 @@ int run_search_command(const SearchOptions& o) {
   if (o.mpi) {
     mpi.emplace();
     if (mpi->rank() != 0) {
-      SimulationEvaluator one(spec.base, 1);
+      SimulationEvaluator one(spec.base, 1, {}, spec.reliability);
       distributed::serve_candidates(one);
       return 0;
     }

@@ -9,6 +9,7 @@
 #include "common/usable_cores.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/reliability/checkpoint_cost.hpp"
+#include "sim/reliability/checkpoint_interval.hpp"
 
 namespace tandem {
 
@@ -42,6 +43,18 @@ BytesPerSecond node_storage_bytes_per_s(const Cluster& cluster, int world) {
 
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
                            const sim::SimulationResult& iteration) {
+  Bytes snapshot_bytes_per_device = 0;
+  for (const sim::RankResult& rank : iteration.ranks) {
+    const auto& bytes = rank.memory_at_peak.by_category;
+    snapshot_bytes_per_device =
+        std::max(snapshot_bytes_per_device, bytes[static_cast<std::size_t>(MemCategory::parameters)] +
+                                                bytes[static_cast<std::size_t>(MemCategory::optimizer_state)]);
+  }
+  return goodput_setup(scenario, strategy, iteration.iteration_time_s, snapshot_bytes_per_device);
+}
+
+GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy, Seconds iteration_s,
+                           Bytes snapshot_bytes_per_device) {
   const Scenario& base = scenario.base;
   const ReliabilitySpec& spec = scenario.spec;
   const int world = strategy.world_size();
@@ -57,16 +70,11 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
                                                           base.training.precision);
   g.write_s = sim::reliability::storage_transfer_s(storage, g.checkpoint_bytes, g.job.nodes);
   g.reload_s = g.write_s;  // reads as fast as writes: the same links and the same share
-  for (const sim::RankResult& rank : iteration.ranks) {
-    const auto& bytes = rank.memory_at_peak.by_category;
-    g.snapshot_bytes_per_device =
-        std::max(g.snapshot_bytes_per_device, bytes[static_cast<std::size_t>(MemCategory::parameters)] +
-                                                  bytes[static_cast<std::size_t>(MemCategory::optimizer_state)]);
-  }
+  g.snapshot_bytes_per_device = snapshot_bytes_per_device;
   if (spec.async_checkpoint) g.snapshot_s = g.snapshot_bytes_per_device / spec.host_copy_bytes_per_s;
 
   sim::reliability::GoodputModel& m = g.model;
-  m.iteration_s = iteration.iteration_time_s;
+  m.iteration_s = iteration_s;
   m.tokens_per_iteration = static_cast<double>(strategy.sequences_per_iteration()) * base.training.seq_length;
   m.interval_s = spec.checkpoint_interval_s;
   m.checkpoint = spec.async_checkpoint ? sim::reliability::CheckpointCost{true, g.snapshot_s, g.write_s}
@@ -81,6 +89,25 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
                               base.parallel.pipeline_model_parallel_size;
   m.replicas_per_node = std::max(1, base.cluster.group_of(0).devices_per_node / replica_devices);
   return g;
+}
+
+ExpectedGoodput expected_goodput(const GoodputSetup& setup) {
+  const sim::reliability::GoodputModel& m = setup.model;
+  ExpectedGoodput e;
+  e.checkpoint_s = m.checkpoint.blocking_s;
+  // Asynchronous: a failure also loses what trained while the last snapshot was still being
+  // written (up to write_s more), counted with the restart.
+  e.restart_s = m.restart_s + (m.checkpoint.asynchronous ? m.checkpoint.write_s : 0);
+  const double rate = m.total_failure_rate_per_s();
+  if (!(rate > 0)) {  // nothing fails: no checkpoint is needed, every second trains
+    e.interval_s = m.interval_s;
+    e.goodput = m.interval_s > 0 ? m.interval_s / (m.interval_s + e.checkpoint_s) : 1.0;
+    return e;
+  }
+  e.mtbf_s = 1 / rate;
+  e.interval_s = m.interval_s > 0 ? m.interval_s : sim::reliability::daly_interval_s(e.checkpoint_s, e.mtbf_s);
+  e.goodput = sim::reliability::daly_goodput(e.interval_s, e.checkpoint_s, e.restart_s, e.mtbf_s);
+  return e;
 }
 
 std::vector<double> shrunk_throughput(const Scenario& base, const sim::SimulationOptions& options, int simulated) {

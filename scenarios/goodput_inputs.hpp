@@ -23,6 +23,26 @@ struct GoodputSetup {
 
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
                            const sim::SimulationResult& iteration);
+// The same from the iteration's time and the largest rank's parameters + optimizer state (what an
+// asynchronous checkpoint snapshots), as a search's evaluation keeps them.
+GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy, Seconds iteration_s,
+                           Bytes snapshot_bytes_per_device);
+
+// What the search weighs a candidate by (search::Objective::time_to_train), in closed form:
+// Daly's expected goodput (sim/reliability/checkpoint_interval.hpp) for Poisson interruptions at
+// the job's total rate on the devices, nodes and leaf switches it uses, its blocking checkpoint
+// cost and its restart cost, at the scenario's checkpoint interval or, with `interval: auto`,
+// Daly's optimum. It restarts in place: waiting for spares or repairs and the shrink policy are
+// left to `tandem goodput`'s Monte Carlo, which agrees with it within 2% where its assumptions
+// hold (tests/sim/reliability/goodput_model_test.cpp).
+struct ExpectedGoodput {
+  double goodput = 1;
+  Seconds mtbf_s = 0;        // 0: nothing fails
+  Seconds interval_s = 0;    // of training between checkpoints (0: none needed)
+  Seconds checkpoint_s = 0;  // blocking part of one checkpoint
+  Seconds restart_s = 0;     // one restart (async: with the unfinished write's work)
+};
+ExpectedGoodput expected_goodput(const GoodputSetup& setup);
 
 // Shrink policy: what the survivors of a data-parallel job run at, re-planned. With a of its R
 // replicas alive, the job keeps its layout (tensor x context x pipeline per replica) and its

@@ -86,11 +86,17 @@ ReliabilitySpec read_reliability(const YamlNode& node, const Scenario& base) {
 ReliabilityScenario load_reliability_scenario(const std::string& name_or_path) {
   ReliabilityScenario rs;
   rs.base = load_scenario(name_or_path);
-  const YamlNode root = YamlNode::load_file(rs.base.file);
-  const auto section = root.get("reliability");
-  if (!section) throw InputError(rs.base.file, 0, "reliability", "the scenario has no reliability section (see scenarios/reliability_spec.hpp)");
-  rs.spec = read_reliability(*section, rs.base);
+  std::optional<ReliabilitySpec> spec = load_reliability_section(rs.base);
+  if (!spec) throw InputError(rs.base.file, 0, "reliability", "the scenario has no reliability section (see scenarios/reliability_spec.hpp)");
+  rs.spec = std::move(*spec);
   return rs;
+}
+
+std::optional<ReliabilitySpec> load_reliability_section(const Scenario& base) {
+  const YamlNode root = YamlNode::load_file(base.file);
+  const auto section = root.get("reliability");
+  if (!section) return std::nullopt;
+  return read_reliability(*section, base);
 }
 
 }  // namespace tandem

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "platforms/failure_profile.hpp"
@@ -63,5 +64,7 @@ struct ReliabilityScenario {
 };
 
 ReliabilityScenario load_reliability_scenario(const std::string& name_or_path);
+// The `reliability:` section of a loaded scenario's file, if it has one (a search scenario may).
+std::optional<ReliabilitySpec> load_reliability_section(const Scenario& base);
 
 }  // namespace tandem

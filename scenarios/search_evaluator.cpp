@@ -6,6 +6,7 @@
 
 #include "common/process_pool.hpp"
 #include "scenarios/candidate_scenario.hpp"
+#include "scenarios/goodput_inputs.hpp"
 #include "scenarios/prediction_inputs.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/simulation.hpp"
@@ -13,8 +14,12 @@
 
 namespace tandem {
 
-SimulationEvaluator::SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated)
-    : base_(std::move(base)), workers_(workers), on_simulated_(std::move(on_simulated)) {}
+SimulationEvaluator::SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated,
+                                         std::optional<ReliabilitySpec> reliability)
+    : base_(std::move(base)),
+      workers_(workers),
+      on_simulated_(std::move(on_simulated)),
+      reliability_(std::move(reliability)) {}
 
 namespace {
 
@@ -32,10 +37,19 @@ std::unique_ptr<Strategy> build(const Scenario& s, search::Estimate& e) {
   }
 }
 
-// What the strategy itself says, without tracing: its price, how its splits came out.
-void describe(const Strategy& strategy, const Scenario& s, const search::Candidate& c, search::Estimate& e) {
+// Iterations to train `target_tokens` (0: no target) at the strategy's batch.
+double iterations_to_train(const Strategy& strategy, const Scenario& s, double target_tokens) {
+  const double tokens_per_iteration = static_cast<double>(strategy.sequences_per_iteration()) * s.training.seq_length;
+  return target_tokens > 0 ? target_tokens / tokens_per_iteration : 0;
+}
+
+// What the strategy itself says, without tracing: its price, how its splits came out, the
+// iterations to the reliability target.
+void describe(const Strategy& strategy, const Scenario& s, const search::Candidate& c, double target_tokens,
+              search::Estimate& e) {
   e.valid = true;
   e.usd_per_s = search::usd_per_s(s.cluster, c.world_size());
+  e.iterations_to_train = iterations_to_train(strategy, s, target_tokens);
   if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) {
     auto all_equal = [](const auto& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); };
     e.even_batches = all_equal(hybrid->micro_batches_per_replica());
@@ -55,7 +69,7 @@ search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) c
   const std::unique_ptr<Strategy> strategy = build(s, e);
   if (!strategy) return e;
   const search::AnalyticEstimate a = search::estimate_strategy(*strategy, s.cluster, simulated_compute_s);
-  describe(*strategy, s, c, e);
+  describe(*strategy, s, c, target_tokens(), e);
   e.peak_memory_bytes = a.peak_memory_bytes;
   e.memory_fraction = a.memory_fraction;
   e.iteration_time_s = a.iteration_time_s;
@@ -90,7 +104,7 @@ search::Estimate SimulationEvaluator::sketch_one(const search::Candidate& c) con
   if (*std::min_element(micro_batches.begin(), micro_batches.end()) < k1 ||
       *std::max_element(micro_batches.begin(), micro_batches.end()) <= k2)
     return estimate_one(c);  // short already: the full trace costs no more
-  describe(*strategy, s, c, e);
+  describe(*strategy, s, c, target_tokens(), e);
   const search::Candidate twin = sketch_twin(c, e.layers_per_stage);
   auto traced = twin_traces_.find(twin);
   if (traced == twin_traces_.end()) {
@@ -164,10 +178,11 @@ std::vector<search::Estimate> SimulationEvaluator::sketch(const std::vector<sear
   return in_workers(candidates, true);
 }
 
-sim::Prediction predict(const Scenario& s) {
-  auto strategy = make_strategy(s);
-  const sim::SimulationResult result = sim::simulate(*strategy, s.cluster, s.simulation);
-  return sim::summarize(result, s.cluster, prediction_inputs(s, *strategy));
+sim::Prediction predict(const Scenario& s) { return predict(s, *make_strategy(s)); }
+
+sim::Prediction predict(const Scenario& s, const Strategy& strategy) {
+  const sim::SimulationResult result = sim::simulate(strategy, s.cluster, s.simulation);
+  return sim::summarize(result, s.cluster, prediction_inputs(s, strategy));
 }
 
 search::Evaluation evaluation_of(const sim::Prediction& p, const Cluster& cluster) {
@@ -193,7 +208,27 @@ search::Evaluation evaluation_of(const sim::Prediction& p, const Cluster& cluste
 
 search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c) const {
   const Scenario s = scenario_for(base_, c);
-  return evaluation_of(predict(s), s.cluster);
+  const std::unique_ptr<Strategy> strategy = make_strategy(s);
+  const sim::Prediction prediction = predict(s, *strategy);
+  search::Evaluation e = evaluation_of(prediction, s.cluster);
+  if (reliability_) {
+    // The candidate's own failures (its devices, nodes and leaf switches) and checkpoint costs
+    // (its nodes' paths to storage), weighed in closed form: goodput_inputs.hpp.
+    Bytes snapshot_bytes = 0;
+    for (const sim::GroupMemory& g : prediction.memory) {
+      const auto& bytes = g.at_peak.by_category;
+      snapshot_bytes = std::max(snapshot_bytes, bytes[static_cast<std::size_t>(MemCategory::parameters)] +
+                                                    bytes[static_cast<std::size_t>(MemCategory::optimizer_state)]);
+    }
+    const ExpectedGoodput g =
+        expected_goodput(goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, snapshot_bytes));
+    e.goodput = g.goodput;
+    e.mtbf_s = g.mtbf_s;
+    e.checkpoint_interval_s = g.interval_s;
+    const double iterations = iterations_to_train(*strategy, s, reliability_->target_tokens);
+    e.time_to_train_s = g.goodput > 0 ? iterations * e.iteration_time_s / g.goodput : 0;
+  }
+  return e;
 }
 
 std::vector<search::Evaluation> SimulationEvaluator::evaluate(const std::vector<search::Candidate>& candidates) {

@@ -11,8 +11,10 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
+#include "scenarios/reliability_spec.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/prediction.hpp"
 #include "strategies/search/analytic_estimate.hpp"
@@ -22,8 +24,11 @@ namespace tandem {
 
 class SimulationEvaluator final : public search::Evaluator {
  public:
-  // `on_simulated` is called in this process as each simulation finishes (progress).
-  SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated = {});
+  // `on_simulated` is called in this process as each simulation finishes (progress). With
+  // `reliability`, each evaluation also carries the candidate's expected goodput and time to
+  // train the target (search::Objective::time_to_train).
+  SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated = {},
+                      std::optional<ReliabilitySpec> reliability = std::nullopt);
 
   std::vector<search::Estimate> estimate(const std::vector<search::Candidate>& candidates) override;
   // A pipeline of many micro-batches: its sketch twin (below) is traced with 2 and 3 micro-batches
@@ -43,9 +48,12 @@ class SimulationEvaluator final : public search::Evaluator {
   // workers (those that may share a sketch twin together).
   std::vector<search::Estimate> in_workers(const std::vector<search::Candidate>& candidates, bool sketch) const;
 
+  double target_tokens() const { return reliability_ ? reliability_->target_tokens : 0; }
+
   Scenario base_;
   int workers_;
   std::function<void()> on_simulated_;
+  std::optional<ReliabilitySpec> reliability_;
   // Short traces of each sketch twin met so far (at 2 and 3 micro-batches per replica).
   mutable std::map<search::Candidate, std::array<search::AnalyticEstimate, 2>> twin_traces_;
 };
@@ -61,7 +69,8 @@ search::Candidate sketch_twin(const search::Candidate& candidate, const std::vec
 // The prediction of a simulated scenario, condensed for the search.
 search::Evaluation evaluation_of(const sim::Prediction& prediction, const Cluster& cluster);
 
-// The full prediction of one scenario (simulated in this process).
+// The full prediction of one scenario (simulated in this process), of its strategy as built.
 sim::Prediction predict(const Scenario& scenario);
+sim::Prediction predict(const Scenario& scenario, const Strategy& strategy);
 
 }  // namespace tandem

@@ -231,6 +231,14 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
   if (settings.objective == search::Objective::cost && objective_node && !objective && !all_priced(out))
     objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +
                          out.base.cluster.name + "'");
+  out.reliability = load_reliability_section(out.base);
+  if (settings.objective == search::Objective::time_to_train && !(out.reliability && out.reliability->target_tokens > 0)) {
+    const std::string why =
+        "time_to_train needs a `reliability:` section with target_tokens (how the job fails, checkpoints and "
+        "restarts, and how many tokens it trains: scenarios/reliability_spec.hpp)";
+    if (objective_node && !objective) objective_node->fail(why);
+    throw InputError("command line", 0, "--objective", why);
+  }
   return out;
 }
 

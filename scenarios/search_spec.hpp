@@ -22,7 +22,8 @@
 //                                                # refined: also explicit layer counts per stage,
 //                                                # one layer moved at a time (search.hpp, step 3)
 //     refine_evaluations: 16                     # refined: its simulations at most
-//     objective: time | cost | energy            # default time
+//     objective: time | cost | energy | time_to_train   # default time; time_to_train needs the
+//                                                # scenario's `reliability:` section (target_tokens)
 //     top_k: 10
 //     memory_headroom: 0.1                       # keep 10% of every device's memory free
 //     algorithm: auto | exhaustive | guided
@@ -36,6 +37,7 @@
 #include <optional>
 #include <string>
 
+#include "scenarios/reliability_spec.hpp"
 #include "scenarios/scenario.hpp"
 #include "strategies/search/search.hpp"
 #include "strategies/search/search_space.hpp"
@@ -46,6 +48,9 @@ struct SearchScenario {
   Scenario base;
   search::SearchSpace space;  // completed: every knob has its values
   search::SearchSettings settings;
+  // The scenario's `reliability:` section, when it has one: what the time_to_train objective
+  // weighs each plan's failures, checkpoints and restarts with.
+  std::optional<ReliabilitySpec> reliability;
 };
 
 // Whether every device the space may use has a price (the cost objective needs one).

@@ -14,7 +14,8 @@ nlohmann::json to_json(const Estimate& e) {
           {"simulation_size", e.simulation_size},
           {"even_batches", e.even_batches},
           {"even_layers", e.even_layers},
-          {"layers_per_stage", e.layers_per_stage}};
+          {"layers_per_stage", e.layers_per_stage},
+          {"iterations_to_train", e.iterations_to_train}};
 }
 
 Estimate estimate_from_json(const nlohmann::json& j) {
@@ -31,6 +32,7 @@ Estimate estimate_from_json(const nlohmann::json& j) {
   e.even_batches = j.at("even_batches").get<bool>();
   e.even_layers = j.at("even_layers").get<bool>();
   e.layers_per_stage = j.at("layers_per_stage").get<std::vector<int>>();
+  e.iterations_to_train = j.at("iterations_to_train").get<double>();
   return e;
 }
 
@@ -49,7 +51,11 @@ nlohmann::json to_json(const Evaluation& e) {
           {"compute_s", e.compute_s},
           {"exposed_comm_s", e.exposed_comm_s},
           {"idle_s", e.idle_s},
-          {"simulation_wall_s", e.simulation_wall_s}};
+          {"simulation_wall_s", e.simulation_wall_s},
+          {"goodput", e.goodput},
+          {"mtbf_s", e.mtbf_s},
+          {"checkpoint_interval_s", e.checkpoint_interval_s},
+          {"time_to_train_s", e.time_to_train_s}};
 }
 
 Evaluation evaluation_from_json(const nlohmann::json& j) {
@@ -69,6 +75,10 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.exposed_comm_s = j.at("exposed_comm_s").get<double>();
   e.idle_s = j.at("idle_s").get<double>();
   e.simulation_wall_s = j.at("simulation_wall_s").get<double>();
+  e.goodput = j.at("goodput").get<double>();
+  e.mtbf_s = j.at("mtbf_s").get<double>();
+  e.checkpoint_interval_s = j.at("checkpoint_interval_s").get<double>();
+  e.time_to_train_s = j.at("time_to_train_s").get<double>();
   return e;
 }
 

@@ -32,6 +32,8 @@ struct Estimate {
   // Transformer layers each pipeline stage came out with (all its chunks together): where the
   // partition refinement starts from. Empty when the evaluator does not know.
   std::vector<int> layers_per_stage;
+  // Iterations to the reliability target (target tokens / tokens per iteration); 0 without one.
+  double iterations_to_train = 0;
 };
 
 struct Evaluation {
@@ -51,6 +53,14 @@ struct Evaluation {
   Seconds exposed_comm_s = 0;
   Seconds idle_s = 0;
   double simulation_wall_s = 0;
+  // With a reliability section (scenarios/goodput_expectation.hpp), 0 without: the share of wall
+  // time that trains (Daly's expected goodput at the checkpoint interval used), the job's mean
+  // time between interruptions on the devices it uses, that interval, and the expected time to
+  // train the target tokens.
+  double goodput = 0;
+  Seconds mtbf_s = 0;
+  Seconds checkpoint_interval_s = 0;
+  Seconds time_to_train_s = 0;
 
   double usd_per_iteration() const { return iteration_time_s * usd_per_s; }
 };

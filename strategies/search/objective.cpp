@@ -10,6 +10,7 @@ const char* to_string(Objective objective) {
     case Objective::time: return "time";
     case Objective::cost: return "cost";
     case Objective::energy: return "energy";
+    case Objective::time_to_train: return "time_to_train";
   }
   return "?";
 }
@@ -18,7 +19,8 @@ Objective parse_objective(const std::string& text) {
   if (text == "time") return Objective::time;
   if (text == "cost") return Objective::cost;
   if (text == "energy") return Objective::energy;
-  throw std::invalid_argument("unknown objective '" + text + "' (expected time, cost or energy)");
+  if (text == "time_to_train") return Objective::time_to_train;
+  throw std::invalid_argument("unknown objective '" + text + "' (expected time, cost, energy or time_to_train)");
 }
 
 const char* unit_of(Objective objective) {
@@ -26,6 +28,7 @@ const char* unit_of(Objective objective) {
     case Objective::time: return "s";
     case Objective::cost: return "USD";
     case Objective::energy: return "J";
+    case Objective::time_to_train: return "s";
   }
   return "";
 }
@@ -48,6 +51,9 @@ double objective_value(Objective objective, const Evaluation& e, const Constrain
     case Objective::time: return e.iteration_time_s;
     case Objective::cost: return e.usd_per_iteration();
     case Objective::energy: return e.energy_per_iteration_j;
+    // 0 when the evaluator was given no reliability target: never a winner by accident.
+    case Objective::time_to_train:
+      return e.time_to_train_s > 0 ? e.time_to_train_s : std::numeric_limits<double>::infinity();
   }
   return std::numeric_limits<double>::infinity();
 }
@@ -57,6 +63,8 @@ double objective_lower_bound(Objective objective, const Estimate& e) {
     case Objective::time: return e.iteration_time_s;
     case Objective::cost: return e.iteration_time_s * e.usd_per_s;
     case Objective::energy: return e.energy_per_iteration_j;
+    // Goodput is at most 1: the failure-free time to train bounds the expected one.
+    case Objective::time_to_train: return e.iteration_time_s * e.iterations_to_train;
   }
   return 0;
 }

@@ -13,11 +13,13 @@ namespace tandem::search {
 
 // time: seconds per iteration; cost: US dollars per iteration (the inverse of throughput per
 // dollar, since the batch is fixed), from each device's price per hour; energy: joules per
-// iteration.
-enum class Objective { time, cost, energy };
+// iteration; time_to_train: expected wall seconds to train the scenario's reliability target
+// (reliability.target_tokens), failures, checkpoints and restarts included (Evaluation::goodput):
+// a plan on more devices fails more often and may lose what its speed gains.
+enum class Objective { time, cost, energy, time_to_train };
 const char* to_string(Objective objective);
 Objective parse_objective(const std::string& text);  // std::invalid_argument
-const char* unit_of(Objective objective);            // "s", "USD", "J"
+const char* unit_of(Objective objective);            // "s", "USD", "J", "s"
 
 // The price per second of ranks 0..world-1 (0 when a device has no price).
 double usd_per_s(const Cluster& cluster, int world);
