@@ -76,6 +76,13 @@ inline constexpr CountRange kFfnHiddenSize{1, 1 << 22};    // GPT-3: 49,152
 inline constexpr CountRange kVocabSize{1, 1LL << 31};      // largest: ~256k
 inline constexpr CountRange kSeqLength{1, 1 << 24};        // longest contexts: ~10M tokens
 inline constexpr CountRange kMlpWidth{1, 1 << 24};
+// Mixture of experts: DeepSeek-V3 has 256 routed experts, top-8; 2^16 and 2^10 leave room.
+inline constexpr CountRange kMoeExperts{0, 1 << 16};
+inline constexpr CountRange kMoeTopk{1, 1 << 10};
+// Expert capacity factor (GShard / Megatron: 1.0-2.0 in practice; 0 = dropless) and the
+// load-balancing loss coefficient (Switch: 1e-2; Megatron's default 0).
+inline constexpr Range kMoeCapacityFactor{0, 1024, ""};
+inline constexpr Range kMoeAuxLossCoeff{0, 10, ""};
 inline constexpr CountRange kMlpLayers{0, 1 << 12};
 // A whole model: 1e15 parameters (1000x a 1T model) keeps bytes of parameters, gradients and
 // optimizer state (16-20 bytes each) inside 64 bits with room.

@@ -96,6 +96,7 @@ constexpr OpKind kind_of_args() {
   else if constexpr (std::is_same_v<T, LossArgs>) return OpKind::loss;
   else if constexpr (std::is_same_v<T, OptimizerArgs>) return OpKind::optimizer;
   else if constexpr (std::is_same_v<T, CodecArgs>) return OpKind::elementwise;  // memory-bound codecs
+  else if constexpr (std::is_same_v<T, MoeArgs>) return OpKind::elementwise;    // gathers and scatters
   else return OpKind::memcpy;
 }
 

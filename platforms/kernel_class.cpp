@@ -25,6 +25,8 @@ std::string kernel_class(const ComputeOp& op) {
         using Args = std::decay_t<decltype(args)>;
         if constexpr (std::is_same_v<Args, ElementwiseArgs>) {
           return kind + "." + to_string(args.fn) + (args.backward ? ".bwd" : "");
+        } else if constexpr (std::is_same_v<Args, MoeArgs>) {
+          return kind + "." + to_string(args.step) + (args.backward ? ".bwd" : "");
         } else if constexpr (std::is_same_v<Args, LossArgs>) {
           if (args.backward) return kind + ".bwd";
           return kind + (args.step == LossStep::shard_max       ? ".shard_max"

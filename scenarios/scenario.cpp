@@ -138,6 +138,19 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   };
   r.read("hidden_dropout", cfg.hidden_dropout, probability);
   r.read("attention_dropout", cfg.attention_dropout, probability);
+  r.count("num_moe_experts", cfg.num_moe_experts, limits::kMoeExperts);
+  r.count("moe_router_topk", cfg.moe_router_topk, limits::kMoeTopk);
+  r.count("moe_ffn_hidden_size", cfg.moe_ffn_hidden_size, limits::kFfnHiddenSize);
+  r.read("moe_expert_capacity_factor", cfg.moe_expert_capacity_factor,
+         [](const YamlNode& n) { return n.in(limits::kMoeCapacityFactor); });
+  r.read("moe_aux_loss_coeff", cfg.moe_aux_loss_coeff, [](const YamlNode& n) { return n.in(limits::kMoeAuxLossCoeff); });
+  if (cfg.moe()) {
+    if (cfg.moe_router_topk > cfg.num_moe_experts)
+      node[node.has("moe_router_topk") ? "moe_router_topk" : "num_moe_experts"].fail(
+          "moe_router_topk " + std::to_string(cfg.moe_router_topk) + " exceeds num_moe_experts " +
+          std::to_string(cfg.num_moe_experts));
+    if (cfg.bias) node[node.has("bias") ? "bias" : "num_moe_experts"].fail("experts have no biases: set bias: false");
+  }
   // Heads of hidden / heads channels each, unless kv_channels says otherwise (GPT-3 13B: 5140
   // wide, 40 heads of 128, as its preset has it).
   if (cfg.kv_channels == 0 && cfg.hidden_size % cfg.num_attention_heads != 0)
@@ -277,6 +290,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.count("tensor_model_parallel_size", p.tensor_model_parallel_size, limits::kParallelSize);
   r.count("pipeline_model_parallel_size", p.pipeline_model_parallel_size, limits::kParallelSize);
   r.count("context_parallel_size", p.context_parallel_size, limits::kParallelSize);
+  r.count("expert_model_parallel_size", p.expert_model_parallel_size, limits::kParallelSize);
   r.flag("sequence_parallel", p.sequence_parallel);
   r.flag("tp_comm_overlap", p.tp_comm_overlap);
   r.read("zero_stage", p.zero_stage, [](const YamlNode& n) {
@@ -386,6 +400,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
     }
     if (s.strategy_type != "hybrid" && s.parallel.context_parallel_size > 1)
       throw StrategyError("strategy.context_parallel_size", "context parallelism needs strategy type hybrid");
+    if (s.strategy_type != "hybrid" && s.parallel.expert_model_parallel_size > 1)
+      throw StrategyError("strategy.expert_model_parallel_size", "expert parallelism needs strategy type hybrid");
     if (s.strategy_type == "hybrid")
       return std::make_unique<HybridParallel>(make_model(s.model), s.training, s.parallel, s.hybrid, devices);
     std::vector<double> speeds;

@@ -46,6 +46,13 @@ inline constexpr FieldDoc kTransformer[] = {
     {"use_flash_attn", "bool", "false", "fused attention (no score matrix in memory)"},
     {"hidden_dropout", "probability", "0.1", "Megatron-LM --hidden-dropout, in [0, 1)"},
     {"attention_dropout", "probability", "0.1", "Megatron-LM --attention-dropout, in [0, 1)"},
+    {"num_moe_experts", "count", "0 (dense)", "mixture of experts: experts per block (Megatron-Core --num-experts)", nullptr,
+     &limits::kMoeExperts},
+    {"moe_router_topk", "count", "2", "experts each token goes through", nullptr, &limits::kMoeTopk},
+    {"moe_ffn_hidden_size", "count", "ffn_hidden_size", "an expert's MLP width", nullptr, &limits::kFfnHiddenSize},
+    {"moe_expert_capacity_factor", "factor", "0 (dropless)",
+     "places per expert = ceil(factor x tokens x topk / experts), picks beyond dropped", &limits::kMoeCapacityFactor},
+    {"moe_aux_loss_coeff", "coefficient", "0", "Switch's load-balancing loss", &limits::kMoeAuxLossCoeff},
 };
 
 inline constexpr FieldDoc kMlp[] = {
@@ -75,6 +82,9 @@ inline constexpr FieldDoc kStrategy[] = {
     {"tensor_model_parallel_size", "count", "1", "tensor-parallel group size", nullptr, &limits::kParallelSize},
     {"pipeline_model_parallel_size", "count", "1", "pipeline stages", nullptr, &limits::kParallelSize},
     {"context_parallel_size", "count", "1", "ranks each sequence is split over (hybrid; rope models)", nullptr,
+     &limits::kParallelSize},
+    {"expert_model_parallel_size", "count", "1",
+     "experts split over blocks of this many replicas, tokens exchanged by all-to-all (hybrid; MoE models)", nullptr,
      &limits::kParallelSize},
     {"sequence_parallel", "bool", "false", "Megatron sequence parallelism"},
     {"tp_comm_overlap", "bool", "false", "GEMMs pipelined with SP's collectives (Megatron-Core --tp-comm-overlap)"},

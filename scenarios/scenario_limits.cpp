@@ -67,8 +67,9 @@ bool oversubscribed(const Cluster& c) { return c.has_spine() && c.network.oversu
 // (sim/replica_folding.hpp, sim/tensor_folding.hpp); this is its optimistic reading, so that a
 // large folded simulation is not refused. Without folding every rank is simulated.
 bool may_fold(const Scenario& s, const sim::SimulationOptions& options) {
+  // Replicas exchanging tokens (expert parallelism) are simulated one by one.
   if (options.record_trace || options.replica_folding == sim::FoldingMode::off || s.cluster.is_heterogeneous() ||
-      oversubscribed(s.cluster))
+      oversubscribed(s.cluster) || s.parallel.expert_model_parallel_size > 1)
     return false;
   return std::none_of(s.cluster.groups.begin(), s.cluster.groups.end(),
                       [](const NodeGroup& g) { return g.shared_cores > 0; });

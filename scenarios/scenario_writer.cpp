@@ -30,7 +30,9 @@ bool is_preset(const std::string& name) {
 // sequence length is the training section's, written there).
 auto spelled(const TransformerConfig& t) {
   return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.kv_channels, t.ffn_size(),
-                    t.vocab_size, t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn);
+                    t.vocab_size, t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn,
+                    t.num_moe_experts, t.moe_router_topk, t.expert_ffn_size(), t.moe_expert_capacity_factor,
+                    t.moe_aux_loss_coeff);
 }
 
 void emit_model(YAML::Emitter& y, const ModelSpec& m) {
@@ -72,6 +74,13 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
     field("tied_embeddings", t.tied_embeddings, p.tied_embeddings);
     field("bias", t.bias, p.bias);
     field("use_flash_attn", t.use_flash_attn, p.use_flash_attn);
+    if (t.moe() || p.moe()) {
+      field("num_moe_experts", t.num_moe_experts, p.num_moe_experts);
+      field("moe_router_topk", t.moe_router_topk, p.moe_router_topk);
+      field("moe_ffn_hidden_size", t.expert_ffn_size(), p.expert_ffn_size());
+      field("moe_expert_capacity_factor", t.moe_expert_capacity_factor, p.moe_expert_capacity_factor);
+      field("moe_aux_loss_coeff", t.moe_aux_loss_coeff, p.moe_aux_loss_coeff);
+    }
   }
   y << YAML::EndMap;
 }
@@ -127,6 +136,8 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "pipeline_model_parallel_size" << YAML::Value << p.pipeline_model_parallel_size;
   y << YAML::Key << "data_parallel_size" << YAML::Value << p.data_parallel_size;
   y << YAML::Key << "context_parallel_size" << YAML::Value << p.context_parallel_size;
+  if (p.expert_model_parallel_size > 1)
+    y << YAML::Key << "expert_model_parallel_size" << YAML::Value << p.expert_model_parallel_size;
   y << YAML::Key << "sequence_parallel" << YAML::Value << p.sequence_parallel;
   y << YAML::Key << "tp_comm_overlap" << YAML::Value << p.tp_comm_overlap;
   y << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;

@@ -161,7 +161,8 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
-                 "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8"});
+                 "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8",
+                 "expert_model_parallel_size"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -171,6 +172,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     read_numeric(n, "pipeline_model_parallel_size", s.pp, bounds["pp"], 1, devices);
     read_numeric(n, "data_parallel_size", s.dp, bounds["dp"], 1, devices);
     read_numeric(n, "context_parallel_size", s.cp, bounds["cp"], 1, devices);
+    read_numeric(n, "expert_model_parallel_size", s.ep, bounds["ep"], 1, devices);
     read_numeric(n, "micro_batch_size", s.micro_batch_size, bounds["mbs"], 1, out.base.training.global_batch_size);
     read_numeric(n, "virtual_pipeline_model_parallel_size", s.virtual_stages, bounds["v"], 1, limits::kVirtualStages.max);
     read_numeric(n, "zero_stage", s.zero_stage, bounds["zero"], 0, 3);
@@ -220,13 +222,19 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     for (int c = 1; c <= devices; c *= 2) s.cp.push_back(c);
   }
   apply_bounds(s.cp, bounds["cp"]);
+  if (bounds["ep"].min || bounds["ep"].max) {  // bounds on the default: powers of two within them
+    s.ep.clear();
+    for (int e = 1; e <= devices; e *= 2) s.ep.push_back(e);
+  }
+  apply_bounds(s.ep, bounds["ep"]);
   apply_bounds(s.micro_batch_size, bounds["mbs"]);
   apply_bounds(s.virtual_stages, bounds["v"]);
   apply_bounds(s.zero_stage, bounds["zero"]);
   for (auto [key, empty] : {std::pair{"devices", s.devices.empty()}, {"tensor_model_parallel_size", s.tp.empty()},
                             {"pipeline_model_parallel_size", s.pp.empty()}, {"micro_batch_size", s.micro_batch_size.empty()},
                             {"data_parallel_size", s.dp.empty() && (bounds["dp"].min || bounds["dp"].max)},
-                            {"zero_stage", s.zero_stage.empty()}, {"context_parallel_size", s.cp.empty()}})
+                            {"zero_stage", s.zero_stage.empty()}, {"context_parallel_size", s.cp.empty()},
+                            {"expert_model_parallel_size", s.ep.empty()}})
     if (empty) (*section)[key].fail("its bounds leave no value to try");
   if (settings.objective == search::Objective::cost && objective_node && !objective && !all_priced(out))
     objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +

@@ -117,7 +117,11 @@ FoldPlan plan_replica_folding(const Strategy& strategy, const Cluster& cluster, 
     return plan;
   }
   const auto structure = strategy.replica_structure();
-  if (!structure || structure->replicas < 2) {
+  if (!structure) {
+    plan.note = "no replica folding: the replicas depend on each other (expert parallelism) or are not the same";
+    return plan;
+  }
+  if (structure->replicas < 2) {
     plan.note = "no replica folding: one replica";
     return plan;
   }

@@ -61,6 +61,11 @@ class HybridRank final : public RankProgram {
     ctx_.cp_rank = me_.cp;
     ctx_.cp_group = l.context_group(rank);
     ctx_.split_backward = splits_backward(plan_.hybrid.schedule);
+    const int ep = plan_.parallel.expert_model_parallel_size;
+    ctx_.ep_size = ep;
+    ctx_.ep_rank = me_.dp % ep;
+    ctx_.ep_group = l.expert_group(rank, ep);
+    expert_data_group_ = l.expert_data_group(rank, ep);
     // Gradients are summed (and ZeRO shards kept) over the replicas and, with context
     // parallelism, over the ranks that hold the other parts of their sequences.
     data_group_ = l.data_context_group(rank);
@@ -135,6 +140,11 @@ class HybridRank final : public RankProgram {
     GradientBuckets buckets(local ? block_group_ : data_group_, plan_.parallel.ddp_bucket_size, reduction);
     buckets.set_release_after_reduce(plan_.parallel.zero_stage >= 2);
     buckets.set_codec(codec_.get());
+    // Expert parallelism: this rank's experts' gradients are summed with the replicas holding the
+    // same experts only.
+    std::optional<GradientBuckets> expert_buckets;
+    if (ctx_.ep_size > 1) expert_buckets.emplace(expert_data_group_, plan_.parallel.ddp_bucket_size, reduction);
+    expert_buckets_ = expert_buckets ? &*expert_buckets : nullptr;
     std::vector<bool> reduced_once(v, false);  // ZeRO-2/3: the first reduction starts the sums
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const PipelineAction& a = actions[i];
@@ -146,15 +156,19 @@ class HybridRank final : public RankProgram {
         // ZeRO-2/3 reduce every micro-batch (no full gradient survives it); others only once.
         const bool reduce = plan_.parallel.zero_stage >= 2 || i == last_backward[a.chunk];
         buckets.set_label("dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
+        if (expert_buckets) expert_buckets->set_label("ep_dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
         if (a.kind == PipelineAction::Kind::weight) weights(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr);
         else backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr, !reduced_once[a.chunk]);
         if (reduce) {
           buckets.launch(rt);
+          if (expert_buckets) expert_buckets->launch(rt);
           reduced_once[a.chunk] = true;
         }
       }
     }
     buckets.wait_all(rt);
+    if (expert_buckets) expert_buckets->wait_all(rt);
+    expert_buckets_ = nullptr;
     sync_tied_embedding(rt);
     // Each micro-batch's loss is a mean over its tokens; a context-parallel rank's over its part.
     optimizer_step(rt, iteration, 1.0f / static_cast<float>((local ? plan_.block_micro_batches : plan_.all_micro_batches) *
@@ -236,7 +250,7 @@ class HybridRank final : public RankProgram {
       scatter_parameters(rt, layer);
       if (buckets != nullptr) {
         reduce_sequence_parallel_gradients(rt, layer, mb);
-        buckets->add(rt, layer.gradients(), shards_[layer.name()].grads, first_reduction);
+        add_gradients(rt, layer, *buckets, first_reduction);
       }
     }
     if (k == 0) {
@@ -257,9 +271,22 @@ class HybridRank final : public RankProgram {
       layer.backward_weights(rt, mb);
       if (buckets != nullptr) {
         reduce_sequence_parallel_gradients(rt, layer, mb);
-        buckets->add(rt, layer.gradients(), shards_[layer.name()].grads, true);
+        add_gradients(rt, layer, *buckets, true);
       }
     }
+  }
+
+  // A layer's final gradients into the buckets: its experts' (expert parallelism) into the
+  // expert-data-parallel buckets, the rest into `buckets`.
+  void add_gradients(Runtime& rt, const Layer& layer, GradientBuckets& buckets, bool first_reduction) {
+    const std::vector<Tensor> experts = layer.expert_gradients();
+    if (experts.empty() || expert_buckets_ == nullptr)
+      return buckets.add(rt, layer.gradients(), shards_[layer.name()].grads, first_reduction);
+    std::vector<Tensor> dense;
+    for (const Tensor& g : layer.gradients())
+      if (std::none_of(experts.begin(), experts.end(), [&](const Tensor& e) { return e.id == g.id; })) dense.push_back(g);
+    buckets.add(rt, dense, {}, first_reduction);
+    expert_buckets_->add(rt, experts, {}, first_reduction);
   }
 
   // Sequence parallelism: the partial gradients of replicated parameters are summed over the
@@ -405,6 +432,8 @@ class HybridRank final : public RankProgram {
   RankCoord me_;
   ParallelContext ctx_;
   Group data_group_;
+  Group expert_data_group_;                    // expert parallelism: the replicas holding my experts
+  GradientBuckets* expert_buckets_ = nullptr;  // during a step with expert parallelism
   Group block_group_;  // hierarchical local SGD: the replicas (at this position) stepping with this one
   int dp_index_ = 0;  // this rank's index in its data-parallel group (its ZeRO part)
   std::vector<Tensor> boundaries_;
@@ -422,6 +451,33 @@ class HybridRank final : public RankProgram {
   std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
   OuterOptimizer outer_;                  // DiLoCo over local SGD (plain: nothing)
 };
+
+// Mixture-of-experts models: expert parallelism's size, and the knobs not built with experts yet.
+void check_experts(const Model& model, const ParallelConfig& p) {
+  const std::int64_t experts = model.experts();
+  const int ep = p.expert_model_parallel_size;
+  const std::string field = "strategy.expert_model_parallel_size";
+  if (ep < 1) throw StrategyError(field, "must be at least 1");
+  if (experts == 0) {
+    if (ep > 1) throw StrategyError(field, "needs a model with experts (num_moe_experts)");
+    return;
+  }
+  if (p.data_parallel_size % ep)
+    throw StrategyError(field, std::to_string(ep) + " does not divide data_parallel_size " +
+                                   std::to_string(p.data_parallel_size) + " (experts split over blocks of replicas)");
+  if (experts % ep)
+    throw StrategyError(field, std::to_string(ep) + " does not divide the model's " + std::to_string(experts) + " experts");
+  const char* not_built = " with experts is not built yet";
+  if (p.tensor_model_parallel_size > 1)
+    throw StrategyError("strategy.tensor_model_parallel_size",
+                        std::string("tensor parallelism") + not_built + " (expert-tensor parallelism): use expert, data and pipeline parallelism");
+  if (p.context_parallel_size > 1) throw StrategyError("strategy.context_parallel_size", std::string("context parallelism") + not_built);
+  if (p.zero_stage > 0)
+    throw StrategyError("strategy.zero_stage", std::string("ZeRO") + not_built + " (sharding over the expert-data-parallel group): zero_stage 0");
+  if (p.local_sgd_steps > 1) throw StrategyError("strategy.local_sgd_steps", std::string("local SGD") + not_built);
+  if (p.gradient_compression.enabled())
+    throw StrategyError("strategy.gradient_compression", std::string("gradient compression") + not_built);
+}
 
 }  // namespace
 
@@ -458,6 +514,7 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.tp_comm_overlap && !parallel_.sequence_parallel)
     throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs sequence_parallel");
   check_gradient_compression(parallel_);
+  check_experts(*model_, parallel_);
   if (layout_.cp_size() > 1) {
     try {
       ParallelContext cp;
@@ -483,6 +540,10 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   }
   check_tensor_groups(devices);
   split_batch(devices);
+  if (parallel_.expert_model_parallel_size > 1 &&
+      std::adjacent_find(micro_batches_.begin(), micro_batches_.end(), std::not_equal_to<>()) != micro_batches_.end())
+    throw StrategyError("strategy.batch_split", "expert parallelism needs every replica to run as many micro-batches "
+                                                "(their all-to-alls pair up): the batch did not split evenly");
   partition_layers(devices);
   devices_ = std::move(devices);
   try {
@@ -494,6 +555,8 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
 }
 
 std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
+  // Replicas that exchange tokens at every layer (expert parallelism) are not independent.
+  if (parallel_.expert_model_parallel_size > 1) return std::nullopt;
   ReplicaStructure r;
   r.replicas = layout_.dp_size();
   r.work_of = micro_batches_;
@@ -647,6 +710,7 @@ std::string HybridParallel::name() const {
   std::string n = "hybrid(tp=" + std::to_string(layout_.tp_size()) + ", pp=" + std::to_string(layout_.pp_size()) +
                   ", dp=" + std::to_string(layout_.dp_size());
   if (layout_.cp_size() > 1) n += ", cp=" + std::to_string(layout_.cp_size());
+  if (parallel_.expert_model_parallel_size > 1) n += ", ep=" + std::to_string(parallel_.expert_model_parallel_size);
   if (parallel_.sequence_parallel) n += parallel_.tp_comm_overlap ? ", sp overlapped" : ", sp";
   if (parallel_.zero_stage > 0) n += ", zero" + std::to_string(parallel_.zero_stage);
   if (parallel_.recompute_granularity != Recompute::none) n += std::string(", recompute ") + to_string(parallel_.recompute_granularity);

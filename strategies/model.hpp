@@ -34,6 +34,11 @@ struct ParallelContext {
   int cp_size = 1;
   int cp_rank = 0;
   Group cp_group;
+  // Expert parallelism: a mixture-of-experts layer's experts split over ep_size ranks, which
+  // exchange their tokens by all-to-all over ep_group (used only when ep_size > 1).
+  int ep_size = 1;
+  int ep_rank = 0;
+  Group ep_group;
   // Zero-bubble pipelines: a layer's backward computes the input gradient only and leaves its
   // weight gradients to backward_weights (the schedule's W pass). Layers that cannot split compute
   // everything in backward (their backward_weights does nothing).
@@ -96,6 +101,11 @@ class Layer {
   // Megatron-LM does for its sequence-parallel parameters.
   virtual std::vector<Tensor> sequence_parallel_gradients() const { return {}; }
 
+  // Gradients of this rank's experts (mixture-of-experts layers, expert parallelism): ranks
+  // holding the same experts sum them, not the whole data-parallel group (Megatron-Core's
+  // expert-data-parallel group). A subset of gradients().
+  virtual std::vector<Tensor> expert_gradients() const { return {}; }
+
   // A parameter that another layer on this rank owns (reports in parameters()) and this one
   // computes with, and its gradient, which this layer's backward accumulates into: the tied
   // word-embedding table used by the output layer. A strategy that keeps parameters or
@@ -125,6 +135,8 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual ModelDescription describe() const = 0;
+  // Experts of its mixture-of-experts layers (0: none); expert parallelism splits them.
+  virtual std::int64_t experts() const { return 0; }
   // Builds the layers of this model for one rank, under a tensor-parallel context.
   virtual std::vector<std::unique_ptr<Layer>> build_layers(const BatchShape& batch,
                                                            const ParallelContext& ctx) const = 0;

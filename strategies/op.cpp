@@ -28,6 +28,16 @@ const char* to_string(OpKind kind) {
 bool is_communication(OpKind kind) { return kind >= OpKind::send; }
 bool is_collective(OpKind kind) { return kind >= OpKind::all_reduce; }
 
+const char* to_string(MoeStep step) {
+  switch (step) {
+    case MoeStep::route: return "moe_route";
+    case MoeStep::dispatch: return "moe_dispatch";
+    case MoeStep::combine: return "moe_combine";
+    case MoeStep::regroup: return "moe_regroup";
+  }
+  return "?";
+}
+
 const char* to_string(Fp8Format format) {
   switch (format) {
     case Fp8Format::none: return "none";

@@ -148,9 +148,37 @@ struct MemcpyArgs {
   // K|V columns out of the packed qkv rows this way (and puts their gradient back).
   std::int64_t rows = 0, cols = 0, src_ld = 0, src_col = 0, dst_ld = 0, dst_col = 0;
 };
+// Mixture of experts (Megatron-Core's --num-experts / --moe-router-topk with an expert capacity,
+// --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, as GShard and Switch run
+// it): every token picks `topk` of `experts` experts; each expert takes at most `capacity` tokens
+// of this rank's `tokens`, in token order, the rest of its picks are dropped (their gate counts 0).
+// Run as element-wise ops (memory-bound gathers and scatters; the expert GEMMs are batched GEMMs):
+//   route     forward  {logits [T,E]} -> {gates [T,k], experts [T,k] int32, slots [T,k] int32 (place
+//                      in the expert's buffer, -1 dropped), probs [T,E] fp32}: gates are the softmax
+//                      over the k largest logits (Mixtral's router), probs the softmax over all.
+//             backward {gates, experts, probs, d_gates} -> {d_logits [T,E]}, plus the gradient of
+//                      Switch's load-balancing loss aux_loss_coeff·E·Σ_e f_e·P_e (f_e: the share
+//                      of picks expert e got, P_e: its mean probability).
+//   dispatch  forward  {x [T,h], experts, slots} -> {buffer [E,C,h]} (zeros where no token)
+//             backward {d_buffer [E,C,h], experts, slots} -> {dx [T,h]}
+//   combine   forward  {expert_out [E,C,h], experts, slots, gates} -> {y [T,h]} = Σ_k gate·out
+//             backward {d_y, expert_out, experts, slots, gates} -> {d_expert_out [E,C,h], d_gates [T,k]}
+//   regroup   [ep, E/ep, C, h] (what an all-to-all over the expert-parallel group delivers: each
+//             member's tokens for this rank's experts) -> [E/ep, ep·C, h] (each expert's rows
+//             together, for its GEMMs); backward: the inverse. hidden = h, tokens unused.
+enum class MoeStep : std::uint8_t { route, dispatch, combine, regroup };
+const char* to_string(MoeStep step);
+struct MoeArgs {
+  MoeStep step = MoeStep::route;
+  std::int64_t tokens = 0, hidden = 0, experts = 0, topk = 1, capacity = 0;
+  int ep = 1;  // regroup: members of the expert-parallel group
+  bool backward = false;
+  float aux_loss_coeff = 0;  // route backward
+};
+
 // CodecArgs (gradient compression, strategies/compression/codec_args.hpp) run as element-wise ops.
 using KernelArgs = std::variant<GemmArgs, AttentionArgs, NormArgs, ElementwiseArgs, EmbeddingArgs,
-                                LossArgs, OptimizerArgs, MemcpyArgs, CodecArgs>;
+                                LossArgs, OptimizerArgs, MemcpyArgs, CodecArgs, MoeArgs>;
 
 struct ComputeOp {
   OpKind kind = OpKind::elementwise;

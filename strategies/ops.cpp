@@ -224,6 +224,23 @@ Cost memcpy_cost(const MemcpyArgs& a, DType dtype) {
   return Cost{0.0, 2.0 * d(a.numel) * dtype_bytes(dtype)};
 }
 
+Cost moe_cost(const MoeArgs& a, DType dtype) {
+  const double e = dtype_bytes(dtype), T = d(a.tokens), E = d(a.experts), k = d(a.topk), h = d(a.hidden);
+  const double buffer = E * d(a.capacity) * h, picked = T * k * h, indices = 2.0 * T * k * 4.0;
+  switch (a.step) {
+    case MoeStep::route:
+      return a.backward ? Cost{6.0 * T * E, T * k * e + indices / 2 + T * E * 4.0 + T * k * e + T * E * e}
+                        : Cost{6.0 * T * E, T * E * e + T * k * e + indices + T * E * 4.0};
+    case MoeStep::dispatch:
+      return a.backward ? Cost{picked, (picked + T * h) * e + indices} : Cost{0.0, (picked + buffer) * e + indices};
+    case MoeStep::combine:
+      return a.backward ? Cost{4.0 * picked, (T * h + 2.0 * picked + buffer) * e + indices + 2.0 * T * k * e}
+                        : Cost{2.0 * picked, (picked + T * h) * e + indices + T * k * e};
+    case MoeStep::regroup: return Cost{0.0, 2.0 * buffer * e};
+  }
+  return {};
+}
+
 Flops flops_of(const KernelArgs& args) {
   return std::visit(
       [](const auto& a) -> Flops {
@@ -240,6 +257,7 @@ Flops flops_of(const KernelArgs& args) {
         else if constexpr (std::is_same_v<T, OptimizerArgs>)
           return adamw_cost(a, DType::bf16, DType::bf16).flops;
         else if constexpr (std::is_same_v<T, CodecArgs>) return codec_ops::codec_flops(a);
+        else if constexpr (std::is_same_v<T, MoeArgs>) return moe_cost(a, DType::bf16).flops;
         else return memcpy_cost(a, DType::bf16).flops;
       },
       args);
@@ -340,6 +358,13 @@ Handle memcpy(Runtime& rt, Phase phase, std::string label, const Tensor& src, co
   const DType dt = dtype_or(src, DType::bf16);
   return issue_compute(rt, OpKind::memcpy, phase, std::move(label), args, {src}, {dst},
                        memcpy_cost(args, dt), dt, issue);
+}
+
+Handle moe(Runtime& rt, Phase phase, std::string label, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+           const MoeArgs& args, const Issue& issue) {
+  const DType dt = dtype_of(inputs, outputs);
+  return issue_compute(rt, OpKind::elementwise, phase, std::move(label), args, std::move(inputs),
+                       std::move(outputs), moe_cost(args, dt), dt, issue);
 }
 
 Handle copy_columns(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,

@@ -71,6 +71,12 @@ Cost embedding_cost(const EmbeddingArgs& args, DType dtype);
 Cost loss_cost(const LossArgs& args, DType logits_dtype);
 Cost adamw_cost(const OptimizerArgs& args, DType param_dtype, DType grad_dtype);
 Cost memcpy_cost(const MemcpyArgs& args, DType dtype);
+// Mixture-of-experts gathers and scatters (MoeArgs), `dtype` the activations': routing ~6 FLOPs
+// per logit (softmax, top-k, gates) and reads/writes its [T,E] and [T,k] tensors (indices int32,
+// probabilities fp32); dispatch and combine move each picked token's row once (combine's
+// weighted sum 2 FLOPs per element, its backward 4) and fill the [E,C,h] buffer; regroup copies
+// the buffer.
+Cost moe_cost(const MoeArgs& args, DType dtype);
 // FLOPs of any kernel from its arguments alone (dtype-independent).
 Flops flops_of(const KernelArgs& args);
 
@@ -102,6 +108,10 @@ Handle adamw(Runtime& rt, std::string label, const Tensor& param, const Tensor& 
              std::vector<Tensor> states, const OptimizerArgs& args, const Issue& issue = {});
 Handle memcpy(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,
               const Issue& issue = {});
+// moe: tensors as MoeArgs lists them for its step; dtype = the activations' (inputs[0]'s, or for
+// a route backward the gates').
+Handle moe(Runtime& rt, Phase phase, std::string label, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+           const MoeArgs& args, const Issue& issue = {});
 // MemcpyArgs' strided column copy (rows, cols, src_ld, src_col, dst_ld, dst_col set; numel filled).
 Handle copy_columns(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,
                     MemcpyArgs args, const Issue& issue = {});

@@ -13,6 +13,8 @@ constexpr int kEmbeddingGroups = 4'000'000;
 constexpr int kContextGroups = 5'000'000;
 constexpr int kDataContextGroups = 6'000'000;
 constexpr int kDataBlockGroups = 7'000'000;
+constexpr int kExpertGroups = 8'000'000;
+constexpr int kExpertDataGroups = 9'000'000;
 }  // namespace
 
 const char* to_string(RankOrder order) { return order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp"; }
@@ -72,6 +74,20 @@ Group RankLayout::data_block_group(int rank, int block_size) const {
   Group g;
   g.id = kDataBlockGroups + me.tp + tp_ * (me.pp + pp_ * (me.cp + cp_ * (me.dp / block_size)));
   for (int d = first; d < first + block_size; ++d) g.ranks.push_back(rank_of({me.tp, d, me.pp, me.cp}));
+  return g;
+}
+
+Group RankLayout::expert_group(int rank, int ep) const {
+  Group g = data_block_group(rank, ep);
+  g.id += kExpertGroups - kDataBlockGroups;
+  return g;
+}
+
+Group RankLayout::expert_data_group(int rank, int ep) const {
+  const RankCoord me = coord_of(rank);
+  Group g;
+  g.id = kExpertDataGroups + me.tp + tp_ * (me.pp + pp_ * (me.cp + cp_ * (me.dp % ep)));
+  for (int d = me.dp % ep; d < dp_; d += ep) g.ranks.push_back(rank_of({me.tp, d, me.pp, me.cp}));
   return g;
 }
 

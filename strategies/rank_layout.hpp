@@ -47,6 +47,12 @@ class RankLayout {
   // The data group's block of `block_size` consecutive replicas that holds `rank` (hierarchical
   // local SGD's synchronous block); block_size divides dp.
   Group data_block_group(int rank, int block_size) const;
+  // Expert parallelism (Megatron-Core's expert_model_parallel_size, ep divides dp; cp == 1): the
+  // block of ep consecutive replicas holding `rank`, which exchange tokens (all-to-all) at every
+  // mixture-of-experts layer, each holding its share of the experts; and the replicas at `rank`'s
+  // place in every block, which hold the same experts and sum their gradients.
+  Group expert_group(int rank, int ep) const;
+  Group expert_data_group(int rank, int ep) const;
   Group pipeline_group(int rank) const;  // same tp, dp, cp; stage order
   // First and last pipeline stage of this rank's pipeline (tied embeddings).
   Group embedding_group(int rank) const;

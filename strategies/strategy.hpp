@@ -66,6 +66,11 @@ struct ParallelConfig {
   // a step updated are all-gathered layer by layer during the next step's forward, each layer
   // waiting for its own, instead of all at once at the end of the step.
   bool overlap_param_gather = false;
+  // Megatron-Core's --expert-model-parallel-size: the experts of a mixture-of-experts model split
+  // over blocks of this many consecutive data-parallel replicas, which exchange tokens by
+  // all-to-all (RankLayout::expert_group); the replicas holding the same experts sum their
+  // gradients (expert_data_group). Divides data_parallel_size and the experts. The hybrid strategy.
+  int expert_model_parallel_size = 1;
   Recompute recompute_granularity = Recompute::none;
   bool overlap_grad_reduce = true;
   std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)

@@ -18,6 +18,7 @@
 #include "kernels/cpu/embedding.hpp"
 #include "kernels/cpu/fp8.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/moe.hpp"
 #include "kernels/cpu/norm.hpp"
 #include "kernels/op_args.hpp"
 
@@ -333,6 +334,40 @@ void run_memcpy(const OpContext& c, const MemcpyArgs& a) {
   if (dst != src) std::memmove(dst, src, sizeof(float) * static_cast<std::size_t>(a.numel));
 }
 
+// Mixture of experts (MoeArgs): int32 indices are raw in their tensors' storage.
+void run_moe(const OpContext& c, const MoeArgs& a) {
+  const MoeShape s{a.tokens, a.hidden, a.experts, a.topk, a.capacity};
+  const I64 picks = a.tokens * a.topk, buffer = a.experts * a.capacity * a.hidden, rows = a.tokens * a.hidden;
+  auto in_ids = [&](std::size_t i) { return reinterpret_cast<const std::int32_t*>(c.in(i, picks)); };
+  auto out_ids = [&](std::size_t i) { return reinterpret_cast<std::int32_t*>(c.out(i, picks)); };
+  if (a.topk < 1 || a.topk > a.experts) c.fail("moe: topk must be in [1, experts]");
+  switch (a.step) {
+    case MoeStep::route:
+      if (!a.backward)
+        moe_route_forward(c.out(0, picks), out_ids(1), out_ids(2), c.out(3, a.tokens * a.experts),
+                          c.in(0, a.tokens * a.experts), s);
+      else
+        moe_route_backward(c.out(0, a.tokens * a.experts), c.in(0, picks), in_ids(1), c.in(2, a.tokens * a.experts),
+                           c.in(3, picks), s, a.aux_loss_coeff);
+      return;
+    case MoeStep::dispatch:
+      if (!a.backward) moe_dispatch_forward(c.out(0, buffer), c.in(0, rows), in_ids(1), in_ids(2), s);
+      else moe_dispatch_backward(c.out(0, rows), c.in(0, buffer), in_ids(1), in_ids(2), s);
+      return;
+    case MoeStep::combine:
+      if (!a.backward)
+        moe_combine_forward(c.out(0, rows), c.in(0, buffer), in_ids(1), in_ids(2), c.in(3, picks), s);
+      else
+        moe_combine_backward(c.out(0, buffer), c.out(1, picks), c.in(0, rows), c.in(1, buffer), in_ids(2), in_ids(3),
+                             c.in(4, picks), s);
+      return;
+    case MoeStep::regroup:
+      if (a.ep < 1 || a.experts % a.ep) c.fail("moe regroup: experts do not split over the expert-parallel group");
+      moe_regroup(c.out(0, buffer), c.in(0, buffer), a.ep, a.experts / a.ep, a.capacity, a.hidden, a.backward);
+      return;
+  }
+}
+
 }  // namespace
 
 void run(const ComputeOp& op, const TensorData& data, const RunOptions& options) {
@@ -349,6 +384,7 @@ void run(const ComputeOp& op, const TensorData& data, const RunOptions& options)
         else if constexpr (std::is_same_v<T, LossArgs>) run_loss(c, a);
         else if constexpr (std::is_same_v<T, OptimizerArgs>) run_optimizer(c, a);
         else if constexpr (std::is_same_v<T, CodecArgs>) run_codec(c, a);
+        else if constexpr (std::is_same_v<T, MoeArgs>) run_moe(c, a);
         else run_memcpy(c, a);
       },
       op.args);

@@ -275,6 +275,8 @@ void run(const ComputeOp& op, const TensorData& data, const RunOptions& options,
         else if constexpr (std::is_same_v<T, OptimizerArgs>) optimizer(c, a);
         else if constexpr (std::is_same_v<T, CodecArgs>)
           c.fail("gradient compression codecs have no CUDA kernels yet (CPU backend and simulator only)");
+        else if constexpr (std::is_same_v<T, MoeArgs>)
+          c.fail("mixture-of-experts routing has no CUDA kernels yet (CPU backend and simulator only)");
         else copy_columns(c, a);
       },
       op.args);

@@ -54,6 +54,18 @@ TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidd
   return c;
 }
 
+// Mixtral (Jiang et al. 2024, arXiv 2401.04088, Table 1, and the released config.json): a
+// Mistral-style Llama block whose MLP is `experts` SwiGLU experts, top-2 routing, dropless (as
+// MegaBlocks trains it): capacity factor 0 here, so a simulation pays full buffers unless a
+// scenario sets moe_expert_capacity_factor.
+TransformerConfig mixtral(std::string name, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
+                          std::int64_t ffn, std::int64_t vocab, std::int64_t experts) {
+  TransformerConfig c = llama(std::move(name), layers, hidden, heads, 8, ffn, vocab, 32768);
+  c.num_moe_experts = experts;
+  c.moe_router_topk = 2;
+  return c;
+}
+
 const std::map<std::string, std::function<TransformerConfig()>>& presets() {
   static const std::map<std::string, std::function<TransformerConfig()>> table = {
       {"gpt-tiny", [] { return gpt_config("gpt-tiny", 2, 64, 4, 32, 256); }},
@@ -75,6 +87,10 @@ const std::map<std::string, std::function<TransformerConfig()>>& presets() {
       // Llama 3 paper (arXiv 2407.21783), Table 3: 126 layers, model dimension 16,384, FFN 53,248,
       // 128 heads, 8 key/value heads; 128,256 tokens with the special ones (the released config).
       {"llama3-405b", [] { return llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192); }},
+      // 46.7B parameters, 12.9B active per token (Mistral AI's announcement).
+      {"mixtral-8x7b", [] { return mixtral("mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8); }},
+      // 141B parameters, 39B active (Mistral AI's announcement; config.json: 56 layers, 6144 wide).
+      {"mixtral-8x22b", [] { return mixtral("mixtral-8x22b", 56, 6144, 48, 16384, 32768, 8); }},
   };
   return table;
 }

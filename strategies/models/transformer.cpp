@@ -1,6 +1,7 @@
 #include "strategies/models/transformer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -587,7 +588,13 @@ class TransformerBlock final : public LayerBase {
  public:
   TransformerBlock(TransformerConfig cfg, int index, BatchShape batch, ParallelContext ctx)
       : LayerBase("layer" + std::to_string(index), batch, std::move(ctx)), cfg_(std::move(cfg)),
-        index_(index), x_(make_dims(cfg_, batch_, ctx_)) {}
+        index_(index), x_(make_dims(cfg_, batch_, ctx_)) {
+    if (cfg_.moe()) {
+      ep_ = std::max(ctx_.ep_size, 1);
+      local_experts_ = cfg_.num_moe_experts / ep_;
+      capacity_ = cfg_.expert_capacity(x_.b * x_.s);
+    }
+  }
 
   std::int64_t parameter_count() const override { return block_parameter_count(cfg_); }
   std::int64_t local_parameter_count() const override {
@@ -595,9 +602,15 @@ class TransformerBlock final : public LayerBase {
     I64 p = 2 * n;
     p += x_.h * x_.nqkv + (cfg_.bias ? x_.nqkv : 0);
     p += x_.al * x_.d * x_.h + (cfg_.bias ? x_.h : 0);
+    if (cfg_.moe()) return p + x_.h * cfg_.num_moe_experts + local_experts_ * cfg_.expert_ffn_size() * x_.h * (x_.m + 1);
     p += x_.h * x_.fl * x_.m + (cfg_.bias ? x_.fl * x_.m : 0);
     p += x_.fl * x_.h + (cfg_.bias ? x_.h : 0);
     return p;
+  }
+
+  std::vector<Tensor> expert_gradients() const override {
+    if (!cfg_.moe() || !fc1_w_.g.valid()) return {};
+    return {fc1_w_.g, fc2_w_.g};
   }
 
   void allocate(Runtime& rt, bool g) override {
@@ -622,6 +635,16 @@ class TransformerBlock final : public LayerBase {
     if (cfg_.bias) param("attn.proj.bias", {x_.h}, proj_b_);
     param("mlp.norm.weight", {x_.h}, ln2_w_);
     if (ln) param("mlp.norm.bias", {x_.h}, ln2_b_);
+    if (cfg_.moe()) {
+      // The router is replicated; this rank's experts are its rows of every expert tensor
+      // (rank r of the expert-parallel group: experts [r·E/ep, (r+1)·E/ep)).
+      const I64 E = cfg_.num_moe_experts, El = local_experts_, fe = cfg_.expert_ffn_size();
+      const std::vector<std::pair<I64, I64>> mine{{ctx_.ep_rank * El, El}};
+      param("mlp.router.weight", {x_.h, E}, router_w_);
+      param("mlp.experts.fc1.weight", {El, x_.h, fe * x_.m}, fc1_w_, {E, x_.h, fe * x_.m}, 0, mine);
+      param("mlp.experts.fc2.weight", {El, fe, x_.h}, fc2_w_, {E, fe, x_.h}, 0, mine);
+      return;
+    }
     param("mlp.fc1.weight", {x_.h, x_.fl * x_.m}, fc1_w_, {x_.h, f * x_.m}, 1, fc1_cols);
     if (cfg_.bias) param("mlp.fc1.bias", {x_.fl * x_.m}, fc1_b_, {f * x_.m}, 0, fc1_cols);
     param("mlp.fc2.weight", {x_.fl, x_.h}, fc2_w_, {f, x_.h}, 0, split_parts({f}, x_));
@@ -661,35 +684,7 @@ class TransformerBlock final : public LayerBase {
 
     // ---- MLP ----
     Tensor d_mlp = dropout_bwd(em, mb, "mlp", dy);
-    bias_grad(em, "mlp.fc2.bias", d_mlp, fc2_b_, local_numel);
-    Handle gathered;
-    Tensor d_fc2 = gather_full(em, ctx_, x_, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp, false,
-                               &gathered);
-    if (d_fc2.id != d_mlp.id && d_mlp.id != dy.id) em.release_after(d_mlp, gathered);
-    Tensor act = take(mb, "act");
-    Tensor d_act = alloc("mlp.act.dinput", {x_.b, x_.s, x_.fl});
-    GemmArgs fc2_dgrad{tokens, x_.fl, x_.h};
-    fc2_dgrad.trans_b = true;
-    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act,
-            linear(x_, overlapping(x_, fc2_dgrad, Overlap::consumes_gather), true, false));
-    weights.run(em, {act, d_fc2}, [this, act, d_fc2, tokens](Emitter& e) {
-      if (!fc2_w_.g.valid()) return;
-      GemmArgs wgrad{x_.fl, x_.h, tokens};
-      wgrad.trans_a = true;
-      wgrad.accumulate = true;
-      gemm_op(e, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, linear(x_, wgrad, false, true));
-    });
-    weights.release(act);
-    release_unless(d_fc2, dy);
-    Tensor fc1 = take(mb, "fc1");
-    Tensor d_fc1 = alloc("mlp.fc1.doutput", {x_.b, x_.s, x_.fl * x_.m});
-    elementwise_op(em, Phase::backward, "mlp.act", "bwd", {fc1, d_act}, {d_fc1}, act_fn(),
-                   tokens * x_.fl, true);
-    rt.release(fc1);
-    rt.release(d_act);
-    bias_grad(em, "mlp.fc1.bias", d_fc1, fc1_b_, tokens * x_.fl * x_.m);
-    Tensor d_ln2 = column_parallel_bwd(em, ctx_, x_, dt, "mlp.fc1", take(mb, "ln2"), d_fc1,
-                                       fc1_w_, x_.h, x_.fl * x_.m, false, true, &weights);
+    Tensor d_ln2 = cfg_.moe() ? moe_backward(em, mb, d_mlp, dy, weights) : mlp_backward(em, mb, d_mlp, dy, weights);
     Tensor x2 = take(mb, "x2");
     Tensor d_x2 = alloc("mlp.norm.dinput", {x_.b, x_.sl, x_.h});
     norm_bwd(em, cfg_, "mlp.norm", x2, d_ln2, ln2_w_, ln2_b_, d_x2, x_.b * x_.sl, x_.h);
@@ -700,6 +695,7 @@ class TransformerBlock final : public LayerBase {
     weights.release(dy);
 
     // ---- attention ----
+    Handle gathered;
     Tensor d_attn = dropout_bwd(em, mb, "attn", d_x2);
     bias_grad(em, "attn.proj.bias", d_attn, proj_b_, local_numel);
     Tensor d_proj = gather_full(em, ctx_, x_, dt, Phase::backward, "attn.proj", "bwd", d_attn,
@@ -886,6 +882,235 @@ class TransformerBlock final : public LayerBase {
     return {out, kept};
   }
 
+  // The dense MLP on the norm's output `ln2` (kept for backward when `keep_all`): returns its output.
+  Tensor mlp_forward(Emitter& em, int mb, Phase ph, std::string_view sf, const Tensor& ln2, bool keep_all) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    const I64 tokens = x_.b * x_.s, rows = x_.b * x_.sl;
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return rt.alloc(em.name(what), std::move(shape), dt, kAct); };
+    auto keep = [&](const std::string& key, const Tensor& t) {
+      if (keep_all) save(mb, key, t);
+      else rt.release(t);
+    };
+    Tensor fc1_in = gather_full(em, ctx_, x_, dt, ph, "mlp.fc1", sf, ln2);
+    Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
+    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, overlapping(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, Overlap::consumes_gather), false, false));
+    bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
+    if (fc1_in.id != ln2.id) rt.release(fc1_in);
+    keep("ln2", ln2);
+    Tensor act = alloc("mlp.act.out", {x_.b, x_.s, x_.fl});
+    elementwise_op(em, ph, "mlp.act", sf, {fc1}, {act}, act_fn(), tokens * x_.fl);
+    keep("fc1", fc1);
+    Tensor fc2 = alloc("mlp.fc2.out", {x_.b, x_.s, x_.h});
+    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, linear(x_, overlapping(x_, GemmArgs{tokens, x_.h, x_.fl}, Overlap::feeds_scatter), false, false));
+    keep("act", act);
+    Tensor mlp_out = reduce_partial(em, ctx_, x_, dt, ph, "mlp.fc2", sf, fc2);
+    bias_fwd(em, ph, "mlp.fc2.bias", sf, mlp_out, fc2_b_, rows * x_.h);
+    return mlp_out;
+  }
+
+  // The dense MLP's backward from its output gradient `d_mlp` (`dy` when there is no dropout,
+  // which the caller still owns): returns the gradient of its input ln2.
+  Tensor mlp_backward(Emitter& em, int mb, const Tensor& d_mlp, const Tensor& dy, WeightPass& weights) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    const I64 tokens = x_.b * x_.s;
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return rt.alloc(em.name(what), std::move(shape), dt, kAct); };
+    auto release_unless = [&](const Tensor& t, const Tensor& keep) {
+      if (t.id != keep.id) weights.release(t);
+    };
+    bias_grad(em, "mlp.fc2.bias", d_mlp, fc2_b_, x_.b * x_.sl * x_.h);
+
+    Handle gathered;
+    Tensor d_fc2 = gather_full(em, ctx_, x_, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp, false,
+                               &gathered);
+    if (d_fc2.id != d_mlp.id && d_mlp.id != dy.id) em.release_after(d_mlp, gathered);
+    Tensor act = take(mb, "act");
+    Tensor d_act = alloc("mlp.act.dinput", {x_.b, x_.s, x_.fl});
+    GemmArgs fc2_dgrad{tokens, x_.fl, x_.h};
+    fc2_dgrad.trans_b = true;
+    gemm_op(em, Phase::backward, "mlp.fc2", "bwd", d_fc2, fc2_w_.w, d_act,
+            linear(x_, overlapping(x_, fc2_dgrad, Overlap::consumes_gather), true, false));
+    weights.run(em, {act, d_fc2}, [this, act, d_fc2, tokens](Emitter& e) {
+      if (!fc2_w_.g.valid()) return;
+      GemmArgs wgrad{x_.fl, x_.h, tokens};
+      wgrad.trans_a = true;
+      wgrad.accumulate = true;
+      gemm_op(e, Phase::backward, "mlp.fc2", "bwd_w", act, d_fc2, fc2_w_.g, linear(x_, wgrad, false, true));
+    });
+    weights.release(act);
+    release_unless(d_fc2, dy);
+    Tensor fc1 = take(mb, "fc1");
+    Tensor d_fc1 = alloc("mlp.fc1.doutput", {x_.b, x_.s, x_.fl * x_.m});
+    elementwise_op(em, Phase::backward, "mlp.act", "bwd", {fc1, d_act}, {d_fc1}, act_fn(),
+                   tokens * x_.fl, true);
+    rt.release(fc1);
+    rt.release(d_act);
+    bias_grad(em, "mlp.fc1.bias", d_fc1, fc1_b_, tokens * x_.fl * x_.m);
+    Tensor d_ln2 = column_parallel_bwd(em, ctx_, x_, dt, "mlp.fc1", take(mb, "ln2"), d_fc1,
+                                       fc1_w_, x_.h, x_.fl * x_.m, false, true, &weights);
+    return d_ln2;
+  }
+
+  // ---- mixture of experts (TransformerConfig::moe(); op order in strategies/op.hpp, MoeArgs) ----
+  MoeArgs moe_args(MoeStep step, bool backward) const {
+    MoeArgs a;
+    a.step = step;
+    a.tokens = x_.b * x_.s;
+    a.hidden = x_.h;
+    a.experts = cfg_.num_moe_experts;
+    a.topk = cfg_.moe_router_topk;
+    a.capacity = capacity_;
+    a.ep = ep_;
+    a.backward = backward;
+    a.aux_loss_coeff = static_cast<float>(cfg_.moe_aux_loss_coeff);
+    return a;
+  }
+  void moe_op(Emitter& em, Phase ph, std::string_view what, std::string_view sf, std::vector<Tensor> in,
+              std::vector<Tensor> out, const MoeArgs& args) {
+    em.computed(ops::moe(em.rt(), ph, em.label(what, sf), std::move(in), std::move(out), args, em.compute_issue()));
+  }
+  // Expert GEMM [E/ep, ep·C, ·] x [E/ep, ·, ·], batched over this rank's experts.
+  GemmArgs expert_gemm(I64 n, I64 k) const {
+    GemmArgs g{ep_ * capacity_, n, k};
+    g.batch = local_experts_;
+    return g;
+  }
+  // Every rank's tokens for this rank's experts: the buffer [E, C, h] of this rank's tokens (in
+  // expert order, so that member j's experts are its j-th chunk) all-to-all over the expert-parallel
+  // group, then each expert's rows together [E/ep, ep·C, h]. Takes `buffer`.
+  Tensor to_experts(Emitter& em, Phase ph, std::string_view sf, const std::string& what, const Tensor& buffer) {
+    if (ep_ == 1) return buffer;
+    Runtime& rt = em.rt();
+    em.pending(ops::all_to_all(rt, ph, em.label(what + ".alltoall", sf), buffer, ctx_.ep_group,
+                               em.comm_issue(Stream::tp_comm)));
+    Tensor grouped = rt.alloc(em.name(what + ".grouped"), {local_experts_, ep_ * capacity_, x_.h}, batch_.dtype, kAct);
+    moe_op(em, ph, what + ".regroup", sf, {buffer}, {grouped}, moe_args(MoeStep::regroup, false));
+    rt.release(buffer);
+    return grouped;
+  }
+  // The way back: each expert's rows [E/ep, ep·C, h] to member order, all-to-all back to the
+  // ranks the tokens came from: [E, C, h] of this rank's tokens. Takes `rows`.
+  Tensor from_experts(Emitter& em, Phase ph, std::string_view sf, const std::string& what, const Tensor& rows) {
+    if (ep_ == 1) return rows;
+    Runtime& rt = em.rt();
+    Tensor buffer = rt.alloc(em.name(what + ".members"), {cfg_.num_moe_experts, capacity_, x_.h}, batch_.dtype, kAct);
+    moe_op(em, ph, what + ".regroup", sf, {rows}, {buffer}, moe_args(MoeStep::regroup, true));
+    rt.release(rows);
+    em.pending(ops::all_to_all(rt, ph, em.label(what + ".alltoall", sf), buffer, ctx_.ep_group,
+                               em.comm_issue(Stream::tp_comm)));
+    return buffer;
+  }
+
+  // Router, routing, dispatch to the experts (over the expert-parallel group), the experts' MLPs
+  // batched, and the weighted combination back in token order.
+  Tensor moe_forward(Emitter& em, int mb, Phase ph, std::string_view sf, const Tensor& ln2, bool keep_all) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
+    const I64 rows = ep_ * capacity_;
+    auto alloc = [&](const std::string& what, std::vector<I64> shape, DType type) {
+      return rt.alloc(em.name(what), std::move(shape), type, kAct);
+    };
+    auto keep = [&](const std::string& key, const Tensor& t) {
+      if (keep_all) save(mb, key, t);
+      else rt.release(t);
+    };
+    Tensor logits = alloc("mlp.router.out", {x_.b, x_.s, E}, dt);
+    gemm_op(em, ph, "mlp.router", sf, ln2, router_w_.w, logits, GemmArgs{T, E, x_.h});
+    Tensor gates = alloc("mlp.route.gates", {T, k}, dt);
+    Tensor experts = alloc("mlp.route.experts", {T, k}, DType::int32);
+    Tensor slots = alloc("mlp.route.slots", {T, k}, DType::int32);
+    Tensor probs = alloc("mlp.route.probs", {T, E}, DType::fp32);
+    moe_op(em, ph, "mlp.route", sf, {logits}, {gates, experts, slots, probs}, moe_args(MoeStep::route, false));
+    rt.release(logits);
+    Tensor buffer = alloc("mlp.dispatch.out", {E, capacity_, x_.h}, dt);
+    moe_op(em, ph, "mlp.dispatch", sf, {ln2, experts, slots}, {buffer}, moe_args(MoeStep::dispatch, false));
+    keep("ln2", ln2);
+    Tensor grouped = to_experts(em, ph, sf, "mlp.dispatch", buffer);
+    Tensor fc1 = alloc("mlp.experts.fc1.out", {local_experts_, rows, fe * x_.m}, dt);
+    gemm_op(em, ph, "mlp.experts.fc1", sf, grouped, fc1_w_.w, fc1, expert_gemm(fe * x_.m, x_.h));
+    keep("grouped", grouped);
+    Tensor act = alloc("mlp.experts.act.out", {local_experts_, rows, fe}, dt);
+    elementwise_op(em, ph, "mlp.experts.act", sf, {fc1}, {act}, act_fn(), local_experts_ * rows * fe);
+    keep("fc1", fc1);
+    Tensor out = alloc("mlp.experts.fc2.out", {local_experts_, rows, x_.h}, dt);
+    gemm_op(em, ph, "mlp.experts.fc2", sf, act, fc2_w_.w, out, expert_gemm(x_.h, fe));
+    keep("act", act);
+    Tensor expert_out = from_experts(em, ph, sf, "mlp.combine", out);
+    Tensor y = alloc("mlp.combine.out", {x_.b, x_.s, x_.h}, dt);
+    moe_op(em, ph, "mlp.combine", sf, {expert_out, experts, slots, gates}, {y}, moe_args(MoeStep::combine, false));
+    keep("expert_out", expert_out);
+    keep("gates", gates);
+    keep("experts", experts);
+    keep("slots", slots);
+    keep("probs", probs);
+    return y;
+  }
+
+  // The mixture of experts' backward from its output gradient `d_y` (`dy` when there is no
+  // dropout, which the caller still owns): returns the gradient of its input ln2.
+  Tensor moe_backward(Emitter& em, int mb, const Tensor& d_y, const Tensor& dy, WeightPass& weights) {
+    Runtime& rt = em.rt();
+    const DType dt = batch_.dtype;
+    const Phase ph = Phase::backward;
+    const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
+    const I64 rows = ep_ * capacity_;
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return rt.alloc(em.name(what), std::move(shape), dt, kAct); };
+    // A weight gradient of a batched expert GEMM (or the router's), deferred with a split backward.
+    auto weight_gradient = [&](const char* what, const Tensor& in, const Tensor& d_out, const Param& w, GemmArgs g) {
+      g.trans_a = true;
+      g.accumulate = true;
+      weights.run(em, {in, d_out}, [=, this](Emitter& e) {
+        if (w.g.valid()) gemm_op(e, Phase::backward, what, "bwd_w", in, d_out, w.g, g);
+      });
+      weights.release(in);
+      weights.release(d_out);
+    };
+    Tensor expert_out = take(mb, "expert_out"), gates = take(mb, "gates"), experts = take(mb, "experts");
+    Tensor slots = take(mb, "slots"), probs = take(mb, "probs");
+    Tensor d_out = alloc("mlp.combine.doutput", {E, capacity_, x_.h});
+    Tensor d_gates = alloc("mlp.combine.dgates", {T, k});
+    moe_op(em, ph, "mlp.combine", "bwd", {d_y, expert_out, experts, slots, gates}, {d_out, d_gates},
+           moe_args(MoeStep::combine, true));
+    rt.release(expert_out);
+    if (d_y.id != dy.id) rt.release(d_y);
+    Tensor d_rows = to_experts(em, ph, "bwd", "mlp.combine", d_out);
+    Tensor d_act = alloc("mlp.experts.act.dinput", {local_experts_, rows, fe});
+    GemmArgs fc2_dgrad = expert_gemm(fe, x_.h);
+    fc2_dgrad.trans_b = true;
+    gemm_op(em, ph, "mlp.experts.fc2", "bwd", d_rows, fc2_w_.w, d_act, fc2_dgrad);
+    GemmArgs fc2_wgrad{fe, x_.h, rows};
+    fc2_wgrad.batch = local_experts_;
+    weight_gradient("mlp.experts.fc2", take(mb, "act"), d_rows, fc2_w_, fc2_wgrad);
+    Tensor fc1 = take(mb, "fc1");
+    Tensor d_fc1 = alloc("mlp.experts.fc1.doutput", {local_experts_, rows, fe * x_.m});
+    elementwise_op(em, ph, "mlp.experts.act", "bwd", {fc1, d_act}, {d_fc1}, act_fn(), local_experts_ * rows * fe, true);
+    rt.release(fc1);
+    rt.release(d_act);
+    Tensor d_grouped = alloc("mlp.experts.fc1.dinput", {local_experts_, rows, x_.h});
+    GemmArgs fc1_dgrad = expert_gemm(x_.h, fe * x_.m);
+    fc1_dgrad.trans_b = true;
+    gemm_op(em, ph, "mlp.experts.fc1", "bwd", d_fc1, fc1_w_.w, d_grouped, fc1_dgrad);
+    GemmArgs fc1_wgrad{x_.h, fe * x_.m, rows};
+    fc1_wgrad.batch = local_experts_;
+    weight_gradient("mlp.experts.fc1", take(mb, "grouped"), d_fc1, fc1_w_, fc1_wgrad);
+    Tensor d_buffer = from_experts(em, ph, "bwd", "mlp.dispatch", d_grouped);
+    Tensor d_ln2 = alloc("mlp.dispatch.dinput", {x_.b, x_.s, x_.h});
+    moe_op(em, ph, "mlp.dispatch", "bwd", {d_buffer, experts, slots}, {d_ln2}, moe_args(MoeStep::dispatch, true));
+    rt.release(d_buffer);
+    rt.release(slots);
+    Tensor d_logits = alloc("mlp.router.doutput", {x_.b, x_.s, E});
+    moe_op(em, ph, "mlp.route", "bwd", {gates, experts, probs, d_gates}, {d_logits}, moe_args(MoeStep::route, true));
+    for (const Tensor& t : {gates, experts, probs, d_gates}) rt.release(t);
+    GemmArgs router_dgrad{T, x_.h, E};
+    router_dgrad.trans_b = true;
+    router_dgrad.accumulate = true;  // onto the experts' part of the input gradient
+    gemm_op(em, ph, "mlp.router", "bwd", d_logits, router_w_.w, d_ln2, router_dgrad);
+    weight_gradient("mlp.router", take(mb, "ln2"), d_logits, router_w_, GemmArgs{x_.h, E, T});
+    return d_ln2;
+  }
+
   // Dropout on the branch output, then the residual add; takes `branch`, returns the new
   // residual stream. The mask is saved under part + ".mask" when `keep`.
   Tensor dropout_add(Emitter& em, int mb, const std::string& part, Phase ph, std::string_view sf,
@@ -967,20 +1192,7 @@ class TransformerBlock final : public LayerBase {
     // ---- MLP ----
     Tensor ln2 = alloc("mlp.norm.out", {x_.b, x_.sl, x_.h});
     norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
-    Tensor fc1_in = gather_full(em, ctx_, x_, dt, ph, "mlp.fc1", sf, ln2);
-    Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
-    gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, overlapping(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, Overlap::consumes_gather), false, false));
-    bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
-    if (fc1_in.id != ln2.id) rt.release(fc1_in);
-    keep("ln2", ln2, keep_all);
-    Tensor act = alloc("mlp.act.out", {x_.b, x_.s, x_.fl});
-    elementwise_op(em, ph, "mlp.act", sf, {fc1}, {act}, act_fn(), tokens * x_.fl);
-    keep("fc1", fc1, keep_all);
-    Tensor fc2 = alloc("mlp.fc2.out", {x_.b, x_.s, x_.h});
-    gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, linear(x_, overlapping(x_, GemmArgs{tokens, x_.h, x_.fl}, Overlap::feeds_scatter), false, false));
-    keep("act", act, keep_all);
-    Tensor mlp_out = reduce_partial(em, ctx_, x_, dt, ph, "mlp.fc2", sf, fc2);
-    bias_fwd(em, ph, "mlp.fc2.bias", sf, mlp_out, fc2_b_, rows * x_.h);
+    Tensor mlp_out = cfg_.moe() ? moe_forward(em, mb, ph, sf, ln2, keep_all) : mlp_forward(em, mb, ph, sf, ln2, keep_all);
     Tensor y = dropout_add(em, mb, "mlp", ph, sf, x2, mlp_out, keep_all);
     keep("x2", x2, keep_all);
     em.flush();
@@ -992,6 +1204,10 @@ class TransformerBlock final : public LayerBase {
   Dims x_;
   Param ln1_w_, ln1_b_, qkv_w_, qkv_b_, proj_w_, proj_b_, ln2_w_, ln2_b_, fc1_w_, fc1_b_, fc2_w_,
       fc2_b_;
+  // Mixture of experts: the router, this rank's share of the experts (fc1_w_, fc2_w_ hold them,
+  // [E/ep, h, f·m] and [E/ep, f, h]), the places per expert for this rank's micro-batch tokens.
+  Param router_w_;
+  I64 ep_ = 1, local_experts_ = 0, capacity_ = 0;
   std::map<int, std::vector<WeightPass::Work>> deferred_;  // split backward: W work by micro-batch
 };
 
@@ -1162,6 +1378,21 @@ void validate(const TransformerConfig& cfg) {
   if (cfg.hidden_dropout < 0 || cfg.hidden_dropout >= 1) fail("hidden_dropout", "must be in [0,1)");
   if (cfg.attention_dropout < 0 || cfg.attention_dropout >= 1)
     fail("attention_dropout", "must be in [0,1)");
+  if (cfg.num_moe_experts < 0) fail("num_moe_experts", "must be >= 0");
+  if (!cfg.moe()) return;
+  if (cfg.moe_router_topk < 1 || cfg.moe_router_topk > cfg.num_moe_experts)
+    fail("moe_router_topk", "must be between 1 and num_moe_experts");
+  if (cfg.moe_ffn_hidden_size < 0) fail("moe_ffn_hidden_size", "must be >= 0");
+  if (!(cfg.moe_expert_capacity_factor >= 0)) fail("moe_expert_capacity_factor", "must be >= 0 (0: dropless)");
+  if (!(cfg.moe_aux_loss_coeff >= 0)) fail("moe_aux_loss_coeff", "must be >= 0");
+  if (cfg.bias) fail("bias", "must be false with experts (num_moe_experts): experts and router have no biases");
+}
+
+std::int64_t TransformerConfig::expert_capacity(std::int64_t tokens) const {
+  if (moe_expert_capacity_factor <= 0) return tokens;
+  const double c = std::ceil(moe_expert_capacity_factor * static_cast<double>(tokens) *
+                             static_cast<double>(moe_router_topk) / static_cast<double>(num_moe_experts));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(c), 1, tokens);
 }
 
 std::int64_t embedding_parameter_count(const TransformerConfig& cfg) {
@@ -1170,12 +1401,34 @@ std::int64_t embedding_parameter_count(const TransformerConfig& cfg) {
                                  "transformer '" + cfg.name + "': embedding parameters (vocab_size x hidden_size)");
 }
 
-std::int64_t block_parameter_count(const TransformerConfig& cfg) {
-  const I64 h = cfg.hidden_size, f = cfg.ffn_size(), m = mlp_mult(cfg), b = cfg.bias ? 1 : 0;
+namespace {
+// One block's parameters with `experts` of its MoE experts (all of them, or a token's k).
+I64 block_parameters_with(const TransformerConfig& cfg, I64 experts) {
+  const I64 h = cfg.hidden_size, m = mlp_mult(cfg), b = cfg.bias ? 1 : 0;
   const I64 q = qkv_width(cfg), a = cfg.num_attention_heads, d = cfg.head_dim();
+  if (cfg.moe()) {
+    const I64 f = cfg.expert_ffn_size();
+    return checked_sum_of_products({{2, norm_params(cfg)}, {h, q}, {a, d, h}, {h, cfg.num_moe_experts},  // router
+                                    {experts, h, f * m}, {experts, f, h}},
+                                   "transformer '" + cfg.name + "': parameters per block (experts)");
+  }
+  const I64 f = cfg.ffn_size();
   return checked_sum_of_products({{2, norm_params(cfg)}, {h, q}, {a, d, h}, {h, f, m}, {f, h},  // weights
                                   {b, q}, {b, h}, {b, f, m}, {b, h}},                           // biases
                                  "transformer '" + cfg.name + "': parameters per block");
+}
+}  // namespace
+
+std::int64_t block_parameter_count(const TransformerConfig& cfg) {
+  return block_parameters_with(cfg, cfg.num_moe_experts);
+}
+
+std::int64_t active_parameter_count(const TransformerConfig& cfg) {
+  if (!cfg.moe()) return parameter_count(cfg);
+  return checked_sum_of_products({{embedding_parameter_count(cfg)},
+                                  {cfg.num_layers, block_parameters_with(cfg, cfg.moe_router_topk)},
+                                  {head_parameter_count(cfg)}},
+                                 "transformer '" + cfg.name + "': active parameters");
 }
 
 std::int64_t head_parameter_count(const TransformerConfig& cfg) {
@@ -1190,7 +1443,7 @@ std::int64_t parameter_count(const TransformerConfig& cfg) {
 }
 
 std::int64_t flops_parameter_count(const TransformerConfig& cfg) {
-  I64 p = parameter_count(cfg);
+  I64 p = active_parameter_count(cfg);
   if (cfg.position == PositionEmbeddingType::learned)
     p -= cfg.max_positions() * cfg.hidden_size;
   if (!cfg.tied_embeddings) p -= cfg.vocab_size * cfg.hidden_size;
@@ -1198,9 +1451,11 @@ std::int64_t flops_parameter_count(const TransformerConfig& cfg) {
 }
 
 std::int64_t gemm_parameter_count(const TransformerConfig& cfg) {
-  const I64 h = cfg.hidden_size, f = cfg.ffn_size(), m = mlp_mult(cfg);
+  const I64 h = cfg.hidden_size, m = mlp_mult(cfg);
   const I64 q = qkv_width(cfg), ad = cfg.num_attention_heads * cfg.head_dim();
-  return cfg.num_layers * (h * q + ad * h + h * f * m + f * h) + cfg.vocab_size * h;
+  const I64 f = cfg.moe() ? cfg.expert_ffn_size() : cfg.ffn_size(), k = cfg.moe() ? cfg.moe_router_topk : 1;
+  const I64 router = cfg.moe() ? h * cfg.num_moe_experts : 0;
+  return cfg.num_layers * (h * q + ad * h + router + k * (h * f * m + f * h)) + cfg.vocab_size * h;
 }
 
 Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len) {
@@ -1251,10 +1506,17 @@ Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, s
   bytes += e * full * a * hd / t;    // attention output = projection input
   bytes += mask * local * h;         // dropout mask after the projection
   bytes += e * local * h;            // MLP norm input
-  bytes += e * local * h;            // MLP norm output = fc1 input
+  bytes += e * local * h;            // MLP norm output = fc1 input (the router's with experts)
+  bytes += mask * local * h;         // dropout mask after fc2
+  if (cfg.moe()) {
+    // Every expert's buffer of C places (whichever rank computes it): its input, fc1 output,
+    // activation output and output; the routing (gates, expert ids, places, probabilities).
+    const double E = d(cfg.num_moe_experts), k = d(cfg.moe_router_topk), fe = d(cfg.expert_ffn_size());
+    const double places = E * d(cfg.expert_capacity(b * s));
+    return bytes + e * places * (h + fe * m + fe + h) + full * k * (e + 8.0) + full * E * 4.0;
+  }
   bytes += e * full * f * m / t;     // fc1 output (activation input)
   bytes += e * full * f / t;         // activation output = fc2 input
-  bytes += mask * local * h;         // dropout mask after fc2
   return bytes;
 }
 

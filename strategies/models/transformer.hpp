@@ -79,6 +79,23 @@ struct TransformerConfig {
   bool use_flash_attn = false;
   double hidden_dropout = 0.1;     // after embedding, attention projection and MLP
   double attention_dropout = 0.1;  // on the attention probabilities
+  // Mixture of experts (Megatron-Core's names): with num_moe_experts > 0 every block's MLP is
+  // that many experts (each an MLP of moe_ffn_hidden_size, no biases) behind a top-k router
+  // (no bias): a token goes through its moe_router_topk experts, weighted by its gates (the
+  // softmax over its k largest router logits). An expert takes at most
+  // ceil(moe_expert_capacity_factor · tokens · k / experts) of a rank's micro-batch tokens (padded
+  // to that capacity, as --moe-pad-expert-input-to-capacity); 0: every token (dropless, at the
+  // cost of computing full buffers). moe_aux_loss_coeff: Switch's load-balancing loss.
+  std::int64_t num_moe_experts = 0;
+  std::int64_t moe_router_topk = 2;
+  std::int64_t moe_ffn_hidden_size = 0;  // 0 means ffn_size()
+  double moe_expert_capacity_factor = 0;
+  double moe_aux_loss_coeff = 0;
+
+  bool moe() const { return num_moe_experts > 0; }
+  std::int64_t expert_ffn_size() const { return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_size(); }
+  // Places per expert for `tokens` tokens (the buffers' C).
+  std::int64_t expert_capacity(std::int64_t tokens) const;
 
   std::int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
@@ -108,11 +125,15 @@ std::int64_t head_parameter_count(const TransformerConfig& cfg);        // final
 // word-embedding table (neither takes part in a matmul). The tied table counts once: the
 // output-layer GEMM uses it. Norm and bias parameters count (they are ~0.1%).
 std::int64_t flops_parameter_count(const TransformerConfig& cfg);
-// Parameters that are GEMM weights (what 2·N_gemm FLOPs per token forward counts exactly).
+// Parameters that are GEMM weights (what 2·N_gemm FLOPs per token forward counts exactly); with
+// experts, those a token goes through (its k experts and the router).
 std::int64_t gemm_parameter_count(const TransformerConfig& cfg);
+// With experts: the parameters one token goes through (the dense parts, the router and k of the
+// experts of every block): Mixtral 8x7B's 12.9B of 46.7B. parameter_count() otherwise.
+std::int64_t active_parameter_count(const TransformerConfig& cfg);
 // Model FLOPs per token, forward + backward, no recompute: 6·N + 6·L·s·h with N =
-// flops_parameter_count and causal attention (QKᵀ and PV over half the s² scores). Use with
-// tokens = B·s for MFU.
+// flops_parameter_count (the active parameters with experts) and causal attention (QKᵀ and PV
+// over half the s² scores). Use with tokens = B·s for MFU.
 Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len);
 // Narayanan et al. 2021 (arXiv 2104.04473) per iteration with full recompute:
 // 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)). It counts non-causal attention (all s² scores); pass
@@ -141,6 +162,7 @@ class TransformerModel : public Model {
   const TransformerConfig& config() const { return cfg_; }
 
   ModelDescription describe() const override;  // model_flops_per_token at cfg.seq_length
+  std::int64_t experts() const override { return cfg_.num_moe_experts; }
   // Throws std::invalid_argument when the context cannot shard this model (heads, query groups,
   // ffn not divisible by tp; seq_len not divisible by tp with sequence parallelism).
   std::vector<std::unique_ptr<Layer>> build_layers(const BatchShape& batch,

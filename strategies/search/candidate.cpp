@@ -30,7 +30,8 @@ nlohmann::json to_json(const Candidate& c) {
           {"batch_split", to_string(c.batch_split)},
           {"local_sgd_steps", c.local_sgd_steps},
           {"context_parallel_size", c.cp},
-          {"fp8", tandem::to_string(c.fp8)}};
+          {"fp8", tandem::to_string(c.fp8)},
+          {"expert_model_parallel_size", c.ep}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
   if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
@@ -57,6 +58,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   if (j.contains("local_sgd_steps")) c.local_sgd_steps = j.at("local_sgd_steps").get<int>();
   if (j.contains("context_parallel_size")) c.cp = j.at("context_parallel_size").get<int>();
   if (j.contains("fp8")) c.fp8 = parse_fp8_recipe(j.at("fp8").get<std::string>());
+  if (j.contains("expert_model_parallel_size")) c.ep = j.at("expert_model_parallel_size").get<int>();
   return c;
 }
 
@@ -75,6 +77,7 @@ std::string Candidate::key() const {
        " batch=" + to_string(batch_split);
   if (local_sgd_steps > 1) k += " local_sgd=" + std::to_string(local_sgd_steps);
   if (cp > 1) k += " cp=" + std::to_string(cp);
+  if (ep > 1) k += " ep=" + std::to_string(ep);
   if (fp8 != Fp8Recipe::none) k += std::string(" fp8=") + tandem::to_string(fp8);
   if (!nodes.empty()) {
     k += " nodes=";

@@ -37,6 +37,7 @@ struct Candidate {
   BatchSplit batch_split = BatchSplit::even;
   int local_sgd_steps = 1;  // local SGD's averaging period (1: synchronous data parallelism)
   Fp8Recipe fp8 = Fp8Recipe::none;  // training.fp8: FP8 GEMMs in the transformer blocks
+  int ep = 1;  // expert_model_parallel_size (mixture-of-experts models; divides dp)
   // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks
   // 0..world-1 of the whole cluster.
   std::vector<int> nodes;

@@ -103,6 +103,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
   if (s.local_sgd_steps.empty()) s.local_sgd_steps = {1};
   if (s.cp.empty()) s.cp = {1};
+  if (s.ep.empty()) s.ep = {1};
   if (s.fp8.empty()) s.fp8 = {training.fp8};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
@@ -209,9 +210,14 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                           // Local SGD keeps whole optimizer states: ZeRO 0 only, and replicas to average.
                           static const std::vector<int> synchronous{1};
                           for (int h : dp > 1 && zero == 0 ? s.local_sgd_steps : synchronous)
-                          for (Fp8Recipe fp8 : s.fp8) {
+                          for (Fp8Recipe fp8 : s.fp8)
+                          for (int ep : s.ep) {
                             if (fp8 != Fp8Recipe::none && !fp8_capable) {
                               drop("FP8 on devices without FP8 tensor cores");
+                              continue;
+                            }
+                            if (dp % ep != 0) {
+                              drop("expert-parallel size does not divide the data-parallel size");
                               continue;
                             }
                             Candidate c;
@@ -222,6 +228,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                             c.local_sgd_steps = h;
                             c.cp = cp;
                             c.fp8 = fp8;
+                            c.ep = ep;
                             out.candidates.push_back(c);
                             ++out.combinations;
                           }

@@ -36,6 +36,7 @@ struct SearchSpace {
   std::vector<BatchSplit> batch_split;
   std::vector<int> local_sgd_steps;  // local SGD's averaging periods (with ZeRO 0 only); default {1}
   std::vector<int> cp;               // context_parallel_size values; default {1}
+  std::vector<int> ep;               // expert_model_parallel_size values (MoE models); default {1}
   // training.fp8 recipes (FP8 GEMMs; only on devices with FP8 tensor cores); default: the
   // scenario's own.
   std::vector<Fp8Recipe> fp8;

@@ -29,6 +29,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "exec/cpu/cpu_run.hpp"
@@ -56,7 +57,9 @@ std::unique_ptr<HybridParallel> hybrid(const Shape& s) {
   TrainingConfig training;
   training.seq_length = 32;
   training.lr = kLr;
-  return testing::make_hybrid(small_gpt(s.rope), s, training, /*bucket_params=*/20'000);  // several buckets
+  // Several buckets; mixture-of-experts shapes train the same GPT with experts in every block.
+  auto model = s.moe ? testing::small_moe_gpt("gpt-small-moe-test", 4, 64, 4, 256, 32) : small_gpt(s.rope);
+  return testing::make_hybrid(std::move(model), s, training, /*bucket_params=*/20'000);
 }
 
 RunOptions options(int iterations) {
@@ -71,14 +74,24 @@ RunOptions options(int iterations) {
 
 RunResult run(const Shape& s, int iterations = kSteps) { return run_cpu(*hybrid(s), options(iterations)); }
 
+// Models with experts: the expert GEMMs take their rows grouped differently from the single rank
+// (every member's tokens for an expert in one batched GEMM, two micro-batches of two ranks
+// together, not micro-batch by micro-batch), so every gradient from the experts down carries
+// another round-off; an element whose gradient nearly cancels then takes an AdamW step differing
+// by up to ~1% of lr (measured: 9e-6 on one element of ~200k, lr 1e-3, 3 steps, with expert
+// parallelism over 2 and over 4 ranks). Their absolute term is 1% of the AdamW movement instead of
+// 0.2%; the losses stay within 1e-5 (measured: equal, or 2e-8 apart).
+constexpr double kMoeParamAbsolute = 1e-2;
+
 // Element i's difference as a fraction of its bound 1e-4·|b| + 2e-3·lr·steps (< 1 passes).
-double fraction_of_bound(float a, float b, int steps) {
+double fraction_of_bound(float a, float b, int steps, double absolute = kParamAbsolute) {
   return std::abs(static_cast<double>(a) - b) /
-         (kParamRelative * std::abs(static_cast<double>(b)) + kParamAbsolute * kLr * steps);
+         (kParamRelative * std::abs(static_cast<double>(b)) + absolute * kLr * steps);
 }
 
 // Compares `got` with `want` (losses of every step, logical parameters) within the tolerances.
-void expect_equivalent(const RunResult& got, const RunResult& want, const std::string& what, int steps) {
+void expect_equivalent(const RunResult& got, const RunResult& want, const std::string& what, int steps,
+                       double absolute = kParamAbsolute) {
   ASSERT_EQ(got.iterations.size(), want.iterations.size()) << what;
   for (std::size_t i = 0; i < want.iterations.size(); ++i) {
     EXPECT_EQ(got.iterations[i].micro_batches, want.iterations[i].micro_batches) << what;
@@ -100,7 +113,7 @@ void expect_equivalent(const RunResult& got, const RunResult& want, const std::s
       }
     }
     for (std::size_t i = 0; i < a.size(); ++i) {
-      const double d = fraction_of_bound(a[i], b[i], steps);
+      const double d = fraction_of_bound(a[i], b[i], steps, absolute);
       if (d > worst) worst = d, worst_name = name + "[" + std::to_string(i) + "]";
       if (d >= 1 && std::getenv("TANDEM_VERBOSE"))
         std::cout << "    " << name << "[" << i << "] " << a[i] << " vs " << b[i] << "\n";
@@ -119,14 +132,15 @@ TEST_P(Equivalence, LossAndParametersEqualTheSingleRankRun) {
   Shape single;
   single.precision = shape.precision;
   single.rope = shape.rope;
-  static std::map<std::pair<DType, bool>, RunResult> references;  // one single-rank run per precision and model
-  const auto key = std::make_pair(shape.precision, shape.rope);
+  single.moe = shape.moe;
+  static std::map<std::tuple<DType, bool, bool>, RunResult> references;  // one single-rank run per precision and model
+  const auto key = std::make_tuple(shape.precision, shape.rope, shape.moe);
   if (!references.count(key)) references.emplace(key, run(single));
   const RunResult& reference = references.at(key);
   ASSERT_EQ(reference.world_size, 1);
   const RunResult parallel = run(shape);
   ASSERT_EQ(parallel.world_size, shape.world_size());
-  expect_equivalent(parallel, reference, shape.name, kSteps);
+  expect_equivalent(parallel, reference, shape.name, kSteps, shape.moe ? kMoeParamAbsolute : kParamAbsolute);
   // The weights moved: the comparison is not between initial values.
   EXPECT_GT(reference.iterations.front().loss - reference.iterations.back().loss, 0.05);
 }
@@ -170,7 +184,16 @@ INSTANTIATE_TEST_SUITE_P(
                       named("pp4_zb_h1", {.pp = 4, .schedule = PipelineSchedule::zb_h1}),
                       named("tp2_sp_pp2_zb_h1", {.tp = 2, .pp = 2, .sp = true, .schedule = PipelineSchedule::zb_h1}),
                       named("pp2_dp2_zero1_zb_h1", {.pp = 2, .dp = 2, .zero = 1, .schedule = PipelineSchedule::zb_h1,
-                                                    .precision = DType::bf16})),
+                                                    .precision = DType::bf16}),
+                      // Mixture of experts (4 experts, top-2, capacity 1.0x, load-balancing loss):
+                      // replicas with every expert, and experts split over 2 or 4 replicas that
+                      // exchange their tokens by all-to-all.
+                      named("moe_dp2", {.dp = 2, .moe = true}), named("moe_dp2_ep2", {.dp = 2, .moe = true, .ep = 2}),
+                      named("moe_dp4_ep2", {.dp = 4, .moe = true, .ep = 2}),
+                      named("moe_dp4_ep4", {.dp = 4, .moe = true, .ep = 4}),
+                      named("moe_pp2_dp2_ep2", {.pp = 2, .dp = 2, .moe = true, .ep = 2}),
+                      named("moe_pp2_dp2_ep2_zb_h1",
+                            {.pp = 2, .dp = 2, .schedule = PipelineSchedule::zb_h1, .moe = true, .ep = 2})),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- checkpoints across strategies

@@ -26,6 +26,8 @@ struct HybridShape {
   int virtual_stages = 1;
   DType precision = DType::fp32;
   bool rope = false;  // rotary positions (what context parallelism needs) instead of a learned table
+  bool moe = false;   // experts instead of the dense MLP (small_moe_gpt)
+  int ep = 1;         // expert_model_parallel_size
   int world_size() const { return tp * pp * dp * cp; }
 };
 
@@ -37,6 +39,23 @@ inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std:
   if (rope) c.position = PositionEmbeddingType::rope;
   c.hidden_dropout = 0;
   c.attention_dropout = 0;
+  return std::make_shared<TransformerModel>(std::move(c));
+}
+
+// The same with a mixture of experts in every block: 4 experts of width 2·hidden, top-2, an
+// expert capacity of 1.0x its balanced share (so that some picks are dropped) and Switch's
+// load-balancing loss, no biases (experts have none).
+inline std::shared_ptr<const Model> small_moe_gpt(std::string name, int layers, std::int64_t hidden, int heads,
+                                                  std::int64_t vocab, std::int64_t seq) {
+  TransformerConfig c = gpt_config(std::move(name), layers, hidden, heads, seq, vocab);
+  c.hidden_dropout = 0;
+  c.attention_dropout = 0;
+  c.bias = false;
+  c.num_moe_experts = 4;
+  c.moe_router_topk = 2;
+  c.moe_ffn_hidden_size = 2 * hidden;
+  c.moe_expert_capacity_factor = 1.0;
+  c.moe_aux_loss_coeff = 0.01;
   return std::make_shared<TransformerModel>(std::move(c));
 }
 
@@ -57,6 +76,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.overlap_param_gather = s.overlap_param_gather;
   parallel.local_sgd_steps = s.local_sgd_steps;
   parallel.local_sgd_group_size = s.local_sgd_group_size;
+  parallel.expert_model_parallel_size = s.ep;
   parallel.ddp_bucket_size = bucket_params;
   HybridConfig config;
   config.schedule = s.schedule;

@@ -1,0 +1,139 @@
+// Mixture-of-experts blocks (TransformerConfig::num_moe_experts): parameter and FLOP counts
+// against the published figures, the saved activations against the breakdown, the ops a block
+// issues with and without expert parallelism, and the checks on its knobs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "strategies/models/presets.hpp"
+#include "strategies/models/transformer.hpp"
+#include "tests/strategies/models/model_test_util.hpp"
+
+namespace tandem {
+namespace {
+
+using testing::RecordingRuntime;
+
+BatchShape shape(std::int64_t b, std::int64_t s) {
+  BatchShape batch;
+  batch.micro_batch = b;
+  batch.seq_len = s;
+  return batch;
+}
+
+ParallelContext expert_context(int ep, int rank) {
+  ParallelContext ctx;
+  ctx.ep_size = ep;
+  ctx.ep_rank = rank;
+  ctx.ep_group.id = 8;
+  for (int r = 0; r < ep; ++r) ctx.ep_group.ranks.push_back(r);
+  return ctx;
+}
+
+TEST(MoeTransformer, MixtralCountsAreThePublishedOnes) {
+  // Mistral AI: Mixtral 8x7B has 46.7B parameters and uses 12.9B per token; 8x22B 141B and 39B.
+  const TransformerConfig m7 = transformer_preset("mixtral-8x7b");
+  EXPECT_NEAR(parameter_count(m7) / 1e9, 46.7, 0.05);
+  EXPECT_NEAR(active_parameter_count(m7) / 1e9, 12.9, 0.05);
+  const TransformerConfig m22 = transformer_preset("mixtral-8x22b");
+  EXPECT_NEAR(parameter_count(m22) / 1e9, 141, 0.5);
+  EXPECT_NEAR(active_parameter_count(m22) / 1e9, 39, 0.5);
+  // Model FLOPs count what a token goes through: 6 x the active parameters (less the untied
+  // input table, which no GEMM reads) plus attention.
+  const std::int64_t s = 4096;
+  const double attention = 6.0 * m7.num_layers * s * m7.num_attention_heads * m7.head_dim();
+  EXPECT_DOUBLE_EQ(model_flops_per_token(m7, s),
+                   6.0 * (active_parameter_count(m7) - m7.vocab_size * m7.hidden_size) + attention);
+}
+
+TEST(MoeTransformer, ABlockIssuesTheFlopsItsActiveParametersImply) {
+  // Dropless: every expert's buffer holds all tokens, so the expert GEMMs do E/k times the
+  // active work; with a capacity factor of 1 they do exactly the balanced share.
+  TransformerConfig c = transformer_preset("mixtral-8x7b");
+  c.num_layers = 1;
+  c.moe_expert_capacity_factor = 1.0;
+  const std::int64_t b = 1, s = 4096, tokens = b * s;
+  const TransformerModel model(c);
+  const auto layers = model.build_layers(shape(b, s), ParallelContext{});
+  const double h = c.hidden_size, f = c.expert_ffn_size(), E = c.num_moe_experts, k = c.moe_router_topk;
+  // Forward GEMMs of the experts: 2 FLOPs x tokens x k x (3 h f) (SwiGLU: gate, up, down).
+  const double experts = 2.0 * tokens * k * 3.0 * h * f;
+  const double router = 2.0 * tokens * h * E;
+  const double attention_gemms = 2.0 * tokens * (h * (h + 2.0 * c.query_groups() * c.head_dim()) + h * h);
+  EXPECT_GT(layers[1]->forward_flops(), experts + router + attention_gemms);
+  EXPECT_LT(layers[1]->forward_flops(), 1.05 * (experts + router + attention_gemms) + 4.0 * tokens * s * h);
+}
+
+TEST(MoeTransformer, SavedActivationsMatchTheBreakdown) {
+  for (double capacity : {0.0, 1.25})
+    for (Recompute rc : {Recompute::none, Recompute::full}) {
+      TransformerConfig c = transformer_preset("mixtral-8x7b");
+      c.moe_expert_capacity_factor = capacity;
+      ParallelContext ctx = expert_context(4, 1);
+      ctx.recompute = rc;
+      const TransformerModel model(c);
+      const auto layers = model.build_layers(shape(1, 2048), ctx);
+      EXPECT_DOUBLE_EQ(layers[1]->saved_activation_bytes(),
+                       activation_bytes_per_layer(c, 1, 2048, 1, false, rc))
+          << "capacity factor " << capacity;
+    }
+}
+
+TEST(MoeTransformer, ExpertParallelismHoldsAShareOfTheExpertsAndExchangesTokens) {
+  TransformerConfig c = transformer_preset("mixtral-8x7b");
+  c.num_layers = 1;
+  c.moe_expert_capacity_factor = 1.0;
+  const TransformerModel model(c);
+  const auto alone = model.build_layers(shape(1, 1024), ParallelContext{});
+  const auto shared = model.build_layers(shape(1, 1024), expert_context(4, 2));
+  const std::int64_t expert = 3 * c.hidden_size * c.expert_ffn_size();
+  EXPECT_EQ(alone[1]->local_parameter_count() - shared[1]->local_parameter_count(), 6 * expert);  // 8 -> 2 experts
+  EXPECT_EQ(shared[1]->parameter_count(), alone[1]->parameter_count());
+  RecordingRuntime rt;
+  shared[1]->allocate(rt, true);
+  EXPECT_EQ(shared[1]->expert_gradients().size(), 2u);  // fc1 (gate | up) and fc2 of this rank's experts
+  const Tensor x = rt.alloc("x", {1, 1024, c.hidden_size}, DType::bf16, MemCategory::activations);
+  rt.release(shared[1]->backward(rt, shared[1]->forward(rt, x, 0), 0));
+  int all_to_all = 0;
+  for (const auto& op : rt.ops())
+    if (op.kind == OpKind::all_to_all) {
+      ++all_to_all;
+      EXPECT_EQ(op.group_id, 8);
+    }
+  EXPECT_EQ(all_to_all, 4);  // dispatch and combine, forward and backward
+  // Where its experts sit in the logical tensors: rows [4, 6) of [8, ...].
+  bool placed = false;
+  for (const TensorPlacement& p : shared[1]->placements())
+    if (p.name == "layer0.mlp.experts.fc1.weight") {
+      placed = true;
+      EXPECT_EQ(p.dim, 0);
+      ASSERT_EQ(p.segments.size(), 1u);
+      EXPECT_EQ(p.segments[0].first, 4);
+      EXPECT_EQ(p.segments[0].second, 2);
+    }
+  EXPECT_TRUE(placed);
+}
+
+TEST(MoeTransformer, KnobsOutOfRangeAreRefusedNamingTheField) {
+  TransformerConfig c = transformer_preset("mixtral-8x7b");
+  c.moe_router_topk = 9;
+  EXPECT_THROW(TransformerModel{c}, std::invalid_argument);
+  c = transformer_preset("mixtral-8x7b");
+  c.bias = true;
+  try {
+    TransformerModel model(c);
+    FAIL() << "biases with experts accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bias"), std::string::npos) << e.what();
+  }
+  c = transformer_preset("mixtral-8x7b");
+  c.moe_expert_capacity_factor = 1.0;
+  EXPECT_EQ(c.expert_capacity(4096), 1024);  // 1.0 x 4096 x 2 / 8
+  c.moe_expert_capacity_factor = 0;
+  EXPECT_EQ(c.expert_capacity(4096), 4096);  // dropless: every token
+}
+
+}  // namespace
+}  // namespace tandem
