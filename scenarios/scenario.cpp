@@ -144,6 +144,10 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.read("moe_expert_capacity_factor", cfg.moe_expert_capacity_factor,
          [](const YamlNode& n) { return n.in(limits::kMoeCapacityFactor); });
   r.read("moe_aux_loss_coeff", cfg.moe_aux_loss_coeff, [](const YamlNode& n) { return n.in(limits::kMoeAuxLossCoeff); });
+  r.count("moe_shared_expert_intermediate_size", cfg.moe_shared_expert_intermediate_size, limits::kFfnHiddenSize);
+  r.count("moe_first_dense_layers", cfg.moe_first_dense_layers, limits::kNumLayers);
+  if (cfg.moe_first_dense_layers > cfg.num_layers)
+    node["moe_first_dense_layers"].fail("exceeds num_layers " + std::to_string(cfg.num_layers));
   if (cfg.moe()) {
     if (cfg.moe_router_topk > cfg.num_moe_experts)
       node[node.has("moe_router_topk") ? "moe_router_topk" : "num_moe_experts"].fail(

@@ -53,6 +53,10 @@ inline constexpr FieldDoc kTransformer[] = {
     {"moe_expert_capacity_factor", "factor", "0 (dropless)",
      "places per expert = ceil(factor x tokens x topk / experts), picks beyond dropped", &limits::kMoeCapacityFactor},
     {"moe_aux_loss_coeff", "coefficient", "0", "Switch's load-balancing loss", &limits::kMoeAuxLossCoeff},
+    {"moe_shared_expert_intermediate_size", "count", "0 (none)", "a shared expert every token goes through (DeepSeek)",
+     nullptr, &limits::kFfnHiddenSize},
+    {"moe_first_dense_layers", "count", "0", "first blocks with a dense MLP instead of experts (DeepSeek-V3: 3)", nullptr,
+     &limits::kNumLayers},
 };
 
 inline constexpr FieldDoc kMlp[] = {

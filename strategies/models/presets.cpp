@@ -66,6 +66,27 @@ TransformerConfig mixtral(std::string name, std::int64_t layers, std::int64_t hi
   return c;
 }
 
+// DeepSeek-V3 (arXiv 2412.19437, section 4.2 and its config.json): 61 layers 7,168 wide, the first
+// 3 with a dense SwiGLU MLP of 18,432, the others 256 routed experts of 2,048 (top-8) and one
+// shared expert of 2,048; vocabulary 129,280, untied; 671B parameters, 37B active (the paper's
+// figures, without its 14B multi-token-prediction module). Multi-head latent attention (MLA) is
+// approximated by grouped-query attention with its 128 query heads of 128 and 8 key/value groups:
+// 249M attention weights per layer where MLA has 187M (its low-rank Q and KV projections), so
+// the approximation holds 675B (+0.6%) with 41.4B active (+12%; 37.6B without that excess); the
+// attention core is priced at head dim 128 (MLA's QK^T runs over 192). No auxiliary-loss-free balancing (its bias is not
+// modelled): Switch's loss instead, at DeepSeek's sequence-wise coefficient 1e-4.
+TransformerConfig deepseek_v3_like() {
+  TransformerConfig c = llama("deepseek-v3-like", 61, 7168, 128, 8, 18432, 129280, 4096);
+  c.kv_channels = 128;
+  c.num_moe_experts = 256;
+  c.moe_router_topk = 8;
+  c.moe_ffn_hidden_size = 2048;
+  c.moe_shared_expert_intermediate_size = 2048;
+  c.moe_first_dense_layers = 3;
+  c.moe_aux_loss_coeff = 1e-4;
+  return c;
+}
+
 const std::map<std::string, std::function<TransformerConfig()>>& presets() {
   static const std::map<std::string, std::function<TransformerConfig()>> table = {
       {"gpt-tiny", [] { return gpt_config("gpt-tiny", 2, 64, 4, 32, 256); }},
@@ -91,6 +112,7 @@ const std::map<std::string, std::function<TransformerConfig()>>& presets() {
       {"mixtral-8x7b", [] { return mixtral("mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8); }},
       // 141B parameters, 39B active (Mistral AI's announcement; config.json: 56 layers, 6144 wide).
       {"mixtral-8x22b", [] { return mixtral("mixtral-8x22b", 56, 6144, 48, 16384, 32768, 8); }},
+      {"deepseek-v3-like", deepseek_v3_like},
   };
   return table;
 }

@@ -588,28 +588,30 @@ class TransformerBlock final : public LayerBase {
  public:
   TransformerBlock(TransformerConfig cfg, int index, BatchShape batch, ParallelContext ctx)
       : LayerBase("layer" + std::to_string(index), batch, std::move(ctx)), cfg_(std::move(cfg)),
-        index_(index), x_(make_dims(cfg_, batch_, ctx_)) {
-    if (cfg_.moe()) {
+        index_(index), x_(make_dims(cfg_, batch_, ctx_)), moe_(cfg_.moe_layer(index)) {
+    if (moe_) {
       ep_ = std::max(ctx_.ep_size, 1);
       local_experts_ = cfg_.num_moe_experts / ep_;
       capacity_ = cfg_.expert_capacity(x_.b * x_.s);
     }
   }
 
-  std::int64_t parameter_count() const override { return block_parameter_count(cfg_); }
+  std::int64_t parameter_count() const override { return block_parameter_count(cfg_, index_); }
   std::int64_t local_parameter_count() const override {
     const I64 n = norm_params(cfg_);
     I64 p = 2 * n;
     p += x_.h * x_.nqkv + (cfg_.bias ? x_.nqkv : 0);
     p += x_.al * x_.d * x_.h + (cfg_.bias ? x_.h : 0);
-    if (cfg_.moe()) return p + x_.h * cfg_.num_moe_experts + local_experts_ * cfg_.expert_ffn_size() * x_.h * (x_.m + 1);
+    if (moe_)
+      return p + x_.h * cfg_.num_moe_experts +
+             (local_experts_ * cfg_.expert_ffn_size() + cfg_.moe_shared_expert_intermediate_size) * x_.h * (x_.m + 1);
     p += x_.h * x_.fl * x_.m + (cfg_.bias ? x_.fl * x_.m : 0);
     p += x_.fl * x_.h + (cfg_.bias ? x_.h : 0);
     return p;
   }
 
   std::vector<Tensor> expert_gradients() const override {
-    if (!cfg_.moe() || !fc1_w_.g.valid()) return {};
+    if (!moe_ || !fc1_w_.g.valid()) return {};
     return {fc1_w_.g, fc2_w_.g};
   }
 
@@ -635,14 +637,18 @@ class TransformerBlock final : public LayerBase {
     if (cfg_.bias) param("attn.proj.bias", {x_.h}, proj_b_);
     param("mlp.norm.weight", {x_.h}, ln2_w_);
     if (ln) param("mlp.norm.bias", {x_.h}, ln2_b_);
-    if (cfg_.moe()) {
-      // The router is replicated; this rank's experts are its rows of every expert tensor
+    if (moe_) {
+      // The router (and a shared expert) are replicated; this rank's experts are its rows of every expert tensor
       // (rank r of the expert-parallel group: experts [r·E/ep, (r+1)·E/ep)).
       const I64 E = cfg_.num_moe_experts, El = local_experts_, fe = cfg_.expert_ffn_size();
       const std::vector<std::pair<I64, I64>> mine{{ctx_.ep_rank * El, El}};
       param("mlp.router.weight", {x_.h, E}, router_w_);
       param("mlp.experts.fc1.weight", {El, x_.h, fe * x_.m}, fc1_w_, {E, x_.h, fe * x_.m}, 0, mine);
       param("mlp.experts.fc2.weight", {El, fe, x_.h}, fc2_w_, {E, fe, x_.h}, 0, mine);
+      if (const I64 shared = cfg_.moe_shared_expert_intermediate_size; shared > 0) {
+        param("mlp.shared.fc1.weight", {x_.h, shared * x_.m}, shared_fc1_w_);
+        param("mlp.shared.fc2.weight", {shared, x_.h}, shared_fc2_w_);
+      }
       return;
     }
     param("mlp.fc1.weight", {x_.h, x_.fl * x_.m}, fc1_w_, {x_.h, f * x_.m}, 1, fc1_cols);
@@ -684,7 +690,7 @@ class TransformerBlock final : public LayerBase {
 
     // ---- MLP ----
     Tensor d_mlp = dropout_bwd(em, mb, "mlp", dy);
-    Tensor d_ln2 = cfg_.moe() ? moe_backward(em, mb, d_mlp, dy, weights) : mlp_backward(em, mb, d_mlp, dy, weights);
+    Tensor d_ln2 = moe_ ? moe_backward(em, mb, d_mlp, dy, weights) : mlp_backward(em, mb, d_mlp, dy, weights);
     Tensor x2 = take(mb, "x2");
     Tensor d_x2 = alloc("mlp.norm.dinput", {x_.b, x_.sl, x_.h});
     norm_bwd(em, cfg_, "mlp.norm", x2, d_ln2, ln2_w_, ln2_b_, d_x2, x_.b * x_.sl, x_.h);
@@ -1026,7 +1032,6 @@ class TransformerBlock final : public LayerBase {
     rt.release(logits);
     Tensor buffer = alloc("mlp.dispatch.out", {E, capacity_, x_.h}, dt);
     moe_op(em, ph, "mlp.dispatch", sf, {ln2, experts, slots}, {buffer}, moe_args(MoeStep::dispatch, false));
-    keep("ln2", ln2);
     Tensor grouped = to_experts(em, ph, sf, "mlp.dispatch", buffer);
     Tensor fc1 = alloc("mlp.experts.fc1.out", {local_experts_, rows, fe * x_.m}, dt);
     gemm_op(em, ph, "mlp.experts.fc1", sf, grouped, fc1_w_.w, fc1, expert_gemm(fe * x_.m, x_.h));
@@ -1040,6 +1045,20 @@ class TransformerBlock final : public LayerBase {
     Tensor expert_out = from_experts(em, ph, sf, "mlp.combine", out);
     Tensor y = alloc("mlp.combine.out", {x_.b, x_.s, x_.h}, dt);
     moe_op(em, ph, "mlp.combine", sf, {expert_out, experts, slots, gates}, {y}, moe_args(MoeStep::combine, false));
+    if (const I64 shared = cfg_.moe_shared_expert_intermediate_size; shared > 0) {
+      // The shared expert on every token, added to the routed experts' sum.
+      Tensor s_fc1 = alloc("mlp.shared.fc1.out", {x_.b, x_.s, shared * x_.m}, dt);
+      gemm_op(em, ph, "mlp.shared.fc1", sf, ln2, shared_fc1_w_.w, s_fc1, GemmArgs{T, shared * x_.m, x_.h});
+      Tensor s_act = alloc("mlp.shared.act.out", {x_.b, x_.s, shared}, dt);
+      elementwise_op(em, ph, "mlp.shared.act", sf, {s_fc1}, {s_act}, act_fn(), T * shared);
+      keep("shared.fc1", s_fc1);
+      Tensor s_out = alloc("mlp.shared.fc2.out", {x_.b, x_.s, x_.h}, dt);
+      gemm_op(em, ph, "mlp.shared.fc2", sf, s_act, shared_fc2_w_.w, s_out, GemmArgs{T, x_.h, shared});
+      keep("shared.act", s_act);
+      elementwise_op(em, ph, "mlp.shared.add", sf, {y, s_out}, {y}, ElementwiseFn::add, T * x_.h);
+      rt.release(s_out);
+    }
+    keep("ln2", ln2);
     keep("expert_out", expert_out);
     keep("gates", gates);
     keep("experts", experts);
@@ -1074,7 +1093,32 @@ class TransformerBlock final : public LayerBase {
     moe_op(em, ph, "mlp.combine", "bwd", {d_y, expert_out, experts, slots, gates}, {d_out, d_gates},
            moe_args(MoeStep::combine, true));
     rt.release(expert_out);
-    if (d_y.id != dy.id) rt.release(d_y);
+    const I64 shared = cfg_.moe_shared_expert_intermediate_size;
+    Tensor d_s_fc1;
+    if (shared > 0) {
+      // The shared expert's backward down to its fc1 output gradient; its input gradient joins
+      // the routed experts' below.
+      Tensor s_act = take(mb, "shared.act");
+      Tensor d_s_act = alloc("mlp.shared.act.dinput", {x_.b, x_.s, shared});
+      GemmArgs dgrad{T, shared, x_.h};
+      dgrad.trans_b = true;
+      gemm_op(em, ph, "mlp.shared.fc2", "bwd", d_y, shared_fc2_w_.w, d_s_act, dgrad);
+      GemmArgs wgrad{shared, x_.h, T};
+      wgrad.trans_a = true;
+      wgrad.accumulate = true;
+      weights.run(em, {s_act, d_y}, [=, this](Emitter& e) {
+        if (shared_fc2_w_.g.valid()) gemm_op(e, Phase::backward, "mlp.shared.fc2", "bwd_w", s_act, d_y, shared_fc2_w_.g, wgrad);
+      });
+      weights.release(s_act);
+      if (d_y.id != dy.id) weights.release(d_y);
+      Tensor s_fc1 = take(mb, "shared.fc1");
+      d_s_fc1 = alloc("mlp.shared.fc1.doutput", {x_.b, x_.s, shared * x_.m});
+      elementwise_op(em, ph, "mlp.shared.act", "bwd", {s_fc1, d_s_act}, {d_s_fc1}, act_fn(), T * shared, true);
+      rt.release(s_fc1);
+      rt.release(d_s_act);
+    } else if (d_y.id != dy.id) {
+      rt.release(d_y);
+    }
     Tensor d_rows = to_experts(em, ph, "bwd", "mlp.combine", d_out);
     Tensor d_act = alloc("mlp.experts.act.dinput", {local_experts_, rows, fe});
     GemmArgs fc2_dgrad = expert_gemm(fe, x_.h);
@@ -1107,7 +1151,21 @@ class TransformerBlock final : public LayerBase {
     router_dgrad.trans_b = true;
     router_dgrad.accumulate = true;  // onto the experts' part of the input gradient
     gemm_op(em, ph, "mlp.router", "bwd", d_logits, router_w_.w, d_ln2, router_dgrad);
-    weight_gradient("mlp.router", take(mb, "ln2"), d_logits, router_w_, GemmArgs{x_.h, E, T});
+    Tensor ln2 = take(mb, "ln2");
+    if (shared > 0) {
+      GemmArgs s_dgrad{T, x_.h, shared * x_.m};
+      s_dgrad.trans_b = true;
+      s_dgrad.accumulate = true;
+      gemm_op(em, ph, "mlp.shared.fc1", "bwd", d_s_fc1, shared_fc1_w_.w, d_ln2, s_dgrad);
+      GemmArgs s_wgrad{x_.h, shared * x_.m, T};
+      s_wgrad.trans_a = true;
+      s_wgrad.accumulate = true;
+      weights.run(em, {d_s_fc1}, [=, this](Emitter& e) {
+        if (shared_fc1_w_.g.valid()) gemm_op(e, Phase::backward, "mlp.shared.fc1", "bwd_w", ln2, d_s_fc1, shared_fc1_w_.g, s_wgrad);
+      });
+      weights.release(d_s_fc1);
+    }
+    weight_gradient("mlp.router", ln2, d_logits, router_w_, GemmArgs{x_.h, E, T});
     return d_ln2;
   }
 
@@ -1192,7 +1250,7 @@ class TransformerBlock final : public LayerBase {
     // ---- MLP ----
     Tensor ln2 = alloc("mlp.norm.out", {x_.b, x_.sl, x_.h});
     norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
-    Tensor mlp_out = cfg_.moe() ? moe_forward(em, mb, ph, sf, ln2, keep_all) : mlp_forward(em, mb, ph, sf, ln2, keep_all);
+    Tensor mlp_out = moe_ ? moe_forward(em, mb, ph, sf, ln2, keep_all) : mlp_forward(em, mb, ph, sf, ln2, keep_all);
     Tensor y = dropout_add(em, mb, "mlp", ph, sf, x2, mlp_out, keep_all);
     keep("x2", x2, keep_all);
     em.flush();
@@ -1206,7 +1264,8 @@ class TransformerBlock final : public LayerBase {
       fc2_b_;
   // Mixture of experts: the router, this rank's share of the experts (fc1_w_, fc2_w_ hold them,
   // [E/ep, h, f·m] and [E/ep, f, h]), the places per expert for this rank's micro-batch tokens.
-  Param router_w_;
+  bool moe_ = false;  // this block has experts (TransformerConfig::moe_layer)
+  Param router_w_, shared_fc1_w_, shared_fc2_w_;
   I64 ep_ = 1, local_experts_ = 0, capacity_ = 0;
   std::map<int, std::vector<WeightPass::Work>> deferred_;  // split backward: W work by micro-batch
 };
@@ -1383,6 +1442,9 @@ void validate(const TransformerConfig& cfg) {
   if (cfg.moe_router_topk < 1 || cfg.moe_router_topk > cfg.num_moe_experts)
     fail("moe_router_topk", "must be between 1 and num_moe_experts");
   if (cfg.moe_ffn_hidden_size < 0) fail("moe_ffn_hidden_size", "must be >= 0");
+  if (cfg.moe_shared_expert_intermediate_size < 0) fail("moe_shared_expert_intermediate_size", "must be >= 0");
+  if (cfg.moe_first_dense_layers < 0 || cfg.moe_first_dense_layers > cfg.num_layers)
+    fail("moe_first_dense_layers", "must be between 0 and num_layers");
   if (!(cfg.moe_expert_capacity_factor >= 0)) fail("moe_expert_capacity_factor", "must be >= 0 (0: dropless)");
   if (!(cfg.moe_aux_loss_coeff >= 0)) fail("moe_aux_loss_coeff", "must be >= 0");
   if (cfg.bias) fail("bias", "must be false with experts (num_moe_experts): experts and router have no biases");
@@ -1402,14 +1464,15 @@ std::int64_t embedding_parameter_count(const TransformerConfig& cfg) {
 }
 
 namespace {
-// One block's parameters with `experts` of its MoE experts (all of them, or a token's k).
-I64 block_parameters_with(const TransformerConfig& cfg, I64 experts) {
+// One block's parameters with `experts` of its MoE experts (all of them, or a token's k);
+// `moe_layer` false: a dense block.
+I64 block_parameters_with(const TransformerConfig& cfg, I64 experts, bool moe_layer) {
   const I64 h = cfg.hidden_size, m = mlp_mult(cfg), b = cfg.bias ? 1 : 0;
   const I64 q = qkv_width(cfg), a = cfg.num_attention_heads, d = cfg.head_dim();
-  if (cfg.moe()) {
-    const I64 f = cfg.expert_ffn_size();
+  if (moe_layer) {
+    const I64 f = cfg.expert_ffn_size(), shared = cfg.moe_shared_expert_intermediate_size;
     return checked_sum_of_products({{2, norm_params(cfg)}, {h, q}, {a, d, h}, {h, cfg.num_moe_experts},  // router
-                                    {experts, h, f * m}, {experts, f, h}},
+                                    {experts, h, f * m}, {experts, f, h}, {h, shared, m}, {shared, h}},
                                    "transformer '" + cfg.name + "': parameters per block (experts)");
   }
   const I64 f = cfg.ffn_size();
@@ -1417,16 +1480,28 @@ I64 block_parameters_with(const TransformerConfig& cfg, I64 experts) {
                                   {b, q}, {b, h}, {b, f, m}, {b, h}},                           // biases
                                  "transformer '" + cfg.name + "': parameters per block");
 }
+
+// Every block's parameters with `experts` per MoE block: the dense first ones, then the rest.
+I64 blocks_parameters_with(const TransformerConfig& cfg, I64 experts) {
+  const I64 dense = cfg.moe() ? std::min(cfg.moe_first_dense_layers, cfg.num_layers) : cfg.num_layers;
+  return checked_sum_of_products({{dense, block_parameters_with(cfg, 0, false)},
+                                  {cfg.num_layers - dense, cfg.moe() ? block_parameters_with(cfg, experts, true) : 0}},
+                                 "transformer '" + cfg.name + "': parameters (num_layers x parameters per block)");
+}
 }  // namespace
 
 std::int64_t block_parameter_count(const TransformerConfig& cfg) {
-  return block_parameters_with(cfg, cfg.num_moe_experts);
+  return block_parameters_with(cfg, cfg.num_moe_experts, cfg.moe());
+}
+
+std::int64_t block_parameter_count(const TransformerConfig& cfg, std::int64_t layer) {
+  return block_parameters_with(cfg, cfg.num_moe_experts, cfg.moe_layer(layer));
 }
 
 std::int64_t active_parameter_count(const TransformerConfig& cfg) {
   if (!cfg.moe()) return parameter_count(cfg);
   return checked_sum_of_products({{embedding_parameter_count(cfg)},
-                                  {cfg.num_layers, block_parameters_with(cfg, cfg.moe_router_topk)},
+                                  {blocks_parameters_with(cfg, cfg.moe_router_topk)},
                                   {head_parameter_count(cfg)}},
                                  "transformer '" + cfg.name + "': active parameters");
 }
@@ -1438,7 +1513,7 @@ std::int64_t head_parameter_count(const TransformerConfig& cfg) {
 
 std::int64_t parameter_count(const TransformerConfig& cfg) {
   return checked_sum_of_products(
-      {{embedding_parameter_count(cfg)}, {cfg.num_layers, block_parameter_count(cfg)}, {head_parameter_count(cfg)}},
+      {{embedding_parameter_count(cfg)}, {blocks_parameters_with(cfg, cfg.num_moe_experts)}, {head_parameter_count(cfg)}},
       "transformer '" + cfg.name + "': parameters (num_layers x parameters per block)");
 }
 
@@ -1453,9 +1528,12 @@ std::int64_t flops_parameter_count(const TransformerConfig& cfg) {
 std::int64_t gemm_parameter_count(const TransformerConfig& cfg) {
   const I64 h = cfg.hidden_size, m = mlp_mult(cfg);
   const I64 q = qkv_width(cfg), ad = cfg.num_attention_heads * cfg.head_dim();
-  const I64 f = cfg.moe() ? cfg.expert_ffn_size() : cfg.ffn_size(), k = cfg.moe() ? cfg.moe_router_topk : 1;
-  const I64 router = cfg.moe() ? h * cfg.num_moe_experts : 0;
-  return cfg.num_layers * (h * q + ad * h + router + k * (h * f * m + f * h)) + cfg.vocab_size * h;
+  const I64 attention = h * q + ad * h, dense_mlp = cfg.ffn_size() * h * (m + 1);
+  if (!cfg.moe()) return cfg.num_layers * (attention + dense_mlp) + cfg.vocab_size * h;
+  const I64 dense = std::min(cfg.moe_first_dense_layers, cfg.num_layers);
+  const I64 moe_mlp = h * cfg.num_moe_experts + cfg.moe_router_topk * cfg.expert_ffn_size() * h * (m + 1) +
+                      cfg.moe_shared_expert_intermediate_size * h * (m + 1);
+  return dense * (attention + dense_mlp) + (cfg.num_layers - dense) * (attention + moe_mlp) + cfg.vocab_size * h;
 }
 
 Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len) {
@@ -1512,8 +1590,9 @@ Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, s
     // Every expert's buffer of C places (whichever rank computes it): its input, fc1 output,
     // activation output and output; the routing (gates, expert ids, places, probabilities).
     const double E = d(cfg.num_moe_experts), k = d(cfg.moe_router_topk), fe = d(cfg.expert_ffn_size());
-    const double places = E * d(cfg.expert_capacity(b * s));
-    return bytes + e * places * (h + fe * m + fe + h) + full * k * (e + 8.0) + full * E * 4.0;
+    const double places = E * d(cfg.expert_capacity(b * s)), shared = d(cfg.moe_shared_expert_intermediate_size);
+    return bytes + e * places * (h + fe * m + fe + h) + full * k * (e + 8.0) + full * E * 4.0 +
+           e * full * shared * (m + 1);  // the shared expert's fc1 output and activation
   }
   bytes += e * full * f * m / t;     // fc1 output (activation input)
   bytes += e * full * f / t;         // activation output = fc2 input

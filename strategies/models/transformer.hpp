@@ -91,8 +91,16 @@ struct TransformerConfig {
   std::int64_t moe_ffn_hidden_size = 0;  // 0 means ffn_size()
   double moe_expert_capacity_factor = 0;
   double moe_aux_loss_coeff = 0;
+  // A shared expert (DeepSeek's, Megatron-Core's --moe-shared-expert-intermediate-size): an MLP of
+  // this width every token goes through beside its routed experts (0: none).
+  std::int64_t moe_shared_expert_intermediate_size = 0;
+  // The first blocks keep a dense MLP of ffn_hidden_size (DeepSeek-V3's first_k_dense_replace,
+  // Megatron-Core's --moe-layer-freq "[0]*k + [1]*rest").
+  std::int64_t moe_first_dense_layers = 0;
 
   bool moe() const { return num_moe_experts > 0; }
+  // Whether block `layer` (0-based) has experts.
+  bool moe_layer(std::int64_t layer) const { return moe() && layer >= moe_first_dense_layers; }
   std::int64_t expert_ffn_size() const { return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_size(); }
   // Places per expert for `tokens` tokens (the buffers' C).
   std::int64_t expert_capacity(std::int64_t tokens) const;
@@ -119,7 +127,8 @@ void validate(const TransformerConfig& cfg);
 // embedding, learned position embeddings, and the output layer when untied.
 std::int64_t parameter_count(const TransformerConfig& cfg);
 std::int64_t embedding_parameter_count(const TransformerConfig& cfg);   // word + position
-std::int64_t block_parameter_count(const TransformerConfig& cfg);       // one layer
+std::int64_t block_parameter_count(const TransformerConfig& cfg);       // one layer (with experts, if any)
+std::int64_t block_parameter_count(const TransformerConfig& cfg, std::int64_t layer);  // block `layer`
 std::int64_t head_parameter_count(const TransformerConfig& cfg);        // final norm (+ untied output)
 // The N of "6N": all parameters except learned position embeddings and, when untied, the input
 // word-embedding table (neither takes part in a matmul). The tied table counts once: the

@@ -42,9 +42,9 @@ inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std:
   return std::make_shared<TransformerModel>(std::move(c));
 }
 
-// The same with a mixture of experts in every block: 4 experts of width 2·hidden, top-2, an
-// expert capacity of 1.0x its balanced share (so that some picks are dropped) and Switch's
-// load-balancing loss, no biases (experts have none).
+// The same with a mixture of experts in every block but the first: 4 experts of width 2·hidden,
+// top-2, an expert capacity of 1.0x its balanced share (so that some picks are dropped), a shared
+// expert of width hidden and Switch's load-balancing loss, no biases (experts have none).
 inline std::shared_ptr<const Model> small_moe_gpt(std::string name, int layers, std::int64_t hidden, int heads,
                                                   std::int64_t vocab, std::int64_t seq) {
   TransformerConfig c = gpt_config(std::move(name), layers, hidden, heads, seq, vocab);
@@ -56,6 +56,9 @@ inline std::shared_ptr<const Model> small_moe_gpt(std::string name, int layers, 
   c.moe_ffn_hidden_size = 2 * hidden;
   c.moe_expert_capacity_factor = 1.0;
   c.moe_aux_loss_coeff = 0.01;
+  // DeepSeek's layout: the first block dense, a shared expert beside the routed ones.
+  c.moe_first_dense_layers = 1;
+  c.moe_shared_expert_intermediate_size = hidden;
   return std::make_shared<TransformerModel>(std::move(c));
 }
 

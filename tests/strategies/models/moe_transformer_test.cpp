@@ -137,3 +137,44 @@ TEST(MoeTransformer, KnobsOutOfRangeAreRefusedNamingTheField) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+TEST(MoeTransformer, DeepSeekV3LikeCountsAreThePublishedOnesUpToItsAttentionApproximation) {
+  // DeepSeek-V3: 671B parameters, 37B active. The preset's grouped-query attention holds 62.5M
+  // more weights per layer than MLA (249.6M vs 187.1M: q_a 7168x1536, q_b 1536x128x192, kv_a
+  // 7168x576, kv_b 512x128x256, o 16384x7168, and two small norms).
+  const TransformerConfig c = transformer_preset("deepseek-v3-like");
+  const double mla_excess = 61 * (249.561088e6 - 187.1e6);
+  EXPECT_NEAR((parameter_count(c) - mla_excess) / 1e9, 671, 1.0);
+  EXPECT_NEAR((active_parameter_count(c) - mla_excess) / 1e9, 37, 1.0);
+  // The first 3 blocks are dense, the others hold 256 routed experts and a shared one.
+  EXPECT_EQ(block_parameter_count(c, 0), block_parameter_count(c, 2));
+  EXPECT_GT(block_parameter_count(c, 3), 15 * block_parameter_count(c, 0));
+  const TransformerModel model(c);
+  const auto layers = model.build_layers(shape(1, 4096), expert_context(64, 0));
+  EXPECT_EQ(layers[1]->expert_gradients().size(), 0u);  // layer0: dense (nothing allocated yet either way)
+  EXPECT_EQ(layers[1]->parameter_count(), block_parameter_count(c, 0));
+  EXPECT_EQ(layers[4]->parameter_count(), block_parameter_count(c, 3));
+}
+
+TEST(MoeTransformer, ASharedExpertAddsItsMlpOnEveryToken) {
+  TransformerConfig c = transformer_preset("mixtral-8x7b");
+  c.num_layers = 1;
+  c.moe_expert_capacity_factor = 1.0;
+  const TransformerModel routed(c);
+  c.moe_shared_expert_intermediate_size = 4096;
+  const TransformerModel both(c);
+  const std::int64_t s = 1024;
+  const auto a = routed.build_layers(shape(1, s), ParallelContext{});
+  const auto b = both.build_layers(shape(1, s), ParallelContext{});
+  const double h = c.hidden_size;
+  EXPECT_EQ(b[1]->parameter_count() - a[1]->parameter_count(), static_cast<std::int64_t>(3 * h * 4096));
+  // 2 FLOPs x tokens x its 3 GEMM weights, plus its activation and the add (a few per element).
+  EXPECT_NEAR(b[1]->forward_flops() - a[1]->forward_flops(), 2.0 * s * 3 * h * 4096, 16.0 * s * 4096 + 4.0 * s * h);
+  EXPECT_DOUBLE_EQ(b[1]->saved_activation_bytes(), activation_bytes_per_layer(c, 1, s, 1, false, Recompute::none));
+}
+
+}  // namespace
+}  // namespace tandem
