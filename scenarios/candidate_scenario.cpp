@@ -19,6 +19,7 @@ void each_knob(S& s, C& c, F&& f) {
   f(s.parallel.recompute_granularity, c.recompute);
   f(s.parallel.batch_split, c.batch_split);
   f(s.parallel.local_sgd_steps, c.local_sgd_steps);
+  f(s.parallel.local_sgd_group_size, c.local_sgd_group_size);
   f(s.parallel.context_parallel_size, c.cp);
   f(s.parallel.expert_model_parallel_size, c.ep);
   f(s.training.fp8, c.fp8);

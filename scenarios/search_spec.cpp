@@ -162,7 +162,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
                  "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8",
-                 "expert_model_parallel_size"});
+                 "expert_model_parallel_size", "local_sgd_group_size"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -178,6 +178,8 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     read_numeric(n, "zero_stage", s.zero_stage, bounds["zero"], 0, 3);
     read_list(n, "local_sgd_steps", s.local_sgd_steps,
               [](const YamlNode& v) { return static_cast<int>(v.count(limits::kLocalSgdSteps)); });
+    read_list(n, "local_sgd_group_size", s.local_sgd_group_size,
+              [](const YamlNode& v) { return static_cast<int>(v.count(limits::kLocalSgdGroupSize)); });
     read_list(n, "pipeline_schedule", s.schedule, choice<PipelineSchedule>(parse_pipeline_schedule));
     read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
     read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });

@@ -15,6 +15,7 @@
 //     virtual_pipeline_model_parallel_size, recompute_granularity, sequence_parallel,
 //     rank_order, pipeline_partition, batch_split  # likewise
 //     local_sgd_steps: [1, 4, 16]                # local SGD periods (plans with ZeRO 0 only)
+//     local_sgd_group_size: [1, 8]               # hierarchical local SGD blocks (plans with a period)
 //     context_parallel_size: [1, 2, 4]           # sequence split (hybrid, rope models); default 1
 //     expert_model_parallel_size: [1, 2, 4, 8]   # experts split over replicas (MoE models); default 1
 //     fp8: [none, hybrid]                        # FP8 GEMMs (training.fp8); devices without FP8

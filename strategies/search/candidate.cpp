@@ -29,6 +29,7 @@ nlohmann::json to_json(const Candidate& c) {
           {"pipeline_partition", to_string(c.partition)},
           {"batch_split", to_string(c.batch_split)},
           {"local_sgd_steps", c.local_sgd_steps},
+          {"local_sgd_group_size", c.local_sgd_group_size},
           {"context_parallel_size", c.cp},
           {"fp8", tandem::to_string(c.fp8)},
           {"expert_model_parallel_size", c.ep}};
@@ -56,6 +57,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.batch_split = j.at("batch_split").get<std::string>() == "proportional" ? BatchSplit::proportional : BatchSplit::even;
   if (j.contains("nodes_per_group")) c.nodes = j.at("nodes_per_group").get<std::vector<int>>();
   if (j.contains("local_sgd_steps")) c.local_sgd_steps = j.at("local_sgd_steps").get<int>();
+  if (j.contains("local_sgd_group_size")) c.local_sgd_group_size = j.at("local_sgd_group_size").get<int>();
   if (j.contains("context_parallel_size")) c.cp = j.at("context_parallel_size").get<int>();
   if (j.contains("fp8")) c.fp8 = parse_fp8_recipe(j.at("fp8").get<std::string>());
   if (j.contains("expert_model_parallel_size")) c.ep = j.at("expert_model_parallel_size").get<int>();
@@ -76,6 +78,7 @@ std::string Candidate::key() const {
   k += std::string(" order=") + tandem::to_string(order) + " stages=" + partition_text(*this) +
        " batch=" + to_string(batch_split);
   if (local_sgd_steps > 1) k += " local_sgd=" + std::to_string(local_sgd_steps);
+  if (local_sgd_group_size > 1) k += " blocks=" + std::to_string(local_sgd_group_size);
   if (cp > 1) k += " cp=" + std::to_string(cp);
   if (ep > 1) k += " ep=" + std::to_string(ep);
   if (fp8 != Fp8Recipe::none) k += std::string(" fp8=") + tandem::to_string(fp8);

@@ -36,6 +36,8 @@ struct Candidate {
   std::vector<int> layers_per_stage;
   BatchSplit batch_split = BatchSplit::even;
   int local_sgd_steps = 1;  // local SGD's averaging period (1: synchronous data parallelism)
+  // Hierarchical local SGD: blocks of this many replicas step together (with local_sgd_steps > 1).
+  int local_sgd_group_size = 1;
   Fp8Recipe fp8 = Fp8Recipe::none;  // training.fp8: FP8 GEMMs in the transformer blocks
   int ep = 1;  // expert_model_parallel_size (mixture-of-experts models; divides dp)
   // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks

@@ -102,6 +102,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.sequence_parallel.empty()) s.sequence_parallel = {0};
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
   if (s.local_sgd_steps.empty()) s.local_sgd_steps = {1};
+  if (s.local_sgd_group_size.empty()) s.local_sgd_group_size = {1};
   if (s.cp.empty()) s.cp = {1};
   if (s.ep.empty()) s.ep = {1};
   if (s.fp8.empty()) s.fp8 = {training.fp8};
@@ -210,8 +211,14 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                           // Local SGD keeps whole optimizer states: ZeRO 0 only, and replicas to average.
                           static const std::vector<int> synchronous{1};
                           for (int h : dp > 1 && zero == 0 ? s.local_sgd_steps : synchronous)
+                          for (int g : h > 1 ? s.local_sgd_group_size : synchronous)
                           for (Fp8Recipe fp8 : s.fp8)
                           for (int ep : s.ep) {
+                            if (g > 1 && (dp % g != 0 || g == dp)) {
+                              drop(g == dp ? "local SGD blocks of every replica (synchronous data parallelism)"
+                                           : "local SGD block size does not divide the data-parallel size");
+                              continue;
+                            }
                             if (fp8 != Fp8Recipe::none && !fp8_capable) {
                               drop("FP8 on devices without FP8 tensor cores");
                               continue;
@@ -226,6 +233,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                             c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
                             c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
                             c.local_sgd_steps = h;
+                            c.local_sgd_group_size = g;
                             c.cp = cp;
                             c.fp8 = fp8;
                             c.ep = ep;

@@ -35,6 +35,8 @@ struct SearchSpace {
   std::vector<HybridConfig::Partition> partition;
   std::vector<BatchSplit> batch_split;
   std::vector<int> local_sgd_steps;  // local SGD's averaging periods (with ZeRO 0 only); default {1}
+  // Hierarchical local SGD's blocks of replicas (with a period > 1; dividing dp); default {1}.
+  std::vector<int> local_sgd_group_size;
   std::vector<int> cp;               // context_parallel_size values; default {1}
   std::vector<int> ep;               // expert_model_parallel_size values (MoE models); default {1}
   // training.fp8 recipes (FP8 GEMMs; only on devices with FP8 tensor cores); default: the
