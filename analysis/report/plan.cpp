@@ -9,6 +9,7 @@
 #include "analysis/report/charts.hpp"
 #include "analysis/report/html.hpp"
 #include "analysis/report/svg.hpp"
+#include "common/duration_text.hpp"
 
 namespace tandem::report {
 
@@ -204,7 +205,10 @@ std::string heterogeneity_text(const SearchResults& search) {
   if (!search.heterogeneity) return "";
   const HeterogeneityComparison& h = *search.heterogeneity;
   auto value = [&](const std::optional<double>& v) {
-    return !v ? std::string("-") : search.objective == "time" ? human_seconds(*v) : printf_string("%.4g", *v);
+    if (!v) return std::string("-");
+    if (search.objective == "time") return human_seconds(*v);
+    if (search.objective == "time_to_train") return format_duration(*v);
+    return printf_string("%.4g", *v);
   };
   return html_paragraph(std::string("Heterogeneity gain: the best heterogeneity-aware plan ") +
                             (h.gain_percent >= 0 ? "beats" : "loses to") + " the best uniform one by " +

@@ -47,7 +47,8 @@ nlohmann::json search_json(const SearchResults& s) {
   for (const auto& c : s.candidates)
     candidates.push_back({{"rank", c.rank}, {"strategy", c.strategy}, {"iteration_time_s", c.iteration_time_s},
                           {"tokens_per_s", opt(c.tokens_per_s)}, {"mfu", opt(c.mfu)},
-                          {"peak_memory_bytes", opt(c.peak_memory_bytes)}, {"pareto", c.pareto}});
+                          {"peak_memory_bytes", opt(c.peak_memory_bytes)}, {"goodput", opt(c.goodput)},
+                          {"time_to_train_s", opt(c.time_to_train_s)}, {"pareto", c.pareto}});
   return {{"file", s.file}, {"scenario", s.scenario}, {"objective", s.objective}, {"candidates", candidates}};
 }
 

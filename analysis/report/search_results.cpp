@@ -38,6 +38,10 @@ SearchResults read_search_json(const std::string& path) {
       candidate.exposed_comm_s = b.optional_number("exposed_comm_s");
       candidate.idle_s = b.optional_number("idle_s");
     }
+    candidate.goodput = c.optional_number("goodput");
+    if (candidate.goodput && !(*candidate.goodput > 0 && *candidate.goodput <= 1)) c.fail("goodput", "must be in (0, 1]");
+    candidate.time_to_train_s = c.optional_number("time_to_train_s");
+    if (candidate.time_to_train_s && *candidate.time_to_train_s < 0) c.fail("time_to_train_s", "must not be negative");
     const std::optional<bool> pareto = c.optional_boolean("pareto");
     any_pareto = any_pareto || pareto.has_value();
     candidate.pareto = pareto.value_or(false);

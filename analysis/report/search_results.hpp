@@ -20,6 +20,10 @@ struct SearchCandidate {
   std::optional<Bytes> memory_capacity_bytes;
   std::optional<bool> fits_in_memory;
   std::optional<Seconds> compute_s, exposed_comm_s, idle_s;  // breakdown, when given
+  // With a reliability section (objective time_to_train): the expected share of wall time that
+  // trains and the expected time to train the target tokens.
+  std::optional<double> goodput;
+  std::optional<Seconds> time_to_train_s;
   bool pareto = false;
 };
 

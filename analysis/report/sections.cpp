@@ -10,6 +10,7 @@
 #include "analysis/report/html.hpp"
 #include "analysis/report/timeline.hpp"
 #include "analysis/time_breakdown.hpp"
+#include "common/duration_text.hpp"
 
 namespace tandem::report {
 
@@ -279,6 +280,9 @@ std::string search_section(const ReportInputs& in) {
   std::vector<std::vector<std::string>> rows;
   std::vector<ScatterPoint> points;
   auto optional_text = [](const auto& v, auto format) { return v ? format(*v) : std::string("-"); };
+  // A goodput-aware search (objective time_to_train) says each plan's goodput and time to train.
+  const bool reliability = std::any_of(s.candidates.begin(), s.candidates.end(),
+                                       [](const SearchCandidate& c) { return c.goodput.has_value(); });
   for (const auto& c : s.candidates) {
     std::string breakdown = "-";
     if (c.compute_s && c.exposed_comm_s && c.idle_s)
@@ -288,6 +292,10 @@ std::string search_section(const ReportInputs& in) {
                     optional_text(c.mfu, [](double v) { return printf_string("%.1f %%", 100 * v); }),
                     optional_text(c.peak_memory_bytes, human_bytes),
                     c.fits_in_memory ? (*c.fits_in_memory ? "yes" : "no") : "-", breakdown, c.pareto ? "yes" : ""});
+    if (reliability) {
+      rows.back().push_back(optional_text(c.goodput, [](double v) { return printf_string("%.1f %%", 100 * v); }));
+      rows.back().push_back(optional_text(c.time_to_train_s, format_duration));
+    }
     const bool labelled = c.pareto || c.rank <= 5;
     points.push_back({c.iteration_time_s, c.peak_memory_bytes.value_or(0), c.pareto,
                       labelled ? "#" + std::to_string(c.rank) : "",
@@ -298,9 +306,10 @@ std::string search_section(const ReportInputs& in) {
                                                : "Pareto front computed here (iteration time and peak memory, both minimised)."));
   body += scatter_chart("Iteration time vs peak memory (Pareto front highlighted)", "iteration time",
                         "peak memory per device", points, human_seconds, human_bytes);
-  body += html_table({"rank", "strategy", "iteration", "tokens/s", "MFU", "peak memory", "fits", "compute / exposed comm / idle",
-                 "Pareto"},
-                rows);
+  std::vector<std::string> header{"rank", "strategy", "iteration", "tokens/s", "MFU", "peak memory", "fits",
+                                  "compute / exposed comm / idle", "Pareto"};
+  if (reliability) header.insert(header.end(), {"goodput", "time to train"});
+  body += html_table(header, rows);
   return html_section("search", "Search results", body);
 }
 

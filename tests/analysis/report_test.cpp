@@ -111,6 +111,29 @@ TEST_F(ReportFilesTest, ReadsSearchResultsAndComputesTheFrontWhenNotGiven) {
   EXPECT_FALSE(s.candidates[2].pareto);
 }
 
+// A goodput-aware search (objective time_to_train) gives each plan's goodput and time to train:
+// the search section's table says them; a goodput outside (0, 1] is an error at its field.
+TEST_F(ReportFilesTest, AGoodputAwareSearchShowsEachPlansGoodputAndTimeToTrain) {
+  const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "objective": "time_to_train",
+      "candidates": [
+      {"rank": 1, "strategy": "two nodes", "iteration_time_s": 1.2, "goodput": 0.372, "time_to_train_s": 186624},
+      {"rank": 2, "strategy": "eight nodes", "iteration_time_s": 0.34, "goodput": 0.02, "time_to_train_s": 950400}]})");
+  ReportInputs inputs;
+  inputs.search = read_search_json(path);
+  ASSERT_TRUE(inputs.search->candidates[0].goodput.has_value());
+  const std::string html = render_report_html(inputs);
+  EXPECT_NE(html.find("<th>time to train</th>"), std::string::npos);
+  EXPECT_NE(html.find("37.2 %"), std::string::npos);
+  EXPECT_NE(html.find("2.16 d"), std::string::npos);  // 186,624 s
+  try {
+    read_search_json(write_text("g.json", R"({"schema": "tandem-search/1", "candidates": [
+        {"strategy": "a", "iteration_time_s": 1, "goodput": 1.5}]})"));
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "candidates[0].goodput");
+  }
+}
+
 TEST_F(ReportFilesTest, AMalformedSearchFileNamesTheField) {
   const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "candidates": [
       {"strategy": "a", "iteration_time_s": 1}, {"strategy": "b", "iteration_time_s": "fast"}]})");
