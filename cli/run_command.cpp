@@ -5,6 +5,7 @@
 #include "cli/option_ranges.hpp"
 #include "cli/trace_outputs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -40,10 +41,53 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also save it every N iterations")
       ->check(in_range(limits::kIterations));
   cmd->add_option("--resume", o.resume_path, "continue training from the checkpoint FILE");
+  cmd->add_option("--slow-rank", o.slow_ranks,
+                  "R:F makes rank R a straggler: its kernels take F (>= 1) times as long (repeatable; the "
+                  "scenario's stragglers: section does the same)");
   cmd->footer("Exit status: 0 trained; 2 bad input (file, line, field); 3 training diverged (a NaN or "
               "infinite loss: the iteration and rank are named); 1 any other failure; 128+N stopped by signal N.");
   return cmd;
 }
+
+namespace {
+
+// Per-rank compute slowdowns (RunOptions::compute_slowdown): the scenario's stragglers (their
+// drawn values, as `simulate` uses them) and --slow-rank R:F, which wins for its rank.
+std::vector<double> injected_slowdowns(const Scenario& scenario, const std::vector<std::string>& slow_ranks, int world) {
+  std::vector<double> slowdown(static_cast<std::size_t>(world), 1.0);
+  for (std::size_t i = 0; i < scenario.stragglers.size(); ++i) {
+    const StragglerSpec& spec = scenario.stragglers[i];
+    if (spec.bandwidth_min != 1 || spec.bandwidth_max != 1)
+      throw InputError(spec.file, spec.line, spec.field + ".network_bandwidth_fraction",
+                       "the cpu backend cannot slow a link (its ranks talk through shared memory): simulate it");
+  }
+  for (const auto& s : scenario.simulation.stragglers)
+    if (s.rank < world) slowdown[static_cast<std::size_t>(s.rank)] = s.compute_slowdown;
+  for (const std::string& text : slow_ranks) {
+    const auto colon = text.find(':');
+    int rank = -1;
+    double factor = 0;
+    try {
+      std::size_t used = 0;
+      if (colon != std::string::npos) {
+        rank = std::stoi(text.substr(0, colon), &used);
+        if (used != colon) rank = -1;
+        factor = std::stod(text.substr(colon + 1), &used);
+        if (used != text.size() - colon - 1) factor = 0;
+      }
+    } catch (const std::exception&) {
+      rank = -1;
+    }
+    if (rank < 0 || rank >= world || !(factor >= 1 && factor <= 1000))
+      throw InputError("command line", 0, "--slow-rank",
+                       "'" + text + "': expected RANK:FACTOR with a rank below " + std::to_string(world) +
+                           " and a factor in [1, 1000]");
+    slowdown[static_cast<std::size_t>(rank)] = factor;
+  }
+  return slowdown;
+}
+
+}  // namespace
 
 int run_run(const RunCommandOptions& o) {
 #ifdef TANDEM_HAVE_CUDA
@@ -104,6 +148,9 @@ int run_run(const RunCommandOptions& o) {
   options.checkpoint_every = o.checkpoint_every.value_or(0);
   options.resume_path = o.resume_path;
   options.record_trace = !o.trace_path.empty() || !o.chrome_trace_path.empty();
+  options.compute_slowdown = injected_slowdowns(scenario, o.slow_ranks, strategy->world_size());
+  if (cuda && std::any_of(options.compute_slowdown.begin(), options.compute_slowdown.end(), [](double f) { return f != 1; }))
+    throw InputError("command line", 0, "--slow-rank", "straggler injection is built for the cpu backend only");
   const bool quiet = o.json_path == "-";
   if (!quiet) {
     std::cout << "scenario    " << scenario.name << "\n"
@@ -111,6 +158,9 @@ int run_run(const RunCommandOptions& o) {
               << (cuda ? " GPU rank(s)\n" : " CPU rank(s)\n")
               << "model       " << model->describe().name << " (" << model->describe().parameter_count
               << " parameters)\n";
+    for (std::size_t r = 0; r < options.compute_slowdown.size(); ++r)
+      if (options.compute_slowdown[r] != 1)
+        std::cout << "straggler   rank " << r << ": compute x" << options.compute_slowdown[r] << " (injected)\n";
     options.on_iteration = [](const exec::cpu::IterationStats& s) {
       char line[160];
       std::snprintf(line, sizeof line, "iter %4d%s  loss %8.4f  time %8.4f s  %10.0f tokens/s\n",
@@ -165,9 +215,10 @@ int run_run(const RunCommandOptions& o) {
   std::snprintf(line, sizeof line, "mean        %.4f s/iteration, %.0f tokens/s\n", result.iteration_time_s,
                 result.tokens_per_s);
   std::cout << line;
+  const int steps = std::max(1, options.iterations + options.warmup_iterations);
   for (std::size_t r = 0; r < result.ranks.size(); ++r) {
-    std::snprintf(line, sizeof line, "rank %-4zu   peak memory %.2f MiB\n", r,
-                  result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
+    std::snprintf(line, sizeof line, "rank %-4zu   compute %.4f s/iteration, peak memory %.2f MiB\n", r,
+                  result.ranks[r].compute_s / steps, result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
     std::cout << line;
   }
   if (!anomalies.empty()) std::cout << "anomalies\n" << anomalies;

@@ -34,6 +34,7 @@ struct RunCommandOptions {
   std::string checkpoint_path;    // --checkpoint: save the training state there (atomically)
   std::optional<int> checkpoint_every;  // --checkpoint-every N iterations (and at the end)
   std::string resume_path;        // --resume: continue from a checkpoint
+  std::vector<std::string> slow_ranks;  // --slow-rank R:F: rank R's kernels take F times as long
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

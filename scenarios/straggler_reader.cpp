@@ -50,12 +50,6 @@ void check_stragglers(const std::vector<StragglerSpec>& specs, const Cluster& cl
     if (s.rank >= world)
       throw InputError(s.file, s.line, s.field + ".rank",
                        "rank " + std::to_string(s.rank) + " is outside the strategy's " + std::to_string(world) + " ranks");
-    const bool slowed = s.slowdown_max > 1;
-    auto shares_cores = [&](int r) { return cluster.group_of(r).shared_cores > 0; };
-    const bool any_shared = s.rank >= 0 ? shares_cores(s.rank) : std::any_of(cluster.groups.begin(), cluster.groups.end(), [](const NodeGroup& g) { return g.shared_cores > 0; });
-    if (slowed && any_shared)
-      throw InputError(s.file, s.line, s.field + ".compute_slowdown",
-                       "ranks that share a machine's cores (shared_cores) cannot be slowed one by one");
     if (s.bandwidth_min < 1 && cluster.node_count() == 1 && cluster.groups[0].devices_per_node == 1)
       throw InputError(s.file, s.line, s.field + ".network_bandwidth_fraction", "a single device has no link to slow");
   }

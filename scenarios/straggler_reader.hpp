@@ -30,8 +30,8 @@ struct StragglerSpec {
 
 std::vector<StragglerSpec> read_stragglers(const YamlNode& node);
 
-// Refuses a rank outside the world, or a slowed compute on ranks that share cores (the CPU
-// clusters): InputError at the straggler's line.
+// Refuses a rank outside the world, or a slowed link where there is none: InputError at the
+// straggler's line. (A rank on cores shared with others may be slowed: it holds its core longer.)
 void check_stragglers(const std::vector<StragglerSpec>& specs, const Cluster& cluster, int world);
 
 // The stragglers of one draw: fixed ones as given, drawn ranks and ranges from `seed`. Two

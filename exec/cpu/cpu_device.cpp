@@ -299,6 +299,11 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
     } else {
       kernels::cpu::run(op, data, options);
     }
+    // An injected straggler: the kernel takes `slowdown` times as long, its core kept busy.
+    const double slowdown = static_cast<std::size_t>(rank_) < s.compute_slowdown.size() ? s.compute_slowdown[rank_] : 1;
+    if (slowdown > 1)
+      for (const double until = start + (context_.now_s() - start) * slowdown; context_.now_s() < until;) {
+      }
     const double end = context_.now_s();
     compute_s_ += end - start;
     if (is_loss_mean(op)) {

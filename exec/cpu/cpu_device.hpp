@@ -98,6 +98,7 @@ struct DeviceSettings : TrainingSettings {
   int fail_rank = -1;
   std::string fail_op;
   int fail_iteration = -1;  // -1: any iteration
+  std::vector<double> compute_slowdown;  // per rank (RunOptions::compute_slowdown)
 };
 
 // What a run's devices share: settings, the communicator, the clock, the first failure.

@@ -228,6 +228,11 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   settings.fail_rank = o.fail_rank;
   settings.fail_op = o.fail_op;
   settings.fail_iteration = o.fail_iteration;
+  for (double f : o.compute_slowdown)
+    if (!(f >= 1 && f <= 1000)) throw std::invalid_argument("compute slowdown must be in [1, 1000]");
+  if (static_cast<int>(o.compute_slowdown.size()) > world)
+    throw std::invalid_argument("compute slowdown for more ranks than the strategy has");
+  settings.compute_slowdown = o.compute_slowdown;
   CpuRunContext context(world, settings);
 
   const std::vector<std::int64_t> offsets = micro_batch_offsets(strategy, o);

@@ -114,6 +114,9 @@ struct RunOptions {
   int fail_rank = -1;
   std::string fail_op;
   int fail_iteration = -1;
+  // Straggler injection: rank r's kernels take compute_slowdown[r] times as long (>= 1; the rank
+  // keeps its core busy for the extra time, as a slower device would be). Empty: none.
+  std::vector<double> compute_slowdown;
   // Called once per iteration as soon as every rank has finished it (from a rank thread).
   std::function<void(const IterationStats&)> on_iteration;
 };

@@ -47,17 +47,17 @@ void apply_stragglers(const std::vector<Straggler>& stragglers, const Cluster& c
       throw std::invalid_argument("straggler rank " + std::to_string(s.rank) + " is not a simulated rank");
     s4u::Host* host = hosts[s.rank];
     if (s.compute_slowdown != 1) {
-      if (host->get_property(kComputeHostProperty) != nullptr)
-        throw std::invalid_argument("rank " + std::to_string(s.rank) +
-                                    " computes on cores shared with other ranks: it cannot be slowed alone");
-      // The slowdown itself, for the kernels the device plays on its own timeline, and a speed
+      // The slowdown itself, for the kernels the device plays on its own timeline (on shared
+      // cores: for as long as it holds one, which is all a slower rank there can be), and a speed
       // profile (its value scales the host's peak from time 0 on) for anything executed there.
       char text[64];
       std::snprintf(text, sizeof text, "%.17g", s.compute_slowdown);
       host->set_property(kComputeSlowdownProperty, text);
-      std::snprintf(text, sizeof text, "0 %.17g\n", 1.0 / s.compute_slowdown);
-      host->set_speed_profile(
-          simgrid::kernel::profile::ProfileBuilder::from_string("straggler-" + host->get_name(), text, -1));
+      if (host->get_property(kComputeHostProperty) == nullptr) {
+        std::snprintf(text, sizeof text, "0 %.17g\n", 1.0 / s.compute_slowdown);
+        host->set_speed_profile(
+            simgrid::kernel::profile::ProfileBuilder::from_string("straggler-" + host->get_name(), text, -1));
+      }
     }
     if (s.network_bandwidth_fraction != 1) scale_link_towards(cluster, hosts, s.rank, s.network_bandwidth_fraction);
   }

@@ -32,7 +32,8 @@ inline constexpr const char* kComputeSlowdownProperty = "compute_slowdown";
 std::string describe(const Straggler& straggler);  // "rank 5: compute x1.30, network x0.50"
 
 // Slows the hosts and links of `stragglers` on a built platform (before the engine runs). A rank
-// whose compute runs on shared cores cannot be slowed alone (std::invalid_argument).
+// whose compute runs on cores shared with other ranks (CPU devices) takes `compute_slowdown`
+// times as long for each kernel it runs on a core.
 void apply_stragglers(const std::vector<Straggler>& stragglers, const Cluster& cluster,
                       const std::vector<simgrid::s4u::Host*>& hosts);
 

@@ -1,0 +1,97 @@
+// Straggler injection on the CPU backend (issue 15): `run --slow-rank R:F` (or a scenario's
+// `stragglers:` section) makes rank R's kernels take F times as long; the run's per-rank compute
+// and its anomaly report show it, and `simulate` predicts the same scenario with the same slowed
+// rank (on shared cores a slowed rank holds its core that much longer). Bad values exit 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "tests/cli/cli_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+// This machine as 4 CPU ranks taking turns on 2 cores (the simulator's model of them; the run
+// takes the machine's own cores).
+constexpr const char* kFourRanks = R"(name: localhost-4
+node_groups:
+  - name: cpu
+    device: cpu-generic
+    nodes: 1
+    devices_per_node: 4
+    shared_cores: 2
+    intra_node: {fabric: shared_memory, bandwidth_gb_per_s: 3.2, latency_us: 1.0, bus: {bandwidth_gb_per_s: 12.8}}
+)";
+
+// gpt-tiny over 4 CPU ranks: 3 peers for each rank, so a straggler can be told from noise.
+std::string scenario(const std::string& extra = "") {
+  return "name: tiny-straggler\n"
+         "model: gpt-tiny\n"
+         "cluster: localhost-4.yaml\n"
+         "training: {global_batch_size: 8, micro_batch_size: 2, seq_length: 32, precision: fp32}\n"
+         "strategy: {type: data_parallel, data_parallel_size: 4}\n" + extra;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const auto dir = cli_test::fresh_dir("tandem-run-straggler", name);
+  std::ofstream(dir / "localhost-4.yaml") << kFourRanks;
+  const std::string path = (dir / "tiny-straggler.yaml").string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// "rank R   compute X s/iteration" of `run`'s summary.
+double compute_of(const std::string& out, int rank) {
+  std::smatch m;
+  const std::regex line("rank " + std::to_string(rank) + " +compute ([0-9.]+) s/iteration");
+  return std::regex_search(out, m, line) ? std::stod(m[1]) : -1;
+}
+
+TEST(RunStragglerCli, ASlowedRankComputesLongerAndIsNamedAStraggler) {
+  const std::string path = write("slow", scenario());
+  const auto dir = cli_test::fresh_dir("tandem-run-straggler", "trace");
+  const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 4 --slow-rank 2:2.5 --trace " +
+                                                    (dir / "t.json").string());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("straggler   rank 2: compute x2.5 (injected)"), std::string::npos) << run.out;
+  const double slow = compute_of(run.out, 2);
+  for (int r : {0, 1, 3}) {
+    const double other = compute_of(run.out, r);
+    ASSERT_GT(other, 0) << run.out;
+    EXPECT_GT(slow, 1.5 * other) << "rank " << r << "\n" << run.out;  // 2.5x its kernels; peers may wait on cores
+  }
+  EXPECT_NE(run.out.find("straggler: rank 2"), std::string::npos) << run.out;
+}
+
+TEST(RunStragglerCli, TheSimulatorPredictsTheSameStragglerOnSharedCores) {
+  const cli_test::CliRun plain = cli_test::run_tandem("simulate " + write("plain", scenario()) + " --json -");
+  const cli_test::CliRun slowed = cli_test::run_tandem(
+      "simulate " + write("slowed", scenario("stragglers:\n  - {rank: 2, compute_slowdown: 2.5}\n")) + " --json -");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_EQ(slowed.status, 0) << slowed.err;
+  const auto time_of = [](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("\"iteration_time_s\": ([0-9.e+-]+)")) ? std::stod(m[1]) : -1.0;
+  };
+  // Data parallelism waits for its slowest replica: the iteration grows with the slowed rank.
+  EXPECT_GT(time_of(slowed.out), 1.2 * time_of(plain.out)) << slowed.out;
+}
+
+TEST(RunStragglerCli, BadStragglersAreInputErrors) {
+  const std::string path = write("bad", scenario());
+  for (const char* bad : {"4:2", "1:0.5", "one:2", "1:", "1:2x"}) {
+    const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 1 --slow-rank " + bad);
+    EXPECT_EQ(run.status, 2) << bad << ": " << run.err;
+    EXPECT_NE(run.err.find("--slow-rank"), std::string::npos) << run.err;
+  }
+  const cli_test::CliRun link = cli_test::run_tandem(
+      "run " + write("link", scenario("stragglers:\n  - {rank: 1, network_bandwidth_fraction: 0.5}\n")) +
+      " --iterations 1");
+  EXPECT_EQ(link.status, 2) << link.err;
+  EXPECT_NE(link.err.find("stragglers[0].network_bandwidth_fraction"), std::string::npos) << link.err;
+}
+
+}  // namespace
+}  // namespace tandem
