@@ -43,6 +43,14 @@ inline std::filesystem::path fresh_dir(const std::string& prefix, const std::str
   return dir;
 }
 
+// `text` as FILE in a fresh folder (fresh_dir(prefix, name)); returns the file's path.
+inline std::string write_in_fresh_dir(const std::string& prefix, const std::string& name, const std::string& file,
+                                      const std::string& text) {
+  const std::filesystem::path path = fresh_dir(prefix, name) / file;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
 inline CliRun run_tandem(const std::string& args) {
   static std::atomic<int> calls{0};
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem-cli-stderr";

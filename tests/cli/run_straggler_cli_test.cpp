@@ -15,15 +15,10 @@ namespace {
 
 // This machine as 4 CPU ranks taking turns on 2 cores (the simulator's model of them; the run
 // takes the machine's own cores).
-constexpr const char* kFourRanks = R"(name: localhost-4
-node_groups:
-  - name: cpu
-    device: cpu-generic
-    nodes: 1
-    devices_per_node: 4
-    shared_cores: 2
-    intra_node: {fabric: shared_memory, bandwidth_gb_per_s: 3.2, latency_us: 1.0, bus: {bandwidth_gb_per_s: 12.8}}
-)";
+constexpr const char* kFourRanks =
+    "name: localhost-4\n"
+    "node_groups: [{name: cpu, device: cpu-generic, nodes: 1, devices_per_node: 4, shared_cores: 2,\n"
+    "  intra_node: {fabric: shared_memory, bandwidth_gb_per_s: 3.2, latency_us: 1.0, bus: {bandwidth_gb_per_s: 12.8}}}]\n";
 
 // gpt-tiny over 4 CPU ranks: 3 peers for each rank, so a straggler can be told from noise.
 std::string scenario(const std::string& extra = "") {
@@ -35,9 +30,8 @@ std::string scenario(const std::string& extra = "") {
 }
 
 std::string write(const std::string& name, const std::string& text) {
-  const auto dir = cli_test::fresh_dir("tandem-run-straggler", name);
-  std::ofstream(dir / "localhost-4.yaml") << kFourRanks;
-  const std::string path = (dir / "tiny-straggler.yaml").string();
+  const std::string cluster = cli_test::write_in_fresh_dir("tandem-run-straggler", name, "localhost-4.yaml", kFourRanks);
+  const std::string path = std::filesystem::path(cluster).replace_filename("tiny-straggler.yaml").string();
   std::ofstream(path) << text;
   return path;
 }

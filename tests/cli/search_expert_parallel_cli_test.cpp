@@ -36,10 +36,7 @@ std::string mixtral_with(const std::string& strategy_lines, const std::string& m
 }
 
 cli_test::CliRun simulate(const std::string& name, const std::string& text) {
-  const auto dir = cli_test::fresh_dir("tandem-moe-bad", name);
-  const std::string path = (dir / "moe-bad.yaml").string();
-  std::ofstream(path) << text;
-  return cli_test::run_tandem("simulate " + path);
+  return cli_test::run_tandem("simulate " + cli_test::write_in_fresh_dir("tandem-moe-bad", name, "moe-bad.yaml", text));
 }
 
 void expect_field_error(const cli_test::CliRun& run, const std::string& field, const std::string& words) {

@@ -47,9 +47,7 @@ std::string scenario(const std::string& objective, double failure_rate_scale, do
 }
 
 cli_test::CliRun search(const std::string& name, const std::string& text) {
-  const auto dir = cli_test::fresh_dir("tandem-search-goodput", name);
-  const std::string path = (dir / "search-goodput.yaml").string();
-  std::ofstream(path) << text;
+  const std::string path = cli_test::write_in_fresh_dir("tandem-search-goodput", name, "search-goodput.yaml", text);
   return cli_test::run_tandem("search " + path + " --workers 2 --json -");
 }
 
