@@ -3,6 +3,7 @@
 #include "analysis/anomalies.hpp"
 #include "analysis/trace_ranks.hpp"
 #include "cli/option_ranges.hpp"
+#include "cli/run_rebalance.hpp"
 #include "cli/trace_outputs.hpp"
 
 #include <algorithm>
@@ -41,6 +42,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also save it every N iterations")
       ->check(in_range(limits::kIterations));
   cmd->add_option("--resume", o.resume_path, "continue training from the checkpoint FILE");
+  cmd->add_option("--rebalance-after", o.rebalance_after,
+                  "after K iterations, re-split the batch over the replicas by their measured speeds and train "
+                  "the rest so (cpu backend)")
+      ->check(in_range(limits::kIterations));
   cmd->add_option("--slow-rank", o.slow_ranks,
                   "R:F makes rank R a straggler: its kernels take F (>= 1) times as long (repeatable; the "
                   "scenario's stragglers: section does the same)");
@@ -173,13 +178,23 @@ int run_run(const RunCommandOptions& o) {
   exec::cuda::CudaRunExtras extras;
   extras.math = scenario.training.precision == DType::fp32 ? kernels::cuda::MathMode::fp32 : kernels::cuda::MathMode::bf16;
 #endif
+  if (o.rebalance_after && (cuda || !o.resume_path.empty() || *o.rebalance_after >= options.iterations))
+    throw InputError("command line", 0, "--rebalance-after",
+                     cuda ? "re-balancing is built for the cpu backend only"
+                     : !o.resume_path.empty() ? "re-balancing starts a run: not with --resume"
+                                              : "needs iterations after it: K below --iterations");
   exec::cpu::RunResult result;
+  std::optional<RebalancedRun> rebalanced;
   try {
 #ifdef TANDEM_HAVE_CUDA
-    result = cuda ? exec::cuda::run_cuda(*strategy, options, extras) : exec::cpu::run_cpu(*strategy, options);
+    if (cuda) result = exec::cuda::run_cuda(*strategy, options, extras);
+    else if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
+    else result = exec::cpu::run_cpu(*strategy, options);
 #else
-    result = exec::cpu::run_cpu(*strategy, options);
+    if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
+    else result = exec::cpu::run_cpu(*strategy, options);
 #endif
+    if (rebalanced) result = rebalanced->after;
   } catch (const exec::cpu::DivergedError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitDiverged;
@@ -193,6 +208,14 @@ int run_run(const RunCommandOptions& o) {
 #endif
     j["scenario"] = scenario.name;
     j["model"] = model->describe().name;
+    if (rebalanced)
+      j["rebalance"] = {{"after_iterations", *o.rebalance_after},
+                        {"micro_batches_before", rebalanced->micro_batches_before},
+                        {"micro_batches_after", rebalanced->micro_batches_after},
+                        {"measured_before_s", rebalanced->before.iteration_time_s},
+                        {"measured_after_s", rebalanced->after.iteration_time_s},
+                        {"predicted_before_s", rebalanced->predicted.before_s},
+                        {"predicted_after_s", rebalanced->predicted.after_s}};
     return j;
   }();
   Trace trace = result.trace;
@@ -215,13 +238,14 @@ int run_run(const RunCommandOptions& o) {
   std::snprintf(line, sizeof line, "mean        %.4f s/iteration, %.0f tokens/s\n", result.iteration_time_s,
                 result.tokens_per_s);
   std::cout << line;
-  const int steps = std::max(1, options.iterations + options.warmup_iterations);
+  const int steps = std::max<int>(1, static_cast<int>(result.iterations.size()));
   for (std::size_t r = 0; r < result.ranks.size(); ++r) {
     std::snprintf(line, sizeof line, "rank %-4zu   compute %.4f s/iteration, peak memory %.2f MiB\n", r,
                   result.ranks[r].compute_s / steps, result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
     std::cout << line;
   }
   if (!anomalies.empty()) std::cout << "anomalies\n" << anomalies;
+  if (rebalanced) std::cout << rebalanced->report;
   if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
   if (!o.trace_path.empty()) std::cout << "trace       " << o.trace_path << "\n";
   if (!o.chrome_trace_path.empty()) std::cout << "timeline    " << o.chrome_trace_path << "\n";

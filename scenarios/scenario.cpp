@@ -380,7 +380,7 @@ std::shared_ptr<const Model> make_model(const ModelSpec& spec) {
   return std::make_shared<TransformerModel>(spec.transformer);
 }
 
-std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
+std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<double>& speeds) {
   try {
     const int device_count = s.cluster.device_count();
     // In 64 bits: each knob may be up to 2^18, their product not.
@@ -399,7 +399,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s) {
       if (s.training.fp8 != Fp8Recipe::none && d.is_gpu() && !(d.peak_fp8_flops_per_s > 0))
         throw StrategyError("training.fp8", "FP8 GEMMs need FP8 tensor cores; rank " + std::to_string(r) + "'s " +
                                                 d.name + " has none (no peak_fp8_tflops in its profile)");
-      devices.push_back({d.peak_flops_per_s(s.training.precision), d.memory_capacity_bytes,
+      const double speed = static_cast<std::size_t>(r) < speeds.size() ? speeds[r] : d.peak_flops_per_s(s.training.precision);
+      devices.push_back({speed, d.memory_capacity_bytes,
                          s.cluster.locate(r).global_node, d.name});
     }
     if (s.strategy_type != "hybrid" && s.parallel.context_parallel_size > 1)

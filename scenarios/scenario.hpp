@@ -59,6 +59,8 @@ Scenario load_scenario(const std::string& name_or_path, SizeCheck size_check = S
 
 std::shared_ptr<const Model> make_model(const ModelSpec& spec);
 // Builds the scenario's strategy; an impossible strategy is an InputError at the faulty knob.
-std::unique_ptr<Strategy> make_strategy(const Scenario& scenario);
+// `speeds` (one per rank), when given, replace the devices' peak speeds as the weights of the
+// heterogeneity-aware splits (measured speeds: run --rebalance-after).
+std::unique_ptr<Strategy> make_strategy(const Scenario& scenario, const std::vector<double>& speeds = {});
 
 }  // namespace tandem

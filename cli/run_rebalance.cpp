@@ -1,0 +1,139 @@
+#include "cli/run_rebalance.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+#include "common/process_pool.hpp"
+#include "sim/simulation.hpp"
+
+namespace tandem::cli {
+
+std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                   int iterations) {
+  const int world = static_cast<int>(compute_s.size());
+  // Seconds of compute per sequence, the replica's slowest rank's.
+  std::vector<double> per_sequence(static_cast<std::size_t>(world), 0.0);
+  std::vector<double> replica_worst;
+  for (int r = 0; r < world; ++r) {
+    const RankRole role = static_cast<std::size_t>(r) < roles.size() ? roles[r] : RankRole{};
+    if (role.replica < 0 || role.sequences <= 0) continue;
+    if (static_cast<int>(replica_worst.size()) <= role.replica) replica_worst.resize(role.replica + 1, 0.0);
+    const double s = compute_s[r] / (static_cast<double>(role.sequences) * std::max(1, iterations));
+    replica_worst[role.replica] = std::max(replica_worst[role.replica], s);
+  }
+  std::vector<double> speeds(static_cast<std::size_t>(world), 0.0);
+  double sum = 0;
+  int known = 0;
+  for (int r = 0; r < world; ++r) {
+    const RankRole role = static_cast<std::size_t>(r) < roles.size() ? roles[r] : RankRole{};
+    if (role.replica < 0 || !(replica_worst[role.replica] > 0)) continue;
+    speeds[r] = 1.0 / replica_worst[role.replica];
+    sum += speeds[r], ++known;
+  }
+  if (known == 0) throw std::runtime_error("no replica computed anything: nothing to re-balance on");
+  for (double& s : speeds)
+    if (!(s > 0)) s = sum / known;
+  return speeds;
+}
+
+std::unique_ptr<Strategy> rebalanced_strategy(const Scenario& scenario, const std::vector<double>& speeds) {
+  Scenario s = scenario;
+  s.parallel.batch_split = BatchSplit::proportional;
+  return make_strategy(s, speeds);
+}
+
+RebalancePrediction predict_rebalance(const Scenario& scenario, const std::vector<double>& slowdown,
+                                      const std::vector<double>& speeds) {
+  sim::SimulationOptions options = scenario.simulation;
+  options.stragglers.clear();
+  for (std::size_t r = 0; r < slowdown.size(); ++r)
+    if (slowdown[r] != 1) options.stragglers.push_back({static_cast<int>(r), slowdown[r], 1.0});
+  // One SimGrid engine per process: each prediction in a child of its own.
+  const auto outcomes = run_in_processes(
+      2,
+      [&](std::size_t i) {
+        const std::unique_ptr<Strategy> strategy = i == 0 ? make_strategy(scenario) : rebalanced_strategy(scenario, speeds);
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g", sim::simulate(*strategy, scenario.cluster, options).iteration_time_s);
+        return std::string(text);
+      },
+      2);
+  for (const auto& o : outcomes)
+    if (!o.ok) throw std::runtime_error("predicting the re-balanced run: " + o.error);
+  return {std::stod(outcomes[0].output), std::stod(outcomes[1].output)};
+}
+
+namespace {
+
+std::vector<std::int64_t> micro_batches_of(const Strategy& strategy, std::int64_t micro_batch_size) {
+  std::vector<std::int64_t> counts;
+  for (const RankRole& role : strategy.rank_roles()) {
+    if (role.replica < 0) continue;
+    if (static_cast<int>(counts.size()) <= role.replica) counts.resize(role.replica + 1, 0);
+    counts[role.replica] = role.sequences / std::max<std::int64_t>(1, micro_batch_size);
+  }
+  return counts;
+}
+
+std::string joined(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::int64_t x : v) out += (out.empty() ? "" : "/") + std::to_string(x);
+  return out;
+}
+
+}  // namespace
+
+RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy, const exec::cpu::RunOptions& options,
+                             int first_part) {
+  if (first_part < 1 || first_part >= options.iterations)
+    throw std::invalid_argument("re-balancing needs iterations before and after it");
+  RebalancedRun out;
+  const std::filesystem::path checkpoint =
+      std::filesystem::temp_directory_path() / ("tandem-rebalance-" + std::to_string(::getpid()) + ".ck");
+  exec::cpu::RunOptions first = options;
+  first.iterations = first_part;
+  first.checkpoint_path = checkpoint.string();
+  first.checkpoint_every = 0;
+  out.before = exec::cpu::run_cpu(strategy, first);
+  // Measured speeds, the re-split strategy, the rest of the run from the checkpoint.
+  std::vector<double> compute_s;
+  for (const auto& rank : out.before.ranks) compute_s.push_back(rank.compute_s);
+  const std::vector<double> speeds =
+      replica_speeds(strategy.rank_roles(), compute_s, first.iterations + first.warmup_iterations);
+  const std::unique_ptr<Strategy> rebalanced = rebalanced_strategy(scenario, speeds);
+  exec::cpu::RunOptions second = options;
+  second.iterations = options.iterations - first_part;
+  second.warmup_iterations = 0;
+  second.resume_path = checkpoint.string();
+  try {
+    out.after = exec::cpu::run_cpu(*rebalanced, second);
+  } catch (...) {
+    std::filesystem::remove(checkpoint);
+    throw;
+  }
+  std::filesystem::remove(checkpoint);
+  out.micro_batches_before = micro_batches_of(strategy, scenario.training.micro_batch_size);
+  out.micro_batches_after = micro_batches_of(*rebalanced, scenario.training.micro_batch_size);
+  std::vector<double> slowdown = options.compute_slowdown;
+  slowdown.resize(static_cast<std::size_t>(strategy.world_size()), 1.0);
+  out.predicted = predict_rebalance(scenario, slowdown, speeds);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "rebalance   after %d iteration(s): micro-batches per replica %s -> %s (measured speeds)\n"
+                "before      %.4f s/iteration measured, %.4f s predicted\n"
+                "after       %.4f s/iteration measured, %.4f s predicted (%+.1f%% measured, %+.1f%% predicted)\n",
+                first_part, joined(out.micro_batches_before).c_str(), joined(out.micro_batches_after).c_str(),
+                out.before.iteration_time_s, out.predicted.before_s, out.after.iteration_time_s, out.predicted.after_s,
+                100 * (out.after.iteration_time_s / out.before.iteration_time_s - 1),
+                100 * (out.predicted.after_s / out.predicted.before_s - 1));
+  out.report = line;
+  return out;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,49 @@
+// `tandem run --rebalance-after K`: dynamic re-balancing of batch shares from measured step times
+// (issue 15). The run trains K iterations, measures each data-parallel replica's compute per
+// sequence (its slowest rank's: a straggler holds its whole replica back), re-splits the global
+// batch in proportion to the replicas' measured speeds (batch_split proportional, as the
+// heterogeneity-aware strategies split by peak speeds) and trains the remaining iterations under
+// the re-split strategy, resumed from a checkpoint of the first part (checkpoints hold logical
+// tensors: any strategy resumes them). The simulator predicts both parts with the same slowed
+// ranks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/cpu/cpu_run.hpp"
+#include "scenarios/scenario.hpp"
+
+namespace tandem::cli {
+
+// Each rank's speed as its replica's measured sequences per second of compute (the slowest of the
+// replica's ranks): from `roles` (strategy.rank_roles(): replica and sequences per iteration) and
+// each rank's compute seconds over `iterations`. Ranks without a replica get the mean speed.
+std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                   int iterations);
+
+// The scenario's strategy with its batch split in proportion to `speeds` (one per rank).
+std::unique_ptr<Strategy> rebalanced_strategy(const Scenario& scenario, const std::vector<double>& speeds);
+
+// Predicted iteration times of `scenario`'s strategy as it is and re-split by `speeds`, with
+// ranks slowed by `slowdown` (one per rank, 1 = not slowed); each simulated in a child process.
+struct RebalancePrediction {
+  Seconds before_s = 0, after_s = 0;
+};
+RebalancePrediction predict_rebalance(const Scenario& scenario, const std::vector<double>& slowdown,
+                                      const std::vector<double>& speeds);
+
+// Both parts of a re-balanced run: `options` as for the whole run (iterations, slowdowns, an
+// optional final checkpoint), the first `first_part` iterations under `strategy`, the rest under
+// the re-split one from a temporary checkpoint (removed). Returns the second part's result (its
+// iterations numbered on) with `report` lines saying what was measured, re-split and predicted.
+struct RebalancedRun {
+  exec::cpu::RunResult before, after;
+  std::vector<std::int64_t> micro_batches_before, micro_batches_after;  // per replica
+  RebalancePrediction predicted;
+  std::string report;
+};
+RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy, const exec::cpu::RunOptions& options,
+                             int first_part);
+
+}  // namespace tandem::cli
