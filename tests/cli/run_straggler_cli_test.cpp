@@ -46,17 +46,19 @@ double compute_of(const std::string& out, int rank) {
 }
 
 TEST(RunStragglerCli, ASlowedRankComputesLongerAndIsNamedAStraggler) {
+  // x5: far beyond what a loaded machine does to one rank's kernels (beside the suite's other
+  // tests a peer's compute moved by up to 1.7x), so the straggler stands out on any machine.
   const std::string path = write("slow", scenario());
   const auto dir = cli_test::fresh_dir("tandem-run-straggler", "trace");
-  const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 4 --slow-rank 2:2.5 --trace " +
+  const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 6 --slow-rank 2:5 --trace " +
                                                     (dir / "t.json").string());
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_NE(run.out.find("straggler   rank 2: compute x2.5 (injected)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("straggler   rank 2: compute x5 (injected)"), std::string::npos) << run.out;
   const double slow = compute_of(run.out, 2);
   for (int r : {0, 1, 3}) {
     const double other = compute_of(run.out, r);
     ASSERT_GT(other, 0) << run.out;
-    EXPECT_GT(slow, 1.5 * other) << "rank " << r << "\n" << run.out;  // 2.5x its kernels; peers may wait on cores
+    EXPECT_GT(slow, 2.0 * other) << "rank " << r << "\n" << run.out;
   }
   EXPECT_NE(run.out.find("straggler: rank 2"), std::string::npos) << run.out;
 }
