@@ -32,7 +32,9 @@ std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std
   int known = 0;
   for (int r = 0; r < world; ++r) {
     const RankRole role = static_cast<std::size_t>(r) < roles.size() ? roles[r] : RankRole{};
-    if (role.replica < 0 || !(replica_worst[role.replica] > 0)) continue;
+    if (role.replica < 0 || role.replica >= static_cast<int>(replica_worst.size()) ||
+        !(replica_worst[role.replica] > 0))
+      continue;
     speeds[r] = 1.0 / replica_worst[role.replica];
     sum += speeds[r], ++known;
   }
