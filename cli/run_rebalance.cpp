@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
-#include <numeric>
 #include <stdexcept>
 
 #include "common/process_pool.hpp"
@@ -18,7 +16,6 @@ std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std
                                    int iterations) {
   const int world = static_cast<int>(compute_s.size());
   // Seconds of compute per sequence, the replica's slowest rank's.
-  std::vector<double> per_sequence(static_cast<std::size_t>(world), 0.0);
   std::vector<double> replica_worst;
   for (int r = 0; r < world; ++r) {
     const RankRole role = static_cast<std::size_t>(r) < roles.size() ? roles[r] : RankRole{};
