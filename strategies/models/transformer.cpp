@@ -893,7 +893,7 @@ class TransformerBlock final : public LayerBase {
     Runtime& rt = em.rt();
     const DType dt = batch_.dtype;
     const I64 tokens = x_.b * x_.s, rows = x_.b * x_.sl;
-    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return rt.alloc(em.name(what), std::move(shape), dt, kAct); };
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return activation(em, what, std::move(shape)); };
     auto keep = [&](const std::string& key, const Tensor& t) {
       if (keep_all) save(mb, key, t);
       else rt.release(t);
@@ -921,7 +921,7 @@ class TransformerBlock final : public LayerBase {
     Runtime& rt = em.rt();
     const DType dt = batch_.dtype;
     const I64 tokens = x_.b * x_.s;
-    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return rt.alloc(em.name(what), std::move(shape), dt, kAct); };
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return activation(em, what, std::move(shape)); };
     auto release_unless = [&](const Tensor& t, const Tensor& keep) {
       if (t.id != keep.id) weights.release(t);
     };
@@ -956,6 +956,14 @@ class TransformerBlock final : public LayerBase {
     Tensor d_ln2 = column_parallel_bwd(em, ctx_, x_, dt, "mlp.fc1", take(mb, "ln2"), d_fc1,
                                        fc1_w_, x_.h, x_.fl * x_.m, false, true, &weights);
     return d_ln2;
+  }
+
+  // An activation tensor of this micro-batch's ops, in the activation dtype unless told.
+  Tensor activation(Emitter& em, const std::string& what, std::vector<I64> shape) const {
+    return activation(em, what, std::move(shape), batch_.dtype);
+  }
+  Tensor activation(Emitter& em, const std::string& what, std::vector<I64> shape, DType type) const {
+    return em.rt().alloc(em.name(what), std::move(shape), type, kAct);
   }
 
   // ---- mixture of experts (TransformerConfig::moe(); op order in strategies/op.hpp, MoeArgs) ----
@@ -1016,7 +1024,7 @@ class TransformerBlock final : public LayerBase {
     const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
     const I64 rows = ep_ * capacity_;
     auto alloc = [&](const std::string& what, std::vector<I64> shape, DType type) {
-      return rt.alloc(em.name(what), std::move(shape), type, kAct);
+      return activation(em, what, std::move(shape), type);
     };
     auto keep = [&](const std::string& key, const Tensor& t) {
       if (keep_all) save(mb, key, t);
@@ -1071,11 +1079,10 @@ class TransformerBlock final : public LayerBase {
   // dropout, which the caller still owns): returns the gradient of its input ln2.
   Tensor moe_backward(Emitter& em, int mb, const Tensor& d_y, const Tensor& dy, WeightPass& weights) {
     Runtime& rt = em.rt();
-    const DType dt = batch_.dtype;
     const Phase ph = Phase::backward;
     const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
     const I64 rows = ep_ * capacity_;
-    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return rt.alloc(em.name(what), std::move(shape), dt, kAct); };
+    auto alloc = [&](const std::string& what, std::vector<I64> shape) { return activation(em, what, std::move(shape)); };
     // A weight gradient of a batched expert GEMM (or the router's), deferred with a split backward.
     auto weight_gradient = [&](const char* what, const Tensor& in, const Tensor& d_out, const Param& w, GemmArgs g) {
       g.trans_a = true;
