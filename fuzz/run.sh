@@ -5,6 +5,7 @@
 #   fuzz/run.sh                          every reader, 1,000,000 executions each
 #   fuzz/run.sh scenario 200000          one reader, that many executions
 #   fuzz/run.sh all 200000               every reader, that many executions each
+#   fuzz/run.sh scenario,trace           those readers, built once, one after the other
 #   fuzz/run.sh merge [reader|all]       re-minimize the stored corpus with what the runs found
 #   fuzz/run.sh reproduce reader FILE    run one input through a harness (a crash, a regression)
 #   FUZZ_MAX_SECONDS=1200 fuzz/run.sh device   stop a reader's run after that long (or its executions)
@@ -96,8 +97,9 @@ merge_one() {
   echo "   $reader: $(ls "fuzz/corpus/$reader" | wc -l) inputs, $(du -sh "fuzz/corpus/$reader" | cut -f1)" >&2
 }
 
+# "all", one reader, or a comma-separated list ("scenario,trace"): built once, run one after the other.
 pick() {
-  if [ "${1:-all}" = all ]; then echo "${readers[@]}"; else echo "$1"; fi
+  if [ "${1:-all}" = all ]; then echo "${readers[@]}"; else echo "${1//,/ }"; fi
 }
 
 case "$mode" in

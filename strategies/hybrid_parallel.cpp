@@ -555,11 +555,10 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
 }
 
 std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
-  // Replicas that exchange tokens at every layer (expert parallelism) are not independent.
-  if (parallel_.expert_model_parallel_size > 1) return std::nullopt;
   ReplicaStructure r;
   r.replicas = layout_.dp_size();
   r.work_of = micro_batches_;
+  r.exchanging_replicas = std::max(1, parallel_.expert_model_parallel_size);
   for (int rank = 0; rank < layout_.world_size(); ++rank) {
     const RankCoord c = layout_.coord_of(rank);
     r.replica_of.push_back(c.dp);

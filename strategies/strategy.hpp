@@ -117,6 +117,10 @@ struct ReplicaStructure {
   std::vector<int> replica_of;          // per rank: its data-parallel replica
   std::vector<int> position_of;         // per rank: its place inside the replica (same position, same program)
   std::vector<std::int64_t> work_of;    // per replica: micro-batches per iteration
+  // Consecutive replicas that exchange tokens at every layer (expert parallelism: an all-to-all
+  // over `exchanging_replicas` replicas). A backend that mirrors replicas keeps each such block
+  // whole: its all-to-all then never waits on a mirrored member.
+  int exchanging_replicas = 1;
 };
 
 // The tensor-parallel groups of a strategy. Members of one group run the same program on shards

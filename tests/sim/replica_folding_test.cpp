@@ -50,7 +50,51 @@ std::unique_ptr<Strategy> hybrid(const Cluster& cluster, int tp, int pp, int dp,
                                           devices_of(cluster, tp * pp * dp));
 }
 
+// GPT-2 124M whose MLPs are 16 experts (top-2, capacity 1.25), pipeline `pp` x data `dp`, experts
+// split over blocks of `ep` replicas.
+std::unique_ptr<Strategy> moe_hybrid(const Cluster& cluster, int pp, int dp, int ep) {
+  auto cfg = transformer_preset("gpt2-124m");
+  cfg.seq_length = 1024;
+  cfg.num_moe_experts = 16;
+  cfg.bias = false;  // experts and router have none
+  cfg.moe_router_topk = 2;
+  cfg.moe_expert_capacity_factor = 1.25;
+  ParallelConfig p;
+  p.pipeline_model_parallel_size = pp;
+  p.data_parallel_size = dp;
+  p.expert_model_parallel_size = ep;
+  return std::make_unique<HybridParallel>(std::make_shared<TransformerModel>(cfg), training(4 * dp), p,
+                                          HybridConfig{}, devices_of(cluster, pp * dp));
+}
+
 // ---- the plan ----
+
+TEST(ReplicaFoldingPlan, ExpertParallelBlocksStayWholeInTheSimulatedReplicas) {
+  // 32 replicas of 2 stages on DGX A100 nodes: blocks of 8 replicas own whole nodes; experts over
+  // 16 replicas make the simulated block 16 (no all-to-all has a mirrored member).
+  const Cluster cluster = find_cluster("dgx-a100");
+  const auto by8 = moe_hybrid(cluster, 2, 32, 8);
+  const sim::FoldPlan plan8 = sim::plan_replica_folding(*by8, cluster, sim::ReplicaFolding::automatic, false);
+  ASSERT_TRUE(plan8.active) << plan8.note;
+  EXPECT_EQ(plan8.simulated_replicas, 8);
+  const auto by16 = moe_hybrid(cluster, 2, 32, 16);
+  const sim::FoldPlan plan16 = sim::plan_replica_folding(*by16, cluster, sim::ReplicaFolding::automatic, false);
+  ASSERT_TRUE(plan16.active) << plan16.note;
+  EXPECT_EQ(plan16.simulated_replicas, 16);
+  // Every rank mirrors one in the first 16 replicas (ranks are replica + 32 x stage), at its stage.
+  for (int r = 0; r < by16->world_size(); ++r) {
+    EXPECT_LT(plan16.mirror_of[r] % 32, 16) << "rank " << r;
+    EXPECT_EQ(plan16.mirror_of[r] / 32, r / 32) << "rank " << r;
+  }
+}
+
+TEST(ReplicaFoldingPlan, RefusedWhenExpertsSpanEveryReplica) {
+  const Cluster cluster = find_cluster("dgx-a100");
+  const auto strategy = moe_hybrid(cluster, 2, 16, 16);
+  const sim::FoldPlan plan = sim::plan_replica_folding(*strategy, cluster, sim::ReplicaFolding::automatic, false);
+  EXPECT_FALSE(plan.active);
+  EXPECT_NE(plan.note.find("expert parallelism over 16 of 16 replicas"), std::string::npos) << plan.note;
+}
 
 TEST(ReplicaFoldingPlan, DataParallelFoldsOntoTheFirstNode) {
   const Cluster cluster = find_cluster("dgx-a100");  // 8 GPUs per node
@@ -155,6 +199,16 @@ TEST(ReplicaFoldingSim, HybridWithZeroFoldedPredictsTheUnfoldedIteration) {
   const Outcome full = simulate_child("dgx-a100", sim::ReplicaFolding::off, make);
   const Outcome folded = simulate_child("dgx-a100", sim::ReplicaFolding::automatic, make);
   expect_same_prediction(folded, full, 32);
+}
+
+TEST(ReplicaFoldingSim, ExpertParallelFoldedPredictsTheUnfoldedIteration) {
+  // pp 2 x dp 16, experts over blocks of 4 replicas (all-to-all over NVLink), their gradients
+  // summed over 4 replicas across nodes: 8 of 16 replicas simulated.
+  auto make = [](const Cluster& c) { return moe_hybrid(c, 2, 16, 4); };
+  const Outcome full = simulate_child("dgx-a100", sim::ReplicaFolding::off, make);
+  const Outcome folded = simulate_child("dgx-a100", sim::ReplicaFolding::automatic, make);
+  expect_same_prediction(folded, full, 32);
+  EXPECT_EQ(folded.simulated_ranks, 16);
 }
 
 TEST(ReplicaFoldingSim, HeterogeneousPipelineFoldedPredictsTheUnfoldedIteration) {
