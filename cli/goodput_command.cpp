@@ -12,6 +12,7 @@
 #include "common/input_error.hpp"
 #include "common/output_set.hpp"
 #include "scenarios/goodput_inputs.hpp"
+#include "scenarios/reliability_fields.hpp"
 #include "scenarios/reliability_spec.hpp"
 #include "sim/reliability/checkpoint_interval.hpp"
 #include "sim/reliability/goodput_estimate.hpp"
@@ -30,6 +31,8 @@ constexpr double kSweepSpan = 4;
 // Shrink: the survivors' iteration is simulated for this many smallest losses (1..4 replicas
 // down); wider losses scale linearly from there (one simulation each, seconds apiece).
 constexpr int kShrinkSimulated = 4;
+// Simulated years (trials x horizon) one run may play: see run_goodput.
+constexpr double kMaxTrialYears = 10000;
 
 std::string percent(double fraction) {
   char text[32];
@@ -181,17 +184,30 @@ int run_goodput(const GoodputOptions& o) {
   OutputSet::check_writable(o.json_path, "--json");
   ReliabilityScenario rs = load_reliability_scenario(o.scenario);
   ReliabilitySpec& spec = rs.spec;
-  try {
-    if (!o.horizon.empty()) spec.horizon_s = parse_duration_s(o.horizon);
-    if (!o.interval.empty()) spec.checkpoint_interval_s = o.interval == "auto" ? 0 : parse_duration_s(o.interval);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("command line", 0, o.horizon.empty() ? "--interval" : "--horizon", e.what());
-  }
+  const auto duration = [](const std::string& text, const limits::Range& range, const char* option) {
+    try {
+      return parse_duration_s(text, range.min, range.max);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("command line", 0, option, e.what());
+    }
+  };
+  if (!o.horizon.empty()) spec.horizon_s = duration(o.horizon, reliability_fields::kHorizonS, "--horizon");
+  if (!o.interval.empty())
+    spec.checkpoint_interval_s = o.interval == "auto" ? 0 : duration(o.interval, reliability_fields::kIntervalS, "--interval");
   if (o.tokens) {
     if (!(*o.tokens >= 1 && *o.tokens <= 1e18)) throw InputError("command line", 0, "--tokens", "must be in [1, 1e18]");
     spec.target_tokens = *o.tokens;
   }
   if (o.trials) spec.trials = *o.trials;
+  // The Monte Carlo's work grows with trials x horizon: 100 trials of a century took 5 s on the
+  // 2-core VM (goodput-gpt2-124m-straggler); beyond that a typo would run for minutes or hours.
+  const double trial_years = spec.trials * spec.horizon_s / (365.25 * 86400);
+  if (trial_years > kMaxTrialYears)
+    throw InputError(o.trials ? "command line" : rs.base.file, 0, o.trials ? "--trials" : "reliability.trials",
+                     std::to_string(spec.trials) + " trials of " + format_duration(spec.horizon_s) + " are " +
+                         std::to_string(static_cast<long long>(std::ceil(trial_years))) +
+                         " simulated years, more than the " + std::to_string(static_cast<int>(kMaxTrialYears)) +
+                         " one run plays: lower the trials or the horizon");
 
   // 2. The failure-free iteration, simulated once, with this seed's stragglers.
   auto strategy = make_strategy(rs.base);

@@ -29,6 +29,14 @@ Seconds parse_duration_s(const std::string& text) {
   return value;
 }
 
+Seconds parse_duration_s(const std::string& text, Seconds min_s, Seconds max_s) {
+  const Seconds value = parse_duration_s(text);
+  if (!(value >= min_s && value <= max_s))
+    throw std::invalid_argument("'" + text + "' must be between " + format_duration(min_s) + " and " +
+                                format_duration(max_s));
+  return value;
+}
+
 std::string format_duration(Seconds seconds) {
   char text[64];
   for (const auto& [name, unit_s] : kUnits) {

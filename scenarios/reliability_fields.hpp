@@ -15,6 +15,10 @@ inline constexpr limits::Range kLatencyS{0, 3600, "s"};
 inline constexpr limits::Range kLoad{0, 0.99, "of the aggregate"};
 inline constexpr limits::Range kSetupS{0, 86400, "s"};
 inline constexpr limits::Range kTokens{1, 1e18, "tokens"};
+// Durations: a checkpoint every second at most, a horizon of a minute to a century (the Monte
+// Carlo's work grows with the horizon: past a century it is a typo that would run for hours).
+inline constexpr limits::Range kIntervalS{1, 365.25 * 86400, "s"};
+inline constexpr limits::Range kHorizonS{60, 100 * 365.25 * 86400, "s"};
 inline constexpr limits::CountRange kSpareNodes{0, 1 << 20};
 inline constexpr limits::CountRange kWarmup{0, 100000};
 inline constexpr limits::CountRange kTrials{1, 100000};
@@ -31,13 +35,13 @@ inline constexpr FieldDoc kRoot[] = {
     {"storage", "section", "required", "where checkpoints are written"},
     {"restart", "section", "required", "what a restart costs"},
     {"target_tokens", "tokens", "- (none)", "report the time to train this many tokens", &kTokens},
-    {"horizon", "duration (7d, 36h)", "7d", "the period simulated (default of --horizon)"},
+    {"horizon", "duration (7d, 36h)", "7d", "the period simulated, 1 min to 100 years (default of --horizon)"},
     {"trials", "count", "100", "Monte Carlo trials", nullptr, &kTrials},
 };
 
 inline constexpr FieldDoc kCheckpoint[] = {
     {"mode", "sync | async", "sync", "async: training stops only for the device-to-host copy"},
-    {"interval", "duration | auto", "auto", "auto: the best of the sweep (Young/Daly and around it)"},
+    {"interval", "duration | auto", "auto", "1 s to 1 year; auto: the best of the sweep (Young/Daly and around it)"},
     {"host_copy_gb_per_s", "GB/s", "required with async", "device-to-host rate of the snapshot", &kGbPerS},
 };
 

@@ -12,9 +12,9 @@ using sim::reliability::RecoveryPolicy;
 using namespace reliability_fields;  // the ranges
 constexpr double kSecondsPerHour = 3600;
 
-Seconds duration_of(const YamlNode& node) {
+Seconds duration_of(const YamlNode& node, const limits::Range& range) {
   try {
-    return parse_duration_s(node.as_string());
+    return parse_duration_s(node.as_string(), range.min, range.max);
   } catch (const std::invalid_argument& e) {
     node.fail(e.what());
   }
@@ -26,7 +26,7 @@ void read_checkpoint(const YamlNode& node, ReliabilitySpec& r) {
   if (mode != "sync" && mode != "async") node["mode"].fail("expected sync or async");
   r.async_checkpoint = mode == "async";
   if (auto interval = node.get("interval"); interval && interval->as_string() != "auto")
-    r.checkpoint_interval_s = duration_of(*interval);
+    r.checkpoint_interval_s = duration_of(*interval, kIntervalS);
   if (r.async_checkpoint) r.host_copy_bytes_per_s = node["host_copy_gb_per_s"].in(kGbPerS) * kGB;
   else if (node.has("host_copy_gb_per_s")) node["host_copy_gb_per_s"].fail("only async checkpoints copy to host memory");
 }
@@ -76,7 +76,7 @@ ReliabilitySpec read_reliability(const YamlNode& node, const Scenario& base) {
   read_storage(node["storage"], r);
   read_restart(node["restart"], r);
   if (auto n = node.get("target_tokens")) r.target_tokens = n->in(kTokens);
-  if (auto n = node.get("horizon")) r.horizon_s = duration_of(*n);
+  if (auto n = node.get("horizon")) r.horizon_s = duration_of(*n, kHorizonS);
   if (auto n = node.get("trials")) r.trials = static_cast<int>(n->count(kTrials));
   return r;
 }

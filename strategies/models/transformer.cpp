@@ -1543,10 +1543,26 @@ std::int64_t gemm_parameter_count(const TransformerConfig& cfg) {
   return dense * (attention + dense_mlp) + (cfg.num_layers - dense) * (attention + moe_mlp) + cfg.vocab_size * h;
 }
 
+// The share of a token's k expert assignments its experts compute: all of them, but under a
+// capacity factor below 1, where (balanced) routing fills each expert's buffer of c x the
+// balanced share and drops the rest (no FLOPs spent on them: counting them would put MFU past 100%).
+namespace {
+double routed_assignments_computed(const TransformerConfig& cfg) {
+  const double c = cfg.moe_expert_capacity_factor;
+  return c > 0 && c < 1 ? c : 1.0;
+}
+}  // namespace
+
 Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len) {
   const double attn = 6.0 * d(cfg.num_layers) * d(seq_len) *
                       d(cfg.num_attention_heads * cfg.head_dim());
-  return 6.0 * d(flops_parameter_count(cfg)) + attn;
+  double dropped = 0;
+  if (cfg.moe()) {
+    const double moe_layers = d(cfg.num_layers - std::min(cfg.moe_first_dense_layers, cfg.num_layers));
+    const double routed = d(cfg.moe_router_topk) * d(cfg.expert_ffn_size()) * d(cfg.hidden_size) * d(mlp_mult(cfg) + 1);
+    dropped = (1.0 - routed_assignments_computed(cfg)) * moe_layers * routed;
+  }
+  return 6.0 * (d(flops_parameter_count(cfg)) - dropped) + attn;
 }
 
 Flops megatron_flops_per_iteration(const TransformerConfig& cfg, std::int64_t global_batch,

@@ -122,6 +122,9 @@ TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
       {"repair_hours: 24", "repair_hours: -3", "reliability.repair_hours", 11},
       {"failures: llama3-405b-h100", "failures: no-such-profile", "reliability.failures", 10},
       {"interval: auto", "interval: soon", "reliability.checkpoint.interval", 13},
+      // A checkpoint every nanosecond; a horizon of 1e300 days (its Monte Carlo never ended).
+      {"interval: auto", "interval: 1e-9", "reliability.checkpoint.interval", 13},
+      {"policy: restart_on_spares", "policy: restart_on_spares\n  horizon: 1e300d", "reliability.horizon", 13},
       {"mode: sync", "mode: eventually", "reliability.checkpoint.mode", 13},
       {"aggregate_gb_per_s: 2000", "aggregate_gb_per_s: 0", "reliability.storage.aggregate_gb_per_s", 14},
       {"relaunch_s: 60", "relaunch_s: nan", "reliability.restart.relaunch_s", 15},
@@ -142,9 +145,17 @@ TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
 
 TEST(GoodputCli, BadCommandLineValuesAndMissingSectionsExitTwo) {
   const std::string path = scenario_with("", "");
-  for (const char* args : {" --horizon 7x", " --horizon -1d", " --interval never", " --tokens 0", " --trials 0"}) {
+  for (const char* args : {" --horizon 7x", " --horizon -1d", " --interval never", " --tokens 0", " --trials 0",
+                            " --horizon 1e300d", " --horizon 1s", " --horizon 7d --interval 1e-9s",
+                            " --horizon 36500d --trials 100000"}) {
     const CliRun run = run_tandem("goodput " + path + std::string(args));
     EXPECT_EQ(run.status, 2) << args << ": " << run.err;
+    // The option at fault is the one named.
+    const std::string option = std::string(args).find("--trials 1") != std::string::npos    ? "--trials"
+                               : std::string(args).find("--interval") != std::string::npos ? "--interval"
+                               : std::string(args).find("--horizon") != std::string::npos ? "--horizon"
+                                                                                            : "";
+    EXPECT_NE(run.err.find(option), std::string::npos) << args << ": " << run.err;
   }
   const CliRun plain = run_tandem("goodput gpt2-124m-dp8");
   EXPECT_EQ(plain.status, 2) << plain.err;

@@ -20,5 +20,17 @@ TEST(DurationText, ReadsTheUnitsPeopleWriteAndRefusesTheRest) {
   EXPECT_EQ(format_duration(90), "1.50 min");
 }
 
+TEST(DurationText, ARangedDurationNamesItsBounds) {
+  EXPECT_DOUBLE_EQ(parse_duration_s("1h", 1, 86400), 3600);
+  EXPECT_DOUBLE_EQ(parse_duration_s("1d", 1, 86400), 86400);
+  try {
+    parse_duration_s("1e300d", 60, 86400);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("between 1.00 min and 1.00 d"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_duration_s("1e-9", 1, 86400), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace tandem

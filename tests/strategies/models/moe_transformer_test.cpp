@@ -48,6 +48,22 @@ TEST(MoeTransformer, MixtralCountsAreThePublishedOnes) {
                    6.0 * (active_parameter_count(m7) - m7.vocab_size * m7.hidden_size) + attention);
 }
 
+TEST(MoeTransformer, ACapacityBelowOneCountsOnlyTheAssignmentsItKeeps) {
+  // Capacity 0.5: each expert computes half the balanced share, so the routed experts' FLOPs
+  // per token halve; a vanishing capacity leaves attention, router and head (MFU stays <= 100%).
+  TransformerConfig c = transformer_preset("mixtral-8x7b");
+  const std::int64_t s = 4096;
+  const double full = model_flops_per_token(c, s);
+  const double routed = 6.0 * c.num_layers * c.moe_router_topk * 3.0 * c.hidden_size * c.expert_ffn_size();
+  c.moe_expert_capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(c, s), full);
+  c.moe_expert_capacity_factor = 0.5;
+  EXPECT_NEAR(model_flops_per_token(c, s), full - 0.5 * routed, 1e-9 * full);
+  c.moe_expert_capacity_factor = 1e-300;
+  EXPECT_NEAR(model_flops_per_token(c, s), full - routed, 1e-9 * full);
+  EXPECT_GT(model_flops_per_token(c, s), 0.0);
+}
+
 TEST(MoeTransformer, ABlockIssuesTheFlopsItsActiveParametersImply) {
   // Dropless: every expert's buffer holds all tokens, so the expert GEMMs do E/k times the
   // active work; with a capacity factor of 1 they do exactly the balanced share.
