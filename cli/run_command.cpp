@@ -68,6 +68,7 @@ std::vector<double> injected_slowdowns(const Scenario& scenario, const std::vect
   }
   for (const auto& s : scenario.simulation.stragglers)
     if (s.rank < world) slowdown[static_cast<std::size_t>(s.rank)] = s.compute_slowdown;
+  std::vector<bool> injected(static_cast<std::size_t>(world), false);
   for (const std::string& text : slow_ranks) {
     const auto colon = text.find(':');
     int rank = -1;
@@ -87,6 +88,10 @@ std::vector<double> injected_slowdowns(const Scenario& scenario, const std::vect
       throw InputError("command line", 0, "--slow-rank",
                        "'" + text + "': expected RANK:FACTOR with a rank below " + std::to_string(world) +
                            " and a factor in [1, 1000]");
+    // Two factors for one rank: which was meant is a guess, so neither is taken.
+    if (injected[static_cast<std::size_t>(rank)])
+      throw InputError("command line", 0, "--slow-rank", "'" + text + "': rank " + std::to_string(rank) + " is slowed twice");
+    injected[static_cast<std::size_t>(rank)] = true;
     slowdown[static_cast<std::size_t>(rank)] = factor;
   }
   return slowdown;

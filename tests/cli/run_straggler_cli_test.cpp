@@ -79,7 +79,7 @@ TEST(RunStragglerCli, TheSimulatorPredictsTheSameStragglerOnSharedCores) {
 
 TEST(RunStragglerCli, BadStragglersAreInputErrors) {
   const std::string path = write("bad", scenario());
-  for (const char* bad : {"4:2", "1:0.5", "one:2", "1:", "1:2x"}) {
+  for (const char* bad : {"4:2", "1:0.5", "one:2", "1:", "1:2x", "1:2 --slow-rank 1:3"}) {
     const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 1 --slow-rank " + bad);
     EXPECT_EQ(run.status, 2) << bad << ": " << run.err;
     EXPECT_NE(run.err.find("--slow-rank"), std::string::npos) << run.err;
