@@ -312,6 +312,8 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.flag("overlap_param_gather", p.overlap_param_gather);
   r.count("local_sgd_steps", p.local_sgd_steps, limits::kLocalSgdSteps);
   r.count("local_sgd_group_size", p.local_sgd_group_size, limits::kLocalSgdGroupSize);
+  r.count("parameter_servers", p.parameter_servers, limits::kParameterServers);
+  r.count("parameter_server_partition_bytes", p.parameter_server_partition_bytes, limits::kPartitionBytes);
   r.read("outer_lr", p.outer_lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterLearningRate)); });
   r.read("outer_momentum", p.outer_momentum,
          [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterMomentum)); });
@@ -386,9 +388,10 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<dou
     // In 64 bits: each knob may be up to 2^18, their product not.
     const long long world = static_cast<long long>(s.parallel.data_parallel_size) *
                             s.parallel.tensor_model_parallel_size * s.parallel.pipeline_model_parallel_size *
-                            s.parallel.context_parallel_size;
+                            s.parallel.context_parallel_size +
+                            s.parallel.parameter_servers;  // the servers' ranks follow the replicas'
     if (world > device_count)
-      throw StrategyError("strategy.data_parallel_size",
+      throw StrategyError(s.parallel.parameter_servers > 0 ? "strategy.parameter_servers" : "strategy.data_parallel_size",
                           "the strategy needs " + std::to_string(world) + " devices; cluster '" +
                               s.cluster.name + "' has " + std::to_string(device_count));
     // What each rank's device can do: peak speed in the training dtype (weights for the
@@ -407,10 +410,13 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<dou
       throw StrategyError("strategy.context_parallel_size", "context parallelism needs strategy type hybrid");
     if (s.strategy_type != "hybrid" && s.parallel.expert_model_parallel_size > 1)
       throw StrategyError("strategy.expert_model_parallel_size", "expert parallelism needs strategy type hybrid");
-    if (s.strategy_type == "hybrid")
+    if (s.strategy_type == "hybrid") {
+      if (s.parallel.parameter_servers > 0)
+        throw StrategyError("strategy.parameter_servers", "parameter servers are built for the data_parallel strategy");
       return std::make_unique<HybridParallel>(make_model(s.model), s.training, s.parallel, s.hybrid, devices);
-    std::vector<double> speeds;
-    for (const RankDevice& d : devices) speeds.push_back(d.speed);
+    }
+    std::vector<double> speeds;  // the replicas' (the servers after them have no batch share)
+    for (int r = 0; r < s.parallel.data_parallel_size; ++r) speeds.push_back(devices[static_cast<std::size_t>(r)].speed);
     return std::make_unique<DataParallel>(make_model(s.model), s.training, s.parallel, speeds);
   } catch (const StrategyError& e) {
     const std::string field = e.field();

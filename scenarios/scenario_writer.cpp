@@ -147,6 +147,10 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "recompute_granularity" << YAML::Value << to_string(p.recompute_granularity);
   y << YAML::Key << "overlap_grad_reduce" << YAML::Value << p.overlap_grad_reduce;
   y << YAML::Key << "overlap_param_gather" << YAML::Value << p.overlap_param_gather;
+  if (p.parameter_servers > 0) {
+    y << YAML::Key << "parameter_servers" << YAML::Value << p.parameter_servers;
+    y << YAML::Key << "parameter_server_partition_bytes" << YAML::Value << p.parameter_server_partition_bytes;
+  }
   y << YAML::Key << "local_sgd_steps" << YAML::Value << p.local_sgd_steps;
   y << YAML::Key << "local_sgd_group_size" << YAML::Value << p.local_sgd_group_size;
   y << YAML::Key << "outer_lr" << YAML::Value << shortest(p.outer_lr);

@@ -4,6 +4,7 @@
 
 #include "strategies/gradient_sync.hpp"
 #include "strategies/model_averaging.hpp"
+#include "strategies/parameter_server.hpp"
 #include "strategies/ops.hpp"
 
 namespace tandem {
@@ -14,11 +15,11 @@ class DataParallelRank final : public RankProgram {
  public:
   DataParallelRank(std::shared_ptr<const Model> model, BatchShape batch, const TrainingConfig& training,
                    const ParallelConfig& parallel, const Group& group, Group block, std::int64_t my_micro_batches,
-                   std::int64_t all_micro_batches, std::int64_t block_micro_batches)
+                   std::int64_t all_micro_batches, std::int64_t block_micro_batches,
+                   std::unique_ptr<GradientCodec> codec)
       : model_(std::move(model)), batch_(batch), training_(training), parallel_(parallel), group_(group),
         block_(std::move(block)), micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches),
-        block_micro_batches_(block_micro_batches),
-        codec_(make_gradient_codec(parallel.gradient_compression)),
+        block_micro_batches_(block_micro_batches), codec_(std::move(codec)),
         outer_(parallel.outer_lr, parallel.outer_momentum) {}
 
   void setup(Runtime& rt) override {
@@ -117,7 +118,7 @@ class DataParallelRank final : public RankProgram {
   std::int64_t block_micro_batches_;
   std::vector<std::unique_ptr<Layer>> layers_;
   ShardedAdam optimizer_;  // whole state: plain data parallelism shards nothing
-  std::unique_ptr<GradientCodec> codec_;  // gradient compression; null: plain all-reduce
+  std::unique_ptr<GradientCodec> codec_;  // compression or parameter servers; null: plain all-reduce
   OuterOptimizer outer_;  // DiLoCo over local SGD (plain: nothing)
   int steps_since_average_ = 0;           // local SGD: steps since the replicas last averaged
 };
@@ -142,6 +143,7 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
     throw StrategyError("strategy.tp_comm_overlap", "tensor-parallel communication overlap needs tensor parallelism");
   check_gradient_compression(parallel_);
   check_local_sgd(parallel_);
+  check_parameter_servers(parallel_);
   micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
   group_.id = 0;
   group_.ranks.resize(dp);
@@ -154,10 +156,15 @@ std::string DataParallel::name() const {
          (parallel_.local_sgd_steps > 1 ? ", local SGD H=" + std::to_string(parallel_.local_sgd_steps) : "") +
          (parallel_.local_sgd_group_size > 1 ? " in blocks of " + std::to_string(parallel_.local_sgd_group_size) : "") +
          (parallel_.batch_split == BatchSplit::proportional ? ", proportional split" : "") +
-         (c.enabled() ? ", " + describe(c) : "") + ")";
+         (c.enabled() ? ", " + describe(c) : "") +
+         (parallel_.parameter_servers > 0 ? ", " + std::to_string(parallel_.parameter_servers) + " parameter server(s)"
+                                          : "") +
+         ")";
 }
 
 std::optional<ReplicaStructure> DataParallel::replica_structure() const {
+  // Servers are no replicas, and every replica talks to them: nothing to mirror.
+  if (parallel_.parameter_servers > 0) return std::nullopt;
   ReplicaStructure r;
   r.replicas = parallel_.data_parallel_size;
   r.replica_of.resize(r.replicas);
@@ -171,12 +178,24 @@ std::vector<RankRole> DataParallel::rank_roles() const {
   std::vector<RankRole> roles;
   for (int rank = 0; rank < parallel_.data_parallel_size; ++rank)
     roles.push_back({0, rank, -1, micro_batches_[rank] * training_.micro_batch_size});
+  for (int s = 0; s < parallel_.parameter_servers; ++s) roles.push_back({-1, -1, 0, 0});  // servers hold no layers
   return roles;
 }
 
 BatchShape DataParallel::batch_shape() const { return batch_shape_of(training_); }
 
+int DataParallel::world_size() const { return parallel_.data_parallel_size + parallel_.parameter_servers; }
+
 std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
+  const int workers = parallel_.data_parallel_size;
+  if (rank >= workers)
+    return make_server_program([this] { return program_for(0); }, rank, workers, world_size());
+  std::unique_ptr<GradientCodec> codec = make_gradient_codec(parallel_.gradient_compression);
+  if (parallel_.parameter_servers > 0) {
+    std::vector<int> servers(static_cast<std::size_t>(parallel_.parameter_servers));
+    std::iota(servers.begin(), servers.end(), workers);
+    codec = make_push_pull_exchange(std::move(servers), parallel_.parameter_server_partition_bytes);
+  }
   const std::int64_t all = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
   // Hierarchical local SGD's block: consecutive replicas (ranks), numbered after the whole group (id 0).
   const int size = parallel_.local_sgd_group_size;
@@ -185,7 +204,7 @@ std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   for (int r = rank / size * size; r < (rank / size + 1) * size; ++r) block.ranks.push_back(r);
   return std::make_unique<DataParallelRank>(model_, batch_shape(), training_, parallel_, group_, std::move(block),
                                             micro_batches_.at(rank), all,
-                                            block_micro_batches(micro_batches_, rank, size));
+                                            block_micro_batches(micro_batches_, rank, size), std::move(codec));
 }
 
 }  // namespace tandem

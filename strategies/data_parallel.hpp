@@ -10,6 +10,9 @@
 // On clusters of several device kinds the global batch can be split in proportion to each
 // replica's speed, so that fast replicas do not wait for slow ones at the all-reduce; gradients
 // are then weighted by each replica's share of the batch before the sum.
+//
+// With parameter_servers S > 0 ranks dp..dp+S-1 are servers that sum the gradients instead of the
+// all-reduce (strategies/parameter_server.hpp); the replicas are ranks 0..dp-1.
 #pragma once
 
 #include <memory>
@@ -27,7 +30,8 @@ class DataParallel final : public Strategy {
                std::vector<double> replica_speeds);
 
   std::string name() const override;
-  int world_size() const override { return parallel_.data_parallel_size; }
+  // The replicas, then the parameter servers (if any).
+  int world_size() const override;
   std::unique_ptr<RankProgram> program_for(int rank) const override;
   std::int64_t sequences_per_iteration() const override { return training_.global_batch_size; }
   // Every rank is a replica.

@@ -1,5 +1,8 @@
 #include "strategies/op.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "strategies/runtime.hpp"
 
 namespace tandem {
@@ -27,6 +30,15 @@ const char* to_string(OpKind kind) {
 
 bool is_communication(OpKind kind) { return kind >= OpKind::send; }
 bool is_collective(OpKind kind) { return kind >= OpKind::all_reduce; }
+
+std::pair<std::int64_t, std::int64_t> CommOp::buffer_range() const {
+  const std::int64_t n = buffer.numel();
+  if (part_numel < 0) return {0, n};
+  if (part_offset < 0 || part_offset > n || part_numel > n - part_offset)
+    throw std::logic_error("op " + label + ": part [" + std::to_string(part_offset) + ", +" +
+                           std::to_string(part_numel) + ") outside its buffer of " + std::to_string(n));
+  return {part_offset, part_numel};
+}
 
 const char* to_string(MoeStep step) {
   switch (step) {

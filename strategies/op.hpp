@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -237,6 +238,13 @@ struct CommOp {
   int root = -1;    // global rank, for broadcast
   ReduceOp reduce = ReduceOp::sum;
   int tag = 0;      // distinguishes concurrent point-to-point streams between the same pair
+  // A point-to-point op may move part of `buffer`: elements [part_offset, part_offset +
+  // part_numel) (a parameter server's partition of a gradient); -1: the whole buffer.
+  std::int64_t part_offset = 0;
+  std::int64_t part_numel = -1;
+  // The elements an op moves from or into `buffer` ({offset, count}); throws std::logic_error
+  // for a part outside it.
+  std::pair<std::int64_t, std::int64_t> buffer_range() const;
 };
 
 }  // namespace tandem

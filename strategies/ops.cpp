@@ -439,4 +439,31 @@ Handle recv(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, i
                     ReduceOp::sum, peer, -1, tag);
 }
 
+namespace {
+Handle issue_part(Runtime& rt, OpKind kind, Phase phase, std::string label, const Tensor& buffer,
+                  std::int64_t offset, std::int64_t numel, int peer, const Issue& issue, int tag) {
+  CommOp op;
+  op.kind = kind;
+  op.phase = phase;
+  op.label = std::move(label);
+  op.buffer = buffer;
+  op.part_offset = offset;
+  op.part_numel = numel;
+  op.bytes = static_cast<Bytes>(numel) * dtype_bytes(buffer.dtype);
+  op.peer = peer;
+  op.tag = tag;
+  op.buffer_range();  // a part outside the buffer is the strategy's bug: refused here, on every backend
+  return rt.communicate(std::move(op), issue);
+}
+}  // namespace
+
+Handle send_part(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, std::int64_t offset,
+                 std::int64_t numel, int peer, const Issue& issue, int tag) {
+  return issue_part(rt, OpKind::send, phase, std::move(label), buffer, offset, numel, peer, issue, tag);
+}
+Handle recv_part(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, std::int64_t offset,
+                 std::int64_t numel, int peer, const Issue& issue, int tag) {
+  return issue_part(rt, OpKind::recv, phase, std::move(label), buffer, offset, numel, peer, issue, tag);
+}
+
 }  // namespace tandem::ops

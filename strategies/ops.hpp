@@ -149,5 +149,10 @@ Handle send(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, i
             const Issue& issue = {}, int tag = 0);
 Handle recv(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, int peer,
             const Issue& issue = {}, int tag = 0);
+// The same for elements [offset, offset + numel) of `buffer` (CommOp::part_offset).
+Handle send_part(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, std::int64_t offset,
+                 std::int64_t numel, int peer, const Issue& issue, int tag);
+Handle recv_part(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, std::int64_t offset,
+                 std::int64_t numel, int peer, const Issue& issue, int tag);
 
 }  // namespace tandem::ops

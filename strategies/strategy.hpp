@@ -71,6 +71,13 @@ struct ParallelConfig {
   // all-to-all (RankLayout::expert_group); the replicas holding the same experts sum their
   // gradients (expert_data_group). Divides data_parallel_size and the experts. The hybrid strategy.
   int expert_model_parallel_size = 1;
+  // Synchronous parameter servers (strategies/parameter_server.hpp): this many server ranks after
+  // the data-parallel workers sum the gradients the workers push and send the sums back, in place
+  // of the all-reduce. 0: none. The data_parallel strategy.
+  int parameter_servers = 0;
+  // Gradients travel to the servers in partitions of at most this many bytes, each summed by one
+  // server (BytePS's BYTEPS_PARTITION_BYTES, default 4,096,000).
+  std::int64_t parameter_server_partition_bytes = 4'096'000;
   Recompute recompute_granularity = Recompute::none;
   bool overlap_grad_reduce = true;
   std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)

@@ -471,7 +471,8 @@ FlatBuffer CpuDevice::flat_buffer(const CommOp& op) {
   if (!op.bucket.empty()) {
     for (const Tensor& t : op.bucket) buffer.push_back(Span{storage_locked(t, op.label), t.numel()});
   } else {
-    buffer.push_back(Span{storage_locked(op.buffer, op.label), op.buffer.numel()});
+    const auto [offset, count] = op.buffer_range();
+    buffer.push_back(Span{storage_locked(op.buffer, op.label) + offset, count});
   }
   return buffer;
 }

@@ -167,7 +167,7 @@ std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const Ru
   } else if (const auto* dp = dynamic_cast<const DataParallel*>(&strategy)) {
     const auto& counts = dp->micro_batches_per_replica();
     std::int64_t sum = 0;
-    for (int r = 0; r < world; ++r) {
+    for (int r = 0; r < static_cast<int>(counts.size()); ++r) {  // parameter servers after them read no data
       offsets[r] = sum;
       sum += counts.at(static_cast<std::size_t>(r));
     }

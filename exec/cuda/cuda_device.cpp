@@ -309,7 +309,12 @@ Handle CudaDevice::communicate(CommOp op, const Issue& issue) {
     if (s != Stream::compute) after.push_back(record(Stream::compute));  // buffers written or zeroed there
     DeviceBuffer buffer, parts;
     std::vector<int> touched;
-    for (const Tensor& t : op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket) {
+    if (op.bucket.empty()) {
+      const auto [offset, count] = op.buffer_range();  // a part, for point-to-point ops
+      buffer.push_back(DeviceSpan{storage(op.buffer, op.label) + offset, count});
+      touched.push_back(op.buffer.id);
+    }
+    for (const Tensor& t : op.bucket) {
       buffer.push_back(DeviceSpan{storage(t, op.label), t.numel()});
       touched.push_back(t.id);
     }

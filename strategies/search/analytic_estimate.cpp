@@ -103,7 +103,11 @@ std::vector<std::vector<std::int64_t>> program_keys(const Strategy& strategy, Es
         keys[r].push_back(layers[k]);
     }
   } else if (const auto* data = dynamic_cast<const DataParallel*>(&strategy)) {
-    for (int r = 0; r < world; ++r) keys[r] = {data->micro_batches_per_replica()[r]};
+    // Replicas by their batch share; parameter servers (ranks after them) each by itself.
+    const auto& shares = data->micro_batches_per_replica();
+    for (int r = 0; r < world; ++r)
+      keys[r] = r < static_cast<int>(shares.size()) ? std::vector<std::int64_t>{shares[static_cast<std::size_t>(r)]}
+                                                     : std::vector<std::int64_t>{-1 - r};
   } else {
     for (int r = 0; r < world; ++r) keys[r] = {r};  // unknown strategy: trace every rank
   }

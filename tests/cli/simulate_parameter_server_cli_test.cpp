@@ -1,0 +1,65 @@
+// Parameter servers from a scenario (strategy.parameter_servers, issue 16): simulated on 100 GbE
+// H100 nodes, where the servers' links carry every worker's whole gradient (incast on push, the
+// same out on pull) and NVLink's all-reduce inside a node has no counterpart; refused at the field
+// where they do not apply.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "tests/cli/cli_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+std::string scenario(int workers, int servers, const std::string& extra = "", const std::string& type = "data_parallel") {
+  return "name: ps\nmodel: gpt2-1.5b\ncluster: h100-64-ethernet-100g\n"
+         "training: {global_batch_size: " + std::to_string(workers) + ", micro_batch_size: 1, seq_length: 1024}\n"
+         "strategy:\n  type: " + type + "\n  data_parallel_size: " + std::to_string(workers) +
+         "\n  parameter_servers: " + std::to_string(servers) + "\n" + extra;
+}
+
+cli_test::CliRun simulate(const std::string& name, const std::string& text, const std::string& args = "") {
+  return cli_test::run_tandem("simulate " + cli_test::write_in_fresh_dir("tandem-ps", name, "ps.yaml", text) + args);
+}
+
+double iteration_s(const cli_test::CliRun& run) {
+  return nlohmann::json::parse(run.out)["iteration_time_s"].get<double>();
+}
+
+TEST(SimulateParameterServerCli, ServersSumWhatTheWorkersPushAndMoreServersShareTheLoad) {
+  // 8 workers on one node, 2 or 8 servers on the next: each server receives 8 / S of every
+  // worker's 3.1 GB of gradients at 12.5 GB/s, and sends as much back.
+  const cli_test::CliRun two = simulate("two", scenario(8, 2), " --json -");
+  const cli_test::CliRun eight = simulate("eight", scenario(8, 8), " --json -");
+  ASSERT_EQ(two.status, 0) << two.err;
+  ASSERT_EQ(eight.status, 0) << eight.err;
+  const double bytes = 2 * 1.56e9, link = 12.5e9;
+  // At least the servers' ingress and egress; eight servers take at least 3x less than two.
+  EXPECT_GT(iteration_s(two), 2 * 8 * bytes / 2 / link);
+  EXPECT_GT(iteration_s(eight), 2 * 8 * bytes / 8 / link);
+  EXPECT_LT(iteration_s(eight), iteration_s(two) / 3);
+  // The plain all-reduce of the same 8 replicas stays inside the node (NVLink): far faster.
+  const cli_test::CliRun reduce = simulate("reduce", scenario(8, 0), " --json -");
+  ASSERT_EQ(reduce.status, 0) << reduce.err;
+  EXPECT_LT(iteration_s(reduce), iteration_s(eight) / 4);
+}
+
+TEST(SimulateParameterServerCli, WhereServersDoNotApplyTheFieldIsNamed) {
+  const auto expect_field = [](const cli_test::CliRun& run, const std::string& words) {
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find("ps.yaml:"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("strategy.parameter_servers"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(words), std::string::npos) << run.err;
+  };
+  expect_field(simulate("hybrid", scenario(8, 2, "", "hybrid")), "data_parallel strategy");
+  expect_field(simulate("devices", scenario(60, 8)), "needs 68 devices");
+  expect_field(simulate("onebit", scenario(8, 2, "  gradient_compression: onebit\n")), "gradient_compression");
+  expect_field(simulate("local", scenario(8, 2, "  local_sgd_steps: 4\n")), "local SGD");
+  const cli_test::CliRun negative = simulate("negative", scenario(8, -1));
+  EXPECT_EQ(negative.status, 2) << negative.err;
+  EXPECT_NE(negative.err.find("strategy.parameter_servers"), std::string::npos) << negative.err;
+}
+
+}  // namespace
+}  // namespace tandem

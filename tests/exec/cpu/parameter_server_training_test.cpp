@@ -1,0 +1,86 @@
+// Synchronous parameter servers trained for real on the CPU backend: the servers' sums are the
+// all-reduce's, so training matches synchronous data parallelism - exactly with two workers in
+// fp32 (a + b is b + a), within the equivalence tolerance with four (another order of additions).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "exec/cpu/cpu_run.hpp"
+#include "strategies/data_parallel.hpp"
+#include "strategies/models/presets.hpp"
+#include "strategies/models/transformer.hpp"
+
+namespace tandem::exec::cpu {
+namespace {
+
+std::shared_ptr<const Model> gpt_tiny() { return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny")); }
+
+DataParallel strategy(int workers, int servers, DType precision) {
+  TrainingConfig training;
+  training.global_batch_size = 8;
+  training.micro_batch_size = 2;
+  training.seq_length = 32;
+  training.precision = precision;
+  training.lr = 1e-3f;
+  ParallelConfig parallel;
+  parallel.data_parallel_size = workers;
+  parallel.parameter_servers = servers;
+  parallel.ddp_bucket_size = 20'000;  // several buckets, so pushes overlap backward and each other
+  parallel.parameter_server_partition_bytes = 4'000;  // tensors cut into parts: pushes of parts at offsets
+  return DataParallel(gpt_tiny(), training, parallel, {});
+}
+
+RunResult train(const DataParallel& s, int steps) {
+  RunOptions o;
+  o.iterations = steps;
+  configure_for_model(o, *gpt_tiny(), 32);
+  o.capture_parameters = true;
+  o.record_trace = false;
+  o.timeout_s = 60;
+  return run_cpu(s, o);
+}
+
+// The largest difference between two runs' assembled parameters, as a fraction of the
+// equivalence tests' bound 1e-4·|b| + 2e-3·lr·steps (tests/exec/cpu/equivalence_test.cpp); 0: equal.
+double max_difference(const RunResult& a, const RunResult& b, int steps) {
+  double worst = 0;
+  EXPECT_EQ(a.global_parameters.size(), b.global_parameters.size());
+  for (const auto& [name, values] : a.global_parameters) {
+    const auto it = b.global_parameters.find(name);
+    if (it == b.global_parameters.end()) {
+      ADD_FAILURE() << name << " missing";
+      continue;
+    }
+    for (std::size_t i = 0; i < values.size(); ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(values[i]) - it->second[i]) /
+                                  (1e-4 * std::abs(static_cast<double>(it->second[i])) + 2e-3 * 1e-3 * steps));
+  }
+  return worst;
+}
+
+TEST(ParameterServerTraining, TwoWorkersInFp32TrainExactlyAsDataParallel) {
+  const RunResult reference = train(strategy(2, 0, DType::fp32), 3);
+  for (int servers : {1, 2}) {
+    const RunResult ps = train(strategy(2, servers, DType::fp32), 3);
+    ASSERT_EQ(ps.iterations.size(), reference.iterations.size());
+    EXPECT_EQ(ps.world_size, 2 + servers);  // the servers ran as ranks of their own
+    for (std::size_t i = 0; i < ps.iterations.size(); ++i)
+      EXPECT_EQ(ps.iterations[i].loss, reference.iterations[i].loss) << servers << " server(s), step " << i;
+    EXPECT_EQ(max_difference(ps, reference, 3), 0.0) << servers << " server(s)";
+  }
+}
+
+TEST(ParameterServerTraining, FourWorkersInBf16StayWithinTheEquivalenceTolerance) {
+  const RunResult reference = train(strategy(4, 0, DType::bf16), 3);
+  const RunResult ps = train(strategy(4, 2, DType::bf16), 3);
+  ASSERT_EQ(ps.iterations.size(), reference.iterations.size());
+  // The equivalence tests' tolerances: losses within 1e-5 relative, parameters within the bound.
+  for (std::size_t i = 0; i < ps.iterations.size(); ++i)
+    EXPECT_NEAR(ps.iterations[i].loss, reference.iterations[i].loss, 1e-5 * std::abs(reference.iterations[i].loss))
+        << "step " << i;
+  EXPECT_LT(max_difference(ps, reference, 3), 1.0);
+  EXPECT_LT(ps.iterations.back().loss, ps.iterations.front().loss);
+}
+
+}  // namespace
+}  // namespace tandem::exec::cpu

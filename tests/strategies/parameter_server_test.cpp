@@ -1,0 +1,152 @@
+// Synchronous parameter servers (strategies/parameter_server.hpp): what a worker and a server
+// issue (every gradient element pushed once, in partitions of at most 4 MB, to one server and
+// pulled back, the servers' loads balanced;
+// a server receives each push from every worker, adds, and sends the sum to every worker), the
+// ranks and roles of the strategy, and what it refuses with its field.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "strategies/data_parallel.hpp"
+#include "strategies/models/presets.hpp"
+#include "strategies/models/transformer.hpp"
+#include "strategies/null_runtime.hpp"
+#include "strategies/parameter_server.hpp"
+
+namespace tandem {
+namespace {
+
+DataParallel strategy(int workers, int servers, ParallelConfig parallel = {}, const std::string& model = "gpt-tiny") {
+  TrainingConfig training;
+  training.global_batch_size = 4 * workers;  // two micro-batches of 2 per worker
+  training.micro_batch_size = 2;
+  training.seq_length = 32;
+  parallel.data_parallel_size = workers;
+  parallel.parameter_servers = servers;
+  return DataParallel(std::make_shared<TransformerModel>(transformer_preset(model)), training, parallel, {});
+}
+
+struct Issued {
+  std::vector<CommOp> comms;
+  int adds = 0;
+};
+
+Issued one_step(const Strategy& s, int rank) {
+  NullRuntime rt(s.world_size());
+  Issued out;
+  rt.on_communicate = [&](const CommOp& op) { out.comms.push_back(op); };
+  rt.on_compute = [&](const ComputeOp& op) {
+    if (op.kind == OpKind::elementwise && op.label.find(".add") != std::string::npos) ++out.adds;
+  };
+  const auto program = s.program_for(rank);
+  program->setup(rt);
+  program->train_step(rt, 0);
+  return out;
+}
+
+TEST(ParameterServer, TheServersFollowTheWorkers) {
+  const DataParallel s = strategy(4, 2);
+  EXPECT_EQ(s.world_size(), 6);
+  EXPECT_FALSE(s.replica_structure().has_value());  // nothing to mirror: every replica talks to them
+  const auto roles = s.rank_roles();
+  ASSERT_EQ(roles.size(), 6u);
+  EXPECT_EQ(roles[3].replica, 3);
+  EXPECT_EQ(roles[4].replica, -1);
+  EXPECT_EQ(roles[5].sequences, 0);
+  EXPECT_NE(s.name().find("2 parameter server(s)"), std::string::npos) << s.name();
+}
+
+TEST(ParameterServer, AWorkerPushesEveryGradientOnceAndPullsItBack) {
+  const DataParallel s = strategy(4, 2);
+  const Issued worker = one_step(s, 1);
+  std::map<int, std::int64_t> pushed;  // server -> elements
+  int pushes = 0, pulls = 0;
+  std::int64_t largest = 0;
+  for (const CommOp& op : worker.comms) {
+    EXPECT_NE(op.kind, OpKind::all_reduce) << op.label;  // the servers replace it
+    if (op.kind == OpKind::send) {
+      EXPECT_EQ(op.tag, kPushTag);
+      EXPECT_TRUE(op.peer == 4 || op.peer == 5) << op.peer;
+      const std::int64_t part = op.buffer_range().second;
+      EXPECT_LE(part * dtype_bytes(op.buffer.dtype), 4'096'000) << op.label;  // BytePS's partition size
+      EXPECT_EQ(op.bytes, part * dtype_bytes(op.buffer.dtype)) << op.label;
+      pushed[op.peer] += part;
+      largest = std::max(largest, part);
+      ++pushes;
+    } else if (op.kind == OpKind::recv) {
+      EXPECT_EQ(op.tag, kPullTag);
+      ++pulls;
+    }
+  }
+  EXPECT_GT(pushes, 10);
+  EXPECT_EQ(pulls, pushes);
+  // Every gradient element goes out once; each server's share within one partition of the other's.
+  std::int64_t params = 0;
+  NullRuntime shapes;
+  for (const auto& layer : TransformerModel(transformer_preset("gpt-tiny")).build_layers({2, 32}, ParallelContext{})) {
+    layer->allocate(shapes, /*with_gradients=*/true);
+    for (const Tensor& g : layer->gradients()) params += g.numel();
+  }
+  EXPECT_EQ(pushed[4] + pushed[5], params);
+  EXPECT_LE(std::abs(pushed[4] - pushed[5]), largest);
+}
+
+TEST(ParameterServer, ALargeTensorIsCutIntoPartitionsSpreadOverEveryServer) {
+  // GPT-2 124M's word embedding: 50257 x 768 bf16 = 77 MB, 19 partitions of 4 MB.
+  const DataParallel s = strategy(2, 4, {}, "gpt2-124m");
+  std::map<int, int> partitions;  // server -> partitions of the embedding's gradient
+  for (const CommOp& op : one_step(s, 0).comms)
+    if (op.kind == OpKind::send && op.buffer.numel() == 50257 * 768) {
+      ++partitions[op.peer];
+      EXPECT_EQ(op.part_offset % (4'096'000 / 2), 0) << op.label;
+    }
+  ASSERT_EQ(partitions.size(), 4u);
+  int total = 0;
+  for (const auto& [server, n] : partitions) total += n;
+  EXPECT_EQ(total, 19);
+}
+
+TEST(ParameterServer, AServerSumsEveryWorkersPushAndSendsTheSumToEach) {
+  const DataParallel s = strategy(3, 2);
+  // What worker 0 pushes to server 3, by label.
+  std::vector<std::string> to_me;
+  for (const CommOp& op : one_step(s, 0).comms)
+    if (op.kind == OpKind::send && op.peer == 3) to_me.push_back(op.label);
+  ASSERT_FALSE(to_me.empty());
+  const Issued server = one_step(s, 3);
+  int receives = 0, sends = 0;
+  for (const CommOp& op : server.comms) {
+    if (op.kind == OpKind::recv) ++receives;
+    if (op.kind == OpKind::send) ++sends;
+    EXPECT_LT(op.peer, 3) << op.label;
+  }
+  const int n = static_cast<int>(to_me.size());
+  EXPECT_EQ(receives, 3 * n);
+  EXPECT_EQ(sends, 3 * n);
+  EXPECT_EQ(server.adds, 2 * n);  // worker 0's push starts each sum
+}
+
+TEST(ParameterServer, WhatItDoesNotCombineWithIsRefusedAtItsField) {
+  const auto refused = [](ParallelConfig p) {
+    try {
+      strategy(2, 1, p);
+    } catch (const StrategyError& e) {
+      return e.field();
+    }
+    return std::string("accepted");
+  };
+  ParallelConfig compressed;
+  compressed.gradient_compression.type = Compression::int8;
+  EXPECT_EQ(refused(compressed), "strategy.parameter_servers");
+  ParallelConfig local;
+  local.local_sgd_steps = 4;
+  EXPECT_EQ(refused(local), "strategy.parameter_servers");
+  ParallelConfig zero;
+  zero.zero_stage = 1;
+  EXPECT_NE(refused(zero), "accepted");
+}
+
+}  // namespace
+}  // namespace tandem
