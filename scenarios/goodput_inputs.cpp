@@ -41,15 +41,16 @@ BytesPerSecond node_storage_bytes_per_s(const Cluster& cluster, int world) {
 
 }  // namespace
 
+Bytes snapshot_bytes(const MemoryUsage& at_peak) {
+  return at_peak.by_category[static_cast<std::size_t>(MemCategory::parameters)] +
+         at_peak.by_category[static_cast<std::size_t>(MemCategory::optimizer_state)];
+}
+
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
                            const sim::SimulationResult& iteration) {
   Bytes snapshot_bytes_per_device = 0;
-  for (const sim::RankResult& rank : iteration.ranks) {
-    const auto& bytes = rank.memory_at_peak.by_category;
-    snapshot_bytes_per_device =
-        std::max(snapshot_bytes_per_device, bytes[static_cast<std::size_t>(MemCategory::parameters)] +
-                                                bytes[static_cast<std::size_t>(MemCategory::optimizer_state)]);
-  }
+  for (const sim::RankResult& rank : iteration.ranks)
+    snapshot_bytes_per_device = std::max(snapshot_bytes_per_device, snapshot_bytes(rank.memory_at_peak));
   return goodput_setup(scenario, strategy, iteration.iteration_time_s, snapshot_bytes_per_device);
 }
 

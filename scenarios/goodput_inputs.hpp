@@ -21,6 +21,9 @@ struct GoodputSetup {
   BytesPerSecond per_node_bytes_per_s = 0;
 };
 
+// What a checkpoint of one device holds: its parameters and optimizer state (at its peak).
+Bytes snapshot_bytes(const MemoryUsage& at_peak);
+
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
                            const sim::SimulationResult& iteration);
 // The same from the iteration's time and the largest rank's parameters + optimizer state (what an

@@ -214,14 +214,10 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
   if (reliability_) {
     // The candidate's own failures (its devices, nodes and leaf switches) and checkpoint costs
     // (its nodes' paths to storage), weighed in closed form: goodput_inputs.hpp.
-    Bytes snapshot_bytes = 0;
-    for (const sim::GroupMemory& g : prediction.memory) {
-      const auto& bytes = g.at_peak.by_category;
-      snapshot_bytes = std::max(snapshot_bytes, bytes[static_cast<std::size_t>(MemCategory::parameters)] +
-                                                    bytes[static_cast<std::size_t>(MemCategory::optimizer_state)]);
-    }
-    const ExpectedGoodput g =
-        expected_goodput(goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, snapshot_bytes));
+    Bytes largest_snapshot = 0;
+    for (const sim::GroupMemory& g : prediction.memory) largest_snapshot = std::max(largest_snapshot, snapshot_bytes(g.at_peak));
+    const ExpectedGoodput g = expected_goodput(
+        goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, largest_snapshot));
     e.goodput = g.goodput;
     e.mtbf_s = g.mtbf_s;
     e.checkpoint_interval_s = g.interval_s;
