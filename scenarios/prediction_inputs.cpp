@@ -10,6 +10,17 @@ sim::PredictionInputs prediction_inputs(const Scenario& scenario, const Strategy
   inputs.sequences_per_iteration = strategy.sequences_per_iteration();
   inputs.seq_length = scenario.training.seq_length;
   inputs.precision = scenario.training.precision;
+  // Dropless routing computes full buffers (correct on the CPU backend, whatever the routing), so
+  // the simulator prices every expert at all of a rank's tokens: E/k times a balanced run's work.
+  if (scenario.model.kind == ModelSpec::Kind::transformer) {
+    const TransformerConfig& t = scenario.model.transformer;
+    if (t.moe() && t.moe_expert_capacity_factor <= 0 && t.num_moe_experts > t.moe_router_topk)
+      inputs.caveats.push_back(
+          "dropless routing (model.moe_expert_capacity_factor 0) is priced at full expert buffers, " +
+          std::to_string(t.num_moe_experts / t.moe_router_topk) +
+          "x a balanced run's expert work and all-to-all bytes: set moe_expert_capacity_factor (e.g. 1.25) to "
+          "price a run balanced within that factor");
+  }
   return inputs;
 }
 

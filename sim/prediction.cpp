@@ -38,6 +38,7 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
   p.scenario = in.scenario;
   p.strategy = in.strategy;
   p.model = in.model.name;
+  p.caveats = in.caveats;
   p.devices = static_cast<int>(result.ranks.size());
   p.measured_iterations = static_cast<int>(result.iteration_times_s.size());
   p.iteration_time_s = result.iteration_time_s;
@@ -132,6 +133,7 @@ nlohmann::json to_json(const Prediction& p) {
           {"energy_per_iteration_j", p.energy_per_iteration_j},
           {"usd_per_iteration", p.usd_per_iteration},
           {"usd_per_million_tokens", p.usd_per_million_tokens},
+          {"caveats", p.caveats},
           {"simulation",
            {{"wall_time_s", p.simulation_wall_time_s},
             {"compute_ops", p.simulated_compute_ops},
@@ -178,6 +180,7 @@ std::string to_text(const Prediction& p) {
   if (p.usd_per_iteration > 0)
     out << "cost        $" << fmt("%.4g", p.usd_per_iteration) << " per iteration, $"
         << fmt("%.4g", p.usd_per_million_tokens) << " per million tokens (device prices per hour)\n";
+  for (const std::string& caveat : p.caveats) out << "caveat      " << caveat << "\n";
   out << "simulated   " << p.simulated_compute_ops << " compute + " << p.simulated_comm_ops
       << " comm ops on " << p.simulated_ranks << " of " << p.devices << " ranks in "
       << fmt("%.2f", p.simulation_wall_time_s) << " s wall (" << p.folding << ")\n";

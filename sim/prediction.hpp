@@ -37,6 +37,8 @@ struct Prediction {
   std::string scenario;
   std::string strategy;
   std::string model;
+  // What the prediction prices differently from the run it stands for, said where it is read.
+  std::vector<std::string> caveats;
   int devices = 0;
   int measured_iterations = 0;
   Seconds iteration_time_s = 0;
@@ -68,6 +70,7 @@ struct PredictionInputs {
   std::int64_t sequences_per_iteration = 0;
   std::int64_t seq_length = 0;
   DType precision = DType::bf16;
+  std::vector<std::string> caveats;  // copied to Prediction::caveats
 };
 
 Prediction summarize(const SimulationResult& result, const Cluster& cluster,

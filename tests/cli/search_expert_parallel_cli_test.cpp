@@ -61,6 +61,19 @@ TEST(SearchExpertParallelCli, BadExpertSettingsAreInputErrorsAtTheirField) {
                      "model.moe_router_topk", "exceeds num_moe_experts");
 }
 
+TEST(SearchExpertParallelCli, DroplessRoutingIsPricedAtFullBuffersAndSaysSo) {
+  // Mixtral (8 experts, top-2) without a capacity factor: every expert's buffer holds all tokens,
+  // 4x a balanced run's expert work; the output says so, and not once a capacity is set.
+  const std::string plan = "  pipeline_model_parallel_size: 8\n  data_parallel_size: 8\n  expert_model_parallel_size: 8\n";
+  const cli_test::CliRun dropless = simulate("dropless", mixtral_with(plan) + "");
+  ASSERT_EQ(dropless.status, 0) << dropless.err;
+  EXPECT_NE(dropless.out.find("caveat      dropless routing"), std::string::npos) << dropless.out;
+  EXPECT_NE(dropless.out.find("4x a balanced run's expert work"), std::string::npos) << dropless.out;
+  const cli_test::CliRun capped = simulate("capped", mixtral_with(plan, "  moe_expert_capacity_factor: 1.25\n"));
+  ASSERT_EQ(capped.status, 0) << capped.err;
+  EXPECT_EQ(capped.out.find("caveat"), std::string::npos) << capped.out;
+}
+
 TEST(SearchExpertParallelCli, TheBundledMixtralPlanSimulatesAndFits) {
   const cli_test::CliRun run = cli_test::run_tandem("simulate mixtral-8x7b-h100-ep8");
   ASSERT_EQ(run.status, 0) << run.err;
