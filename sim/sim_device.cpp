@@ -557,16 +557,33 @@ void SimDevice::spawn_ghost_side(int ghost, const std::string& channel, const st
   });
 }
 
+bool SimDevice::ghost_ready(int ghost, const std::string& channel) const {
+  const auto running = running_arrivals_.find(channel);
+  if (running == running_arrivals_.end() || running->second == nullptr) return true;
+  const SimulationContext::Arrivals& arrivals = *running->second;
+  std::unique_lock<s4u::Mutex> lock(*arrivals.mutex);
+  return arrivals.ranks.count(context_.fold->mirror_of[ghost]) > 0;
+}
+
 s4u::CommPtr SimDevice::send_async(int dst_rank, Bytes bytes, const std::string& channel) {
   const std::string mailbox = mailbox_name(channel, rank_, dst_rank);
-  // A ghost has no actor to receive: one is made on its host, and the bytes cross the real links.
-  if (is_ghost(dst_rank)) spawn_ghost_side(dst_rank, channel, mailbox, bytes, false);
+  // A ghost has no actor to receive: the bytes cross the real links to its host, at once when the
+  // rank it mirrors is there already, else from an actor made on its host that waits for it.
+  if (is_ghost(dst_rank)) {
+    if (ghost_ready(dst_rank, channel))
+      return s4u::Comm::sendto_async(context_.hosts[rank_], context_.hosts[dst_rank], static_cast<std::uint64_t>(bytes));
+    spawn_ghost_side(dst_rank, channel, mailbox, bytes, false);
+  }
   return s4u::Mailbox::by_name(mailbox)->put_async(&kPayload, static_cast<std::uint64_t>(bytes));
 }
 
 s4u::CommPtr SimDevice::recv_async(int src_rank, Bytes bytes, const std::string& channel) {
   // A ghost sends, by symmetry, when the rank it mirrors reaches this collective.
-  if (is_ghost(src_rank)) spawn_ghost_side(src_rank, channel, mailbox_name(channel, src_rank, rank_), bytes, true);
+  if (is_ghost(src_rank)) {
+    if (ghost_ready(src_rank, channel))
+      return s4u::Comm::sendto_async(context_.hosts[src_rank], context_.hosts[rank_], static_cast<std::uint64_t>(bytes));
+    spawn_ghost_side(src_rank, channel, mailbox_name(channel, src_rank, rank_), bytes, true);
+  }
   return s4u::Mailbox::by_name(mailbox_name(channel, src_rank, rank_))->get_async<void>(&g_receive_sink);
 }
 

@@ -191,6 +191,10 @@ class SimDevice final : public Runtime, public PointToPoint {
   // A ghost's side of a transfer: an actor on the ghost's host that waits until the rank the ghost
   // mirrors has reached the collective on `channel`, then sends (or receives) `bytes`.
   void spawn_ghost_side(int ghost, const std::string& channel, const std::string& mailbox, Bytes bytes, bool sends);
+  // Whether the rank `ghost` mirrors has reached the collective on `channel` (a point-to-point
+  // message has no arrivals: at once). Then the ghost's side would start at once: the transfer
+  // runs host to host, with no actor made for it.
+  bool ghost_ready(int ghost, const std::string& channel) const;
 
   int rank_;
   SimulationContext& context_;
