@@ -3,7 +3,11 @@
 // fp32 (a + b is b + a), within the equivalence tolerance with four (another order of additions).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <string>
 
 #include "exec/cpu/cpu_run.hpp"
 #include "strategies/data_parallel.hpp"
@@ -30,8 +34,10 @@ DataParallel strategy(int workers, int servers, DType precision) {
   return DataParallel(gpt_tiny(), training, parallel, {});
 }
 
-RunResult train(const DataParallel& s, int steps) {
+RunResult train(const DataParallel& s, int steps, const std::string& checkpoint = "", const std::string& resume = "") {
   RunOptions o;
+  o.checkpoint_path = checkpoint;
+  o.resume_path = resume;
   o.iterations = steps;
   configure_for_model(o, *gpt_tiny(), 32);
   o.capture_parameters = true;
@@ -80,6 +86,21 @@ TEST(ParameterServerTraining, FourWorkersInBf16StayWithinTheEquivalenceTolerance
         << "step " << i;
   EXPECT_LT(max_difference(ps, reference, 3), 1.0);
   EXPECT_LT(ps.iterations.back().loss, ps.iterations.front().loss);
+}
+
+TEST(ParameterServerTraining, ACheckpointHoldsTheWorkersModelAndResumesUnderAnotherStrategy) {
+  // The servers hold only sums: the checkpoint is the workers' model and optimizer state, which
+  // plain data parallelism resumes, continuing as the uninterrupted run does.
+  namespace fs = std::filesystem;
+  const fs::path path = fs::temp_directory_path() / ("tandem-ps-" + std::to_string(::getpid()) + ".ck");
+  const RunResult whole = train(strategy(2, 0, DType::fp32), 4);
+  ASSERT_NO_THROW(train(strategy(2, 1, DType::fp32), 2, path.string()));
+  const RunResult resumed = train(strategy(2, 0, DType::fp32), 2, "", path.string());
+  EXPECT_EQ(resumed.first_iteration, 2);
+  ASSERT_EQ(resumed.iterations.size(), 2u);
+  EXPECT_EQ(resumed.iterations[0].loss, whole.iterations[2].loss);
+  EXPECT_EQ(resumed.iterations[1].loss, whole.iterations[3].loss);
+  fs::remove(path);
 }
 
 }  // namespace
