@@ -5,21 +5,22 @@
 //
 // Worker side (PushPullExchange, a GradientCodec that data parallelism drives as it drives a
 // compression codec): each gradient tensor of a bucket is cut into partitions of at most
-// parameter_server_partition_bytes (BytePS's default 4 MB), each summed by one server, given in push order to the server holding the
-// fewest elements so far; as soon as the bucket is full (during
-// backward) the worker pushes each partition to its server (point-to-point sends of part of the
-// gradient, on the data-parallel stream), and once backward is issued it pulls each back
-// (receives into the same part), so the gradient then holds the sum over the workers, as an all-reduce would leave it. Both
-// sides move a bucket in S steps, worker w talking to server (w + k) mod S in step k: a fixed
-// order on each side (a stream runs its transfers one after the other) that never has a worker
-// wait for a server busy with another while its own server idles (measured: pushing in tensor
-// order, one server after the other, made a step of GPT-2 1.5B on 8 + 8 H100 6.6x slower). Every
-// worker then steps its own optimizer on the same sums, as in synchronous data parallelism:
-// servers sum, they hold no optimizer state (BytePS's design: the optimizer stays on the GPUs).
+// parameter_server_partition_bytes (BytePS's default 4 MB), each summed by one server, given in
+// push order to the server holding the fewest elements so far. As soon as the bucket is full
+// (during backward) the worker pushes each partition to its server (point-to-point sends of part
+// of the gradient, on the data-parallel stream); once backward is issued it pulls each back
+// (receives into the same part), so the gradient then holds the sum over the workers, as an
+// all-reduce would leave it. Both sides move a bucket in S steps, worker w talking to server
+// (w + k) mod S in step k: a fixed order on each side (a stream runs its transfers one after the
+// other) that never has a worker wait for a server busy with another while its own server idles
+// (measured: pushing in tensor order, one server after the other, made a step of GPT-2 1.5B on
+// 8 + 8 H100 6.6x slower). Every worker then steps its own optimizer on the same sums, as in
+// synchronous data parallelism: servers sum, they hold no optimizer state (BytePS's design: the
+// optimizer stays on the GPUs).
 //
 // Server side (ServerProgram): the server learns what it will receive by playing one worker's
 // step on a NullRuntime and keeping the pushes addressed to it, so its buckets are the workers'
-// by construction. Per bucket: receive each worker's tensors in the exchange's order, the first
+// by construction. Per bucket: receive each worker's partitions in the exchange's order, the first
 // into the sum, the others into a scratch buffer added to it (the receives on one stream: a
 // server's ingress is its NIC), then send the sums to every worker on another stream (so a worker
 // still pushing never waits for a pull). Each server holds twice its share of the gradients.
