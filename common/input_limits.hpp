@@ -104,9 +104,9 @@ inline constexpr Range kOuterMomentum{0, 0.999, ""};      // its Nesterov moment
 // ---- strategy and simulation (scenarios: strategy:, simulation:) ----
 inline constexpr CountRange kParallelSize{1, kMaxClusterDevices};  // dp, tp, pp
 inline constexpr CountRange kLocalSgdSteps{1, 1 << 20};  // steps between model averagings
-inline constexpr CountRange kLocalSgdGroupSize{1, 1 << 20};
+inline constexpr CountRange kLocalSgdGroupSize{1, 1 << 20};  // replicas per hierarchical local SGD block
 inline constexpr CountRange kParameterServers{0, kMaxClusterDevices};  // server ranks after the workers
-inline constexpr CountRange kPartitionBytes{64, 1LL << 34};  // a parameter server's partition  // replicas per hierarchical local SGD block
+inline constexpr CountRange kPartitionBytes{64, 1LL << 34};  // a parameter server's partition
 inline constexpr CountRange kVirtualStages{1, 1 << 10};
 inline constexpr CountRange kIterations{1, 1'000'000};
 inline constexpr CountRange kWarmupIterations{0, 1'000'000};

@@ -410,11 +410,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<dou
       throw StrategyError("strategy.context_parallel_size", "context parallelism needs strategy type hybrid");
     if (s.strategy_type != "hybrid" && s.parallel.expert_model_parallel_size > 1)
       throw StrategyError("strategy.expert_model_parallel_size", "expert parallelism needs strategy type hybrid");
-    if (s.strategy_type == "hybrid") {
-      if (s.parallel.parameter_servers > 0)
-        throw StrategyError("strategy.parameter_servers", "parameter servers are built for the data_parallel strategy");
+    if (s.strategy_type == "hybrid")
       return std::make_unique<HybridParallel>(make_model(s.model), s.training, s.parallel, s.hybrid, devices);
-    }
     std::vector<double> speeds;  // the replicas' (the servers after them have no batch share)
     for (int r = 0; r < s.parallel.data_parallel_size; ++r) speeds.push_back(devices[static_cast<std::size_t>(r)].speed);
     return std::make_unique<DataParallel>(make_model(s.model), s.training, s.parallel, speeds);

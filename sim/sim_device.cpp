@@ -543,11 +543,19 @@ void SimulationContext::Arrivals::wait_for(int rank) {
   while (ranks.count(rank) == 0) changed->wait(lock);
 }
 
+bool SimulationContext::Arrivals::arrived(int rank) {
+  std::unique_lock<s4u::Mutex> lock(*mutex);
+  return ranks.count(rank) > 0;
+}
+
+std::shared_ptr<SimulationContext::Arrivals> SimDevice::arrivals_on(const std::string& channel) const {
+  const auto running = running_arrivals_.find(channel);
+  return running == running_arrivals_.end() ? nullptr : running->second;
+}
+
 void SimDevice::spawn_ghost_side(int ghost, const std::string& channel, const std::string& mailbox, Bytes bytes,
                                  bool sends) {
-  auto running = running_arrivals_.find(channel);
-  std::shared_ptr<SimulationContext::Arrivals> arrivals =
-      running == running_arrivals_.end() ? nullptr : running->second;
+  std::shared_ptr<SimulationContext::Arrivals> arrivals = arrivals_on(channel);
   const int mirror = context_.fold->mirror_of[ghost];
   s4u::Actor::create("ghost" + std::to_string(ghost), context_.hosts[ghost], [arrivals, mirror, mailbox, bytes, sends] {
     if (arrivals) arrivals->wait_for(mirror);  // point-to-point messages have no arrivals: at once
@@ -558,11 +566,8 @@ void SimDevice::spawn_ghost_side(int ghost, const std::string& channel, const st
 }
 
 bool SimDevice::ghost_ready(int ghost, const std::string& channel) const {
-  const auto running = running_arrivals_.find(channel);
-  if (running == running_arrivals_.end() || running->second == nullptr) return true;
-  const SimulationContext::Arrivals& arrivals = *running->second;
-  std::unique_lock<s4u::Mutex> lock(*arrivals.mutex);
-  return arrivals.ranks.count(context_.fold->mirror_of[ghost]) > 0;
+  const std::shared_ptr<SimulationContext::Arrivals> arrivals = arrivals_on(channel);
+  return arrivals == nullptr || arrivals->arrived(context_.fold->mirror_of[ghost]);
 }
 
 s4u::CommPtr SimDevice::send_async(int dst_rank, Bytes bytes, const std::string& channel) {

@@ -47,6 +47,7 @@ struct SimulationContext {
     simgrid::s4u::ConditionVariablePtr changed = simgrid::s4u::ConditionVariable::create();
     void arrive(int rank);
     void wait_for(int rank);
+    bool arrived(int rank);
   };
   struct Rendezvous {
     Seconds last_arrival_s = 0;
@@ -195,6 +196,8 @@ class SimDevice final : public Runtime, public PointToPoint {
   // message has no arrivals: at once). Then the ghost's side would start at once: the transfer
   // runs host to host, with no actor made for it.
   bool ghost_ready(int ghost, const std::string& channel) const;
+  // The arrivals at the collective running on `channel`; null for a point-to-point message.
+  std::shared_ptr<SimulationContext::Arrivals> arrivals_on(const std::string& channel) const;
 
   int rank_;
   SimulationContext& context_;

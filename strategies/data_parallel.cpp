@@ -190,11 +190,14 @@ std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   const int workers = parallel_.data_parallel_size;
   if (rank >= workers)
     return make_server_program([this] { return program_for(0); }, rank, workers, world_size());
-  std::unique_ptr<GradientCodec> codec = make_gradient_codec(parallel_.gradient_compression);
+  // The gradients' exchange: through the servers, or the all-reduce (plain or compressed).
+  std::unique_ptr<GradientCodec> codec;
   if (parallel_.parameter_servers > 0) {
     std::vector<int> servers(static_cast<std::size_t>(parallel_.parameter_servers));
     std::iota(servers.begin(), servers.end(), workers);
     codec = make_push_pull_exchange(std::move(servers), parallel_.parameter_server_partition_bytes);
+  } else {
+    codec = make_gradient_codec(parallel_.gradient_compression);
   }
   const std::int64_t all = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
   // Hierarchical local SGD's block: consecutive replicas (ranks), numbered after the whole group (id 0).

@@ -428,20 +428,11 @@ Handle all_to_all(Runtime& rt, Phase phase, std::string label, const Tensor& buf
                   const Group& group, const Issue& issue) {
   return issue_comm(rt, OpKind::all_to_all, phase, std::move(label), buffer, {}, group, issue);
 }
-Handle send(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, int peer,
-            const Issue& issue, int tag) {
-  return issue_comm(rt, OpKind::send, phase, std::move(label), buffer, {}, Group{}, issue,
-                    ReduceOp::sum, peer, -1, tag);
-}
-Handle recv(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, int peer,
-            const Issue& issue, int tag) {
-  return issue_comm(rt, OpKind::recv, phase, std::move(label), buffer, {}, Group{}, issue,
-                    ReduceOp::sum, peer, -1, tag);
-}
 
 namespace {
-Handle issue_part(Runtime& rt, OpKind kind, Phase phase, std::string label, const Tensor& buffer,
-                  std::int64_t offset, std::int64_t numel, int peer, const Issue& issue, int tag) {
+// A point-to-point op on elements [offset, offset + numel) of `buffer` (numel -1: all of it).
+Handle issue_point_to_point(Runtime& rt, OpKind kind, Phase phase, std::string label, const Tensor& buffer,
+                            std::int64_t offset, std::int64_t numel, int peer, const Issue& issue, int tag) {
   CommOp op;
   op.kind = kind;
   op.phase = phase;
@@ -449,21 +440,28 @@ Handle issue_part(Runtime& rt, OpKind kind, Phase phase, std::string label, cons
   op.buffer = buffer;
   op.part_offset = offset;
   op.part_numel = numel;
-  op.bytes = static_cast<Bytes>(numel) * dtype_bytes(buffer.dtype);
+  // A part outside the buffer is the strategy's bug: refused here, whatever the backend.
+  op.bytes = static_cast<Bytes>(op.buffer_range().second) * dtype_bytes(buffer.dtype);
   op.peer = peer;
   op.tag = tag;
-  op.buffer_range();  // a part outside the buffer is the strategy's bug: refused here, on every backend
   return rt.communicate(std::move(op), issue);
 }
 }  // namespace
 
+Handle send(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, int peer, const Issue& issue, int tag) {
+  return issue_point_to_point(rt, OpKind::send, phase, std::move(label), buffer, 0, -1, peer, issue, tag);
+}
+Handle recv(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, int peer, const Issue& issue, int tag) {
+  return issue_point_to_point(rt, OpKind::recv, phase, std::move(label), buffer, 0, -1, peer, issue, tag);
+}
+
 Handle send_part(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, std::int64_t offset,
                  std::int64_t numel, int peer, const Issue& issue, int tag) {
-  return issue_part(rt, OpKind::send, phase, std::move(label), buffer, offset, numel, peer, issue, tag);
+  return issue_point_to_point(rt, OpKind::send, phase, std::move(label), buffer, offset, numel, peer, issue, tag);
 }
 Handle recv_part(Runtime& rt, Phase phase, std::string label, const Tensor& buffer, std::int64_t offset,
                  std::int64_t numel, int peer, const Issue& issue, int tag) {
-  return issue_part(rt, OpKind::recv, phase, std::move(label), buffer, offset, numel, peer, issue, tag);
+  return issue_point_to_point(rt, OpKind::recv, phase, std::move(label), buffer, offset, numel, peer, issue, tag);
 }
 
 }  // namespace tandem::ops

@@ -13,7 +13,7 @@ namespace {
 // The order of a bucket's transfers, the same on both sides so that no worker or server waits
 // for a partner busy elsewhere: in step k worker w talks to server (w + k) mod S, which in that
 // step serves every worker w' with (w' + k) mod S equal to its index, in rank order; a pair
-// moves the bucket's tensors the server owns in bucket order. With as many workers as servers
+// moves the bucket's partitions the server sums in bucket order. With as many workers as servers
 // each step pairs them one to one (a server's link busy all along); with more workers a server
 // serves W/S of them per step, its link the bottleneck as it is in a real incast.
 int server_at_step(int worker, int step, int servers) { return (worker + step) % servers; }
@@ -61,8 +61,9 @@ class PushPullExchange final : public GradientCodec {
 
  private:
   // Each tensor cut into partitions of at most partition_bytes_ (BytePS's BYTEPS_PARTITION_BYTES:
-  // a large tensor spread over the servers rather than on one), each to the server holding the fewest elements so far (the lowest rank on a tie): the
-  // same on every worker, since every worker sees the same buckets in the same order.
+  // a large tensor spread over the servers rather than on one), each to the server holding the
+  // fewest elements so far (the lowest rank on a tie): the same on every worker, since every
+  // worker sees the same buckets in the same order.
   std::vector<Piece> partition(const std::vector<Tensor>& gradients) {
     std::vector<Piece> pieces;
     for (std::size_t t = 0; t < gradients.size(); ++t) {
