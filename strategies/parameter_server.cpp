@@ -195,8 +195,6 @@ void check_parameter_servers(const ParallelConfig& parallel) {
   if (parallel.local_sgd_steps > 1)
     throw StrategyError("strategy.parameter_servers", "parameter servers sum every step: local SGD (local_sgd_steps) "
                                                       "does not combine with them");
-  if (parallel.zero_stage != 0)
-    throw StrategyError("strategy.parameter_servers", "the workers keep whole optimizer state (zero_stage 0)");
 }
 
 }  // namespace tandem

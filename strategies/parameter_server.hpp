@@ -52,7 +52,8 @@ std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<R
                                                  int rank, int workers, int world);
 
 // Throws StrategyError("strategy.parameter_servers") for what synchronous parameter servers do not
-// combine with: gradient compression, local SGD, ZeRO (they replace the same all-reduce).
+// combine with: gradient compression and local SGD (they replace the same all-reduce). ZeRO is
+// data_parallel's own refusal (it keeps whole optimizer state).
 void check_parameter_servers(const ParallelConfig& parallel);
 
 }  // namespace tandem
