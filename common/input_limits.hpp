@@ -107,6 +107,8 @@ inline constexpr CountRange kLocalSgdSteps{1, 1 << 20};  // steps between model 
 inline constexpr CountRange kLocalSgdGroupSize{1, 1 << 20};  // replicas per hierarchical local SGD block
 inline constexpr CountRange kParameterServers{0, kMaxClusterDevices};  // server ranks after the workers
 inline constexpr CountRange kPartitionBytes{64, 1LL << 34};  // a parameter server's partition
+// Steps a parameter-server update may lag (each one more copy of the gradients on the servers).
+inline constexpr CountRange kParameterServerStaleness{0, 64};
 inline constexpr CountRange kVirtualStages{1, 1 << 10};
 inline constexpr CountRange kIterations{1, 1'000'000};
 inline constexpr CountRange kWarmupIterations{0, 1'000'000};

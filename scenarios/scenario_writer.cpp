@@ -150,6 +150,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   if (p.parameter_servers > 0) {
     y << YAML::Key << "parameter_servers" << YAML::Value << p.parameter_servers;
     y << YAML::Key << "parameter_server_partition_bytes" << YAML::Value << p.parameter_server_partition_bytes;
+    y << YAML::Key << "parameter_server_staleness" << YAML::Value << p.parameter_server_staleness;
   }
   y << YAML::Key << "local_sgd_steps" << YAML::Value << p.local_sgd_steps;
   y << YAML::Key << "local_sgd_group_size" << YAML::Value << p.local_sgd_group_size;

@@ -246,6 +246,10 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, cons
   if (iterations > std::numeric_limits<int>::max())
     throw std::invalid_argument("the strategy repeats every " + std::to_string(period) + " iterations: too many to simulate");
   options.iterations = static_cast<int>(iterations);
+  // A steady iteration: the first ones, unlike the rest, are not measured.
+  // (A negative warm-up stays as it is, for check_simulation to refuse.)
+  if (options.warmup_iterations >= 0)
+    options.warmup_iterations = std::max(options.warmup_iterations, strategy.irregular_iterations());
   check_simulation(strategy, cluster, options);
   ExtrapolationPlan plan = plan_pipeline_extrapolation(strategy, cluster, options);
   if (plan.apply) {

@@ -36,6 +36,7 @@ class DataParallelRank final : public RankProgram {
     if (local && parallel_.local_sgd_group_size == 1) return local_step(rt, iteration);
     // Synchronous over every replica, or (hierarchical local SGD) over this replica's block.
     const Group& reduced_over = local ? block_ : group_;
+    if (codec_) codec_->begin_step(rt, iteration);  // a stale exchange's pulls: overlap the whole step
     zero_gradients(rt);
     GradientBuckets buckets(reduced_over, parallel_.ddp_bucket_size, GradientBuckets::Reduction::all_reduce);
     buckets.set_codec(codec_.get());
@@ -55,7 +56,12 @@ class DataParallelRank final : public RankProgram {
       for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) buckets.add(rt, (*it)->gradients());
     buckets.launch(rt);
     buckets.wait_all(rt);
-    optimizer_step(rt, iteration, 1.0f / static_cast<float>(local ? block_micro_batches_ : all_micro_batches_));
+    // A stale exchange's gradients are those of step iteration - delay: the optimizer makes that
+    // step's update (none before the first one arrives).
+    const int delay = codec_ ? codec_->update_delay() : 0;
+    if (iteration >= delay)
+      optimizer_step(rt, iteration - delay,
+                     1.0f / static_cast<float>(local ? block_micro_batches_ : all_micro_batches_));
     if (local && ++steps_since_average_ == parallel_.local_sgd_steps) average_parameters(rt, false);
   }
 
@@ -159,6 +165,9 @@ std::string DataParallel::name() const {
          (c.enabled() ? ", " + describe(c) : "") +
          (parallel_.parameter_servers > 0 ? ", " + std::to_string(parallel_.parameter_servers) + " parameter server(s)"
                                           : "") +
+         (parallel_.parameter_server_staleness > 0
+              ? " with staleness " + std::to_string(parallel_.parameter_server_staleness)
+              : "") +
          ")";
 }
 
@@ -189,13 +198,15 @@ int DataParallel::world_size() const { return parallel_.data_parallel_size + par
 std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   const int workers = parallel_.data_parallel_size;
   if (rank >= workers)
-    return make_server_program([this] { return program_for(0); }, rank, workers, world_size());
+    return make_server_program([this] { return program_for(0); }, rank, workers, world_size(),
+                               parallel_.parameter_server_staleness);
   // The gradients' exchange: through the servers, or the all-reduce (plain or compressed).
   std::unique_ptr<GradientCodec> codec;
   if (parallel_.parameter_servers > 0) {
     std::vector<int> servers(static_cast<std::size_t>(parallel_.parameter_servers));
     std::iota(servers.begin(), servers.end(), workers);
-    codec = make_push_pull_exchange(std::move(servers), parallel_.parameter_server_partition_bytes);
+    codec = make_push_pull_exchange(std::move(servers), parallel_.parameter_server_partition_bytes,
+                                    parallel_.parameter_server_staleness);
   } else {
     codec = make_gradient_codec(parallel_.gradient_compression);
   }

@@ -489,8 +489,9 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
       hybrid_(std::move(hybrid)),
       layout_(parallel.tensor_model_parallel_size, parallel.data_parallel_size,
               parallel.pipeline_model_parallel_size, hybrid_.order, parallel.context_parallel_size) {
-  if (parallel_.parameter_servers != 0)
-    throw StrategyError("strategy.parameter_servers", "parameter servers are built for the data_parallel strategy");
+  if (parallel_.parameter_servers != 0 || parallel_.parameter_server_staleness != 0)
+    throw StrategyError(parallel_.parameter_servers != 0 ? "strategy.parameter_servers" : "strategy.parameter_server_staleness",
+                        "parameter servers are built for the data_parallel strategy");
   if (static_cast<int>(devices.size()) != layout_.world_size())
     throw StrategyError("strategy", "one device description per rank is needed");
   if (parallel_.sequence_parallel && parallel_.tensor_model_parallel_size == 1)

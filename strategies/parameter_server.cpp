@@ -1,6 +1,8 @@
 #include "strategies/parameter_server.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <string>
 
 #include "strategies/null_runtime.hpp"
@@ -29,37 +31,99 @@ struct Piece {
 
 class PushPullExchange final : public GradientCodec {
  public:
-  PushPullExchange(std::vector<int> servers, std::int64_t partition_bytes)
-      : servers_(std::move(servers)), partition_bytes_(partition_bytes), load_(servers_.size(), 0) {}
+  PushPullExchange(std::vector<int> servers, std::int64_t partition_bytes, int staleness)
+      : servers_(std::move(servers)), partition_bytes_(partition_bytes), staleness_(staleness),
+        load_(servers_.size(), 0) {}
 
-  // Round 0 pushes (during backward), round 1 pulls (once backward is issued).
-  int rounds() const override { return 2; }
+  // Round 0 pushes (during backward); synchronous: round 1 pulls (once backward is issued).
+  int rounds() const override { return staleness_ > 0 ? 1 : 2; }
+  int update_delay() const override { return staleness_; }
 
   Handle round(Runtime& rt, int round, const CodecBucket& b, Handle previous) override {
-    const std::vector<Piece>& pieces = pieces_.get(b.label, [&] { return partition(b.gradients); });
+    Bucket& bucket = bucket_of(b);
+    if (round == 0) {
+      // A bucket first seen in a stale step (the first step of a resumed run) pulls here.
+      if (stale_step() && bucket.pulled_at != iteration_) pull_stale(rt, bucket);
+      return transfer(rt, true, bucket, b.gradients, on_dp_stream(rt));
+    }
+    return transfer(rt, false, bucket, b.gradients, Issue{Stream::dp_comm, {previous}});
+  }
+
+  // Stale: the sums of step iteration - s, pulled into each bucket's own buffer while this step
+  // computes (on a stream of their own: neither waits for the other's transfers).
+  void begin_step(Runtime& rt, int iteration) override {
+    iteration_ = iteration;
+    if (!stale_step()) return;
+    for (Bucket& bucket : order_) pull_stale(rt, bucket);
+  }
+
+  // Synchronous: the pulls wrote the sums into the gradients, which the optimizer may read once
+  // they are in. Stale: the pulled sums replace the gradients once this step's pushes have read them.
+  void finish(Runtime& rt, const CodecBucket& b, Handle last) override {
+    if (staleness_ == 0) return rt.wait(last);
+    if (!stale_step()) return;
+    const Bucket& bucket = bucket_of(b);
+    for (std::size_t t = 0; t < b.gradients.size(); ++t)
+      ops::memcpy(rt, Phase::backward, b.label + ".stale" + std::to_string(t), bucket.pulled[t], b.gradients[t],
+                  Issue{Stream::compute, {bucket.pull, last}});
+  }
+
+ private:
+  // A bucket's partitions and, when stale, its pull buffer and the last pull into it.
+  struct Bucket {
+    std::string label;
+    std::vector<Tensor> gradients;
+    std::vector<Piece> pieces;
+    std::vector<Tensor> pulled;
+    Handle pull;
+    int pulled_at = -1;  // the step that pulled into it last
+  };
+
+  // A step with an earlier step's sums to apply.
+  bool stale_step() const { return staleness_ > 0 && iteration_ >= staleness_; }
+
+  void pull_stale(Runtime& rt, Bucket& bucket) {
+    if (bucket.pulled.empty())
+      for (std::size_t t = 0; t < bucket.gradients.size(); ++t)
+        bucket.pulled.push_back(rt.alloc(bucket.label + ".pulled" + std::to_string(t), bucket.gradients[t].shape,
+                                         bucket.gradients[t].dtype, MemCategory::comm_buffers));
+    bucket.pull = transfer(rt, false, bucket, bucket.pulled, Issue{Stream::pp_recv, {}});
+    bucket.pulled_at = iteration_;
+  }
+
+  // The bucket's state, made (partitioned) at its first reduction; buckets kept in that order, the
+  // order the server sends their sums in.
+  Bucket& bucket_of(const CodecBucket& b) {
+    for (Bucket& bucket : order_)
+      if (bucket.label == b.label) return bucket;
+    order_.push_back({b.label, b.gradients, partition(b.gradients), {}, {}, -1});
+    return order_.back();
+  }
+
+  // Pushes (from `tensors`) or pulls (into them) the bucket's partitions in S steps, one per server:
+  // worker w with server (w + k) mod S in step k; the pushes after `issue`'s dependencies, the
+  // pulls one after the other from there.
+  Handle transfer(Runtime& rt, bool push, const Bucket& bucket, const std::vector<Tensor>& tensors, Issue issue) {
     const int count = static_cast<int>(servers_.size());
-    Handle last = previous;
+    Handle last;
     for (int step = 0; step < count; ++step) {
       const int server = servers_[static_cast<std::size_t>(server_at_step(rt.rank(), step, count))];
-      for (std::size_t i = 0; i < pieces.size(); ++i) {
-        const Piece& p = pieces[i];
+      for (std::size_t i = 0; i < bucket.pieces.size(); ++i) {
+        const Piece& p = bucket.pieces[i];
         if (p.server != server) continue;
-        const std::string label = b.label + (round == 0 ? ".push" : ".pull") + std::to_string(i);
-        const Tensor& g = b.gradients[p.tensor];
-        if (round == 0)
-          last = ops::send_part(rt, Phase::backward, label, g, p.offset, p.numel, server, on_dp_stream(rt), kPushTag);
-        else
-          last = ops::recv_part(rt, Phase::backward, label, g, p.offset, p.numel, server,
-                                Issue{Stream::dp_comm, {last}}, kPullTag);
+        const std::string label = bucket.label + (push ? ".push" : ".pull") + std::to_string(i);
+        const Tensor& g = tensors[p.tensor];
+        if (push) {
+          last = ops::send_part(rt, Phase::backward, label, g, p.offset, p.numel, server, issue, kPushTag);
+        } else {
+          last = ops::recv_part(rt, Phase::backward, label, g, p.offset, p.numel, server, issue, kPullTag);
+          issue = Issue{issue.stream, {last}};
+        }
       }
     }
     return last;
   }
 
-  // The pulls wrote the sums into the gradients: the optimizer may read them once they are in.
-  void finish(Runtime& rt, const CodecBucket&, Handle last) override { rt.wait(last); }
-
- private:
   // Each tensor cut into partitions of at most partition_bytes_ (BytePS's BYTEPS_PARTITION_BYTES:
   // a large tensor spread over the servers rather than on one), each to the server holding the
   // fewest elements so far (the lowest rank on a tie): the same on every worker, since every
@@ -81,8 +145,10 @@ class PushPullExchange final : public GradientCodec {
 
   std::vector<int> servers_;
   std::int64_t partition_bytes_;
-  std::vector<std::int64_t> load_;        // elements given to each server so far
-  BucketStates<std::vector<Piece>> pieces_;  // per bucket: its partitions and their servers
+  int staleness_;
+  int iteration_ = 0;
+  std::vector<std::int64_t> load_;  // elements given to each server so far
+  std::deque<Bucket> order_;        // per bucket, in first-reduction order (stable references)
 };
 
 // ---- the server's side ----
@@ -92,46 +158,86 @@ struct OwnedBucket {
   std::string label;
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
-  std::vector<Tensor> sums, scratch;
+  std::vector<std::int64_t> pieces;  // each partition's index in the bucket (the push label's)
+  std::int64_t numel = 0;            // the whole bucket's elements, every server's partitions
+  std::vector<std::int64_t> offsets; // where each partition sits in the bucket's elements
+  std::vector<std::vector<Tensor>> sums;  // per slot (one per step in flight), per partition
+  std::vector<Tensor> scratch;
 };
 
 class ServerProgram final : public RankProgram {
  public:
-  ServerProgram(std::function<std::unique_ptr<RankProgram>()> make_worker, int rank, int workers, int world)
-      : make_worker_(std::move(make_worker)), rank_(rank), workers_(workers), world_(world) {}
+  ServerProgram(std::function<std::unique_ptr<RankProgram>()> make_worker, int rank, int workers, int world,
+                int staleness)
+      : make_worker_(std::move(make_worker)), rank_(rank), workers_(workers), world_(world), staleness_(staleness) {}
 
   void setup(Runtime& rt) override {
-    // 1. What worker 0 pushes here in one step, bucket by bucket (every worker pushes the same).
+    // 1. What worker 0 pushes here in one step, bucket by bucket (every worker pushes the same),
+    //    and where each partition sits in its bucket: partitions are numbered in the bucket's
+    //    element order (PushPullExchange::partition), whichever server they go to.
     NullRuntime null(world_);
+    std::map<std::string, std::map<std::int64_t, std::int64_t>> sizes;  // bucket -> partition -> elements
     null.on_communicate = [&](const CommOp& op) {
-      if (op.kind != OpKind::send || op.peer != rank_ || op.tag != kPushTag) return;
-      const std::string bucket = op.label.substr(0, op.label.rfind(".push"));
-      if (buckets_.empty() || buckets_.back().label != bucket) buckets_.push_back({bucket, {}, {}, {}, {}});
+      if (op.kind != OpKind::send || op.tag != kPushTag) return;
+      const std::size_t at = op.label.rfind(".push");
+      const std::string bucket = op.label.substr(0, at);
+      const std::int64_t piece = std::stoll(op.label.substr(at + 5));
+      sizes[bucket][piece] = op.buffer_range().second;
+      if (op.peer != rank_) return;
+      if (buckets_.empty() || buckets_.back().label != bucket) buckets_.push_back({bucket, {}, {}, {}, 0, {}, {}, {}});
       buckets_.back().shapes.push_back({op.buffer_range().second});  // the part this server sums
       buckets_.back().dtypes.push_back(op.buffer.dtype);
+      buckets_.back().pieces.push_back(piece);
     };
     const std::unique_ptr<RankProgram> worker = make_worker_();
     worker->setup(null);
     worker->train_step(null, 0);
-    // 2. A sum and a scratch buffer per tensor.
-    for (OwnedBucket& b : buckets_)
+    for (OwnedBucket& b : buckets_) {
+      std::map<std::int64_t, std::int64_t> start;  // partition -> its first element in the bucket
+      for (const auto& [piece, numel] : sizes.at(b.label)) {
+        start[piece] = b.numel;
+        b.numel += numel;
+      }
+      for (std::int64_t piece : b.pieces) b.offsets.push_back(start.at(piece));
+    }
+    // 2. Per partition a sum per step in flight and a scratch buffer. Stale sums not yet pulled
+    //    are training state: placed as their part of a logical tensor per bucket and slot (the
+    //    bucket's elements in order), so that a checkpoint holds them whatever the number of servers.
+    for (OwnedBucket& b : buckets_) {
+      b.sums.resize(static_cast<std::size_t>(staleness_ + 1));
       for (std::size_t t = 0; t < b.shapes.size(); ++t) {
         const std::string name = b.label + ".served" + std::to_string(t);
-        b.sums.push_back(rt.alloc(name + ".sum", b.shapes[t], b.dtypes[t], MemCategory::comm_buffers));
+        for (int slot = 0; slot <= staleness_; ++slot) {
+          const Tensor sum = rt.alloc(name + ".sum" + std::to_string(slot), b.shapes[t], b.dtypes[t],
+                                      staleness_ > 0 ? MemCategory::optimizer_state : MemCategory::comm_buffers);
+          if (staleness_ > 0) {
+            TensorPlacement placement = whole_tensor("ps.pending" + std::to_string(slot) + "." + b.label, {b.numel});
+            placement.flat_offset = b.offsets[t];
+            rt.place(sum, placement);
+          }
+          b.sums[static_cast<std::size_t>(slot)].push_back(sum);
+        }
         b.scratch.push_back(rt.alloc(name + ".scratch", b.shapes[t], b.dtypes[t], MemCategory::comm_buffers));
       }
+    }
   }
 
-  void train_step(Runtime& rt, int) override {
+  void train_step(Runtime& rt, int iteration) override {
+    const int slots = staleness_ + 1;
+    // Stale: the sums of step iteration - s leave first, while this step's pushes come in (the
+    // previous step's end saw them complete).
+    if (staleness_ > 0 && iteration >= staleness_)
+      for (OwnedBucket& b : buckets_) send_sums(rt, b, b.sums[static_cast<std::size_t>((iteration - staleness_) % slots)], {});
     for (OwnedBucket& b : buckets_) {
+      std::vector<Tensor>& sums = b.sums[static_cast<std::size_t>(iteration % slots)];
       // Pushes: the first worker's starts each sum, the others land in the scratch buffer,
       // which the previous addition must have read first.
-      std::vector<Handle> summed(b.sums.size());
-      std::vector<bool> started(b.sums.size(), false);
+      std::vector<Handle> summed(sums.size());
+      std::vector<bool> started(sums.size(), false);
       for_each_worker([&](int w) {
-        for (std::size_t t = 0; t < b.sums.size(); ++t) {
+        for (std::size_t t = 0; t < sums.size(); ++t) {
           const std::string label = b.label + ".served" + std::to_string(t);
-          const Tensor& into = started[t] ? b.scratch[t] : b.sums[t];
+          const Tensor& into = started[t] ? b.scratch[t] : sums[t];
           const Handle got = ops::recv(rt, Phase::backward, label + ".from" + std::to_string(w), into, w,
                                        Issue{Stream::pp_recv, {summed[t]}}, kPushTag);
           if (!started[t]) {
@@ -142,22 +248,29 @@ class ServerProgram final : public RankProgram {
           ElementwiseArgs add;
           add.fn = ElementwiseFn::add;
           add.numel = into.numel();
-          summed[t] = ops::elementwise(rt, Phase::backward, label + ".add" + std::to_string(w), {b.sums[t], into},
-                                       {b.sums[t]}, add, Issue{Stream::compute, {got}});
+          summed[t] = ops::elementwise(rt, Phase::backward, label + ".add" + std::to_string(w), {sums[t], into},
+                                       {sums[t]}, add, Issue{Stream::compute, {got}});
         }
       });
-      // Pulls, in the same order, each sum once it is complete.
-      for_each_worker([&](int w) {
-        for (std::size_t t = 0; t < b.sums.size(); ++t)
-          ops::send(rt, Phase::backward, b.label + ".served" + std::to_string(t) + ".to" + std::to_string(w),
-                    b.sums[t], w, Issue{Stream::pp_send, {summed[t]}}, kPullTag);
-      });
+      // Synchronous: the pulls, in the same order, each sum once it is complete.
+      if (staleness_ == 0) send_sums(rt, b, sums, summed);
     }
     // The sums are next step's receive buffers: every pull must have left.
     rt.synchronize();
   }
 
  private:
+  // Every worker's pull of the bucket's sums, in the exchange's order, each after `ready` (its
+  // sum's last addition; none: complete already).
+  void send_sums(Runtime& rt, const OwnedBucket& b, const std::vector<Tensor>& sums, const std::vector<Handle>& ready) {
+    for_each_worker([&](int w) {
+      for (std::size_t t = 0; t < sums.size(); ++t)
+        ops::send(rt, Phase::backward, b.label + ".served" + std::to_string(t) + ".to" + std::to_string(w), sums[t],
+                  w, Issue{Stream::pp_send, ready.empty() ? std::vector<Handle>{} : std::vector<Handle>{ready[t]}},
+                  kPullTag);
+    });
+  }
+
   // The workers this server serves, in the exchange's order (server_at_step).
   template <class Visit>
   void for_each_worker(Visit&& visit) const {
@@ -168,23 +281,30 @@ class ServerProgram final : public RankProgram {
   }
 
   std::function<std::unique_ptr<RankProgram>()> make_worker_;
-  int rank_, workers_, world_;
+  int rank_, workers_, world_, staleness_;
   std::vector<OwnedBucket> buckets_;
 };
 
 }  // namespace
 
-std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes) {
-  return std::make_unique<PushPullExchange>(std::move(servers), partition_bytes);
+std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes,
+                                                       int staleness) {
+  return std::make_unique<PushPullExchange>(std::move(servers), partition_bytes, staleness);
 }
 
 std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<RankProgram>()> make_worker,
-                                                 int rank, int workers, int world) {
-  return std::make_unique<ServerProgram>(std::move(make_worker), rank, workers, world);
+                                                 int rank, int workers, int world, int staleness) {
+  return std::make_unique<ServerProgram>(std::move(make_worker), rank, workers, world, staleness);
 }
 
 void check_parameter_servers(const ParallelConfig& parallel) {
-  if (parallel.parameter_servers == 0) return;
+  if (parallel.parameter_servers == 0) {
+    if (parallel.parameter_server_staleness != 0)
+      throw StrategyError("strategy.parameter_server_staleness", "bounded staleness needs parameter_servers");
+    return;
+  }
+  if (parallel.parameter_server_staleness < 0)
+    throw StrategyError("strategy.parameter_server_staleness", "must be 0 (synchronous) or more");
   if (parallel.parameter_servers < 0)
     throw StrategyError("strategy.parameter_servers", "must be 0 (none) or more");
   if (parallel.parameter_server_partition_bytes < 1)

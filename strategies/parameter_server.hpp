@@ -25,6 +25,18 @@
 // server's ingress is its NIC), then send the sums to every worker on another stream (so a worker
 // still pushing never waits for a pull). Each server holds twice its share of the gradients.
 //
+// Bounded staleness s >= 1 (stale-synchronous parallel, Ho et al. 2013, "More Effective
+// Distributed ML via a Stale Synchronous Parallel Parameter Server", NIPS, taken at its bound so
+// that it is deterministic): a worker pushes step t's gradients as above, but at the start of step t
+// it pulls the sums of step t - s into a buffer of its own, while its forward and backward run, and
+// its optimizer then steps on them (the first s steps make no update). The pull no longer sits
+// between backward and the optimizer; the price is an update s steps old (measured on the CPU
+// backend: tests/exec/cpu/parameter_server_training_test.cpp). A server keeps s + 1 sums per
+// partition (step t's in slot t mod (s + 1)); those of the s steps not yet pulled are training
+// state, saved in checkpoints as "ps.pending<slot>.<bucket>" (the bucket's elements in order).
+// Not modeled: a worker running ahead of a slower one (the server takes each step's pushes in a
+// fixed order, as in the synchronous exchange), and asynchronous servers (no bound).
+//
 // In the simulator the pushes of every worker meet at the server's links (incast) and its pulls
 // leave through them; the servers are ranks after the workers, on the cluster's next devices.
 #pragma once
@@ -43,13 +55,14 @@ inline constexpr int kPushTag = 0x5053;  // "PS"
 inline constexpr int kPullTag = 0x5054;
 
 // The worker's side: `servers` are the server ranks; gradients go in partitions of at most
-// `partition_bytes`.
-std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes);
+// `partition_bytes`; updates `staleness` steps old (0: synchronous).
+std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes,
+                                                       int staleness);
 
 // The server's program. `make_worker` makes worker 0's program (played once on a NullRuntime to
 // learn the pushes); `workers` are ranks 0..workers-1; `world` every rank.
 std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<RankProgram>()> make_worker,
-                                                 int rank, int workers, int world);
+                                                 int rank, int workers, int world, int staleness);
 
 // Throws StrategyError("strategy.parameter_servers") for what synchronous parameter servers do not
 // combine with: gradient compression and local SGD (they replace the same all-reduce). ZeRO is

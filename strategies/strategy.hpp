@@ -78,6 +78,10 @@ struct ParallelConfig {
   // Gradients travel to the servers in partitions of at most this many bytes, each summed by one
   // server (BytePS's BYTEPS_PARTITION_BYTES, default 4,096,000).
   std::int64_t parameter_server_partition_bytes = 4'096'000;
+  // Bounded staleness (stale-synchronous parallel, Ho et al. 2013, at its bound): the update a
+  // worker applies in step t is the servers' sum of step t - s, pulled during step t (overlapped
+  // with its forward and backward) instead of at its end. 0: synchronous.
+  int parameter_server_staleness = 0;
   Recompute recompute_granularity = Recompute::none;
   bool overlap_grad_reduce = true;
   std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)
@@ -180,6 +184,9 @@ class Strategy {
   // Its iterations repeat with this period (local SGD averages every H steps): a backend that
   // reports a mean iteration measures whole periods.
   virtual int iteration_period() const { return 1; }
+  // Its first iterations are unlike the rest (a stale exchange's first s steps pull nothing and
+  // make no update): a backend that predicts a steady iteration warms up over at least these.
+  virtual int irregular_iterations() const { return 0; }
   // One role per rank; empty when the strategy does not say.
   virtual std::vector<RankRole> rank_roles() const { return {}; }
 };

@@ -44,6 +44,12 @@ class GradientCodec {
   virtual Handle round(Runtime& rt, int round, const CodecBucket& bucket, Handle previous) = 0;
   // Decodes into the bucket's gradients after `last` (the last round's collective).
   virtual void finish(Runtime& rt, const CodecBucket& bucket, Handle last) = 0;
+  // At the start of every step, before its first round: a stale exchange (parameter servers with
+  // bounded staleness) fetches an earlier step's result here, overlapped with this step's work.
+  virtual void begin_step(Runtime& /*rt*/, int /*iteration*/) {}
+  // The gradients finish() leaves in step t are those of step t - update_delay(); before step
+  // update_delay() there are none, and the optimizer does not step.
+  virtual int update_delay() const { return 0; }
 };
 
 // The codec of a configuration; nullptr for Compression::none.

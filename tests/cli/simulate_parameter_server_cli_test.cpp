@@ -45,6 +45,27 @@ TEST(SimulateParameterServerCli, ServersSumWhatTheWorkersPushAndMoreServersShare
   EXPECT_LT(iteration_s(reduce), iteration_s(eight) / 4);
 }
 
+TEST(SimulateParameterServerCli, AStaleUpdateHidesThePullBehindTheNextStep) {
+  // Synchronously a step pushes (during backward) and then pulls (after it): the servers' ingress
+  // and then their egress. With staleness 1 a step pulls the previous step's sums while it pushes
+  // its own, each direction of the links busy at once: at most the pushes' time and the compute.
+  const cli_test::CliRun synchronous = simulate("sync", scenario(8, 8), " --json -");
+  const cli_test::CliRun stale = simulate("stale", scenario(8, 8, "  parameter_server_staleness: 1\n"), " --json -");
+  ASSERT_EQ(synchronous.status, 0) << synchronous.err;
+  ASSERT_EQ(stale.status, 0) << stale.err;
+  const double pushes_s = 8 * 2 * 1.56e9 / 8 / 12.5e9;  // each server's ingress: 1/8 of 8 workers' gradients
+  EXPECT_GT(iteration_s(synchronous), 2 * pushes_s);
+  EXPECT_GT(iteration_s(stale), pushes_s);
+  EXPECT_LT(iteration_s(stale), 0.6 * iteration_s(synchronous));
+  // Staleness 2 overlaps no more than 1 (the servers still take each step's pushes in turn), and
+  // the first steps, which pull nothing, are not what is measured.
+  const cli_test::CliRun staler = simulate("staler", scenario(8, 8, "  parameter_server_staleness: 2\n"), " --json -");
+  ASSERT_EQ(staler.status, 0) << staler.err;
+  EXPECT_NEAR(iteration_s(staler), iteration_s(stale), 0.01 * iteration_s(stale));
+  EXPECT_NE(nlohmann::json::parse(stale.out)["strategy"].get<std::string>().find("staleness 1"), std::string::npos)
+      << stale.out;
+}
+
 TEST(SimulateParameterServerCli, WhereServersDoNotApplyTheFieldIsNamed) {
   const auto expect_field = [](const cli_test::CliRun& run, const std::string& words) {
     EXPECT_EQ(run.status, 2) << run.err;
@@ -56,6 +77,9 @@ TEST(SimulateParameterServerCli, WhereServersDoNotApplyTheFieldIsNamed) {
   expect_field(simulate("devices", scenario(60, 8)), "needs 68 devices");
   expect_field(simulate("onebit", scenario(8, 2, "  gradient_compression: onebit\n")), "gradient_compression");
   expect_field(simulate("local", scenario(8, 2, "  local_sgd_steps: 4\n")), "local SGD");
+  const cli_test::CliRun stale = simulate("stale", scenario(8, 0, "  parameter_server_staleness: 1\n"));
+  EXPECT_EQ(stale.status, 2) << stale.err;
+  EXPECT_NE(stale.err.find("strategy.parameter_server_staleness"), std::string::npos) << stale.err;
   const cli_test::CliRun negative = simulate("negative", scenario(8, -1));
   EXPECT_EQ(negative.status, 2) << negative.err;
   EXPECT_NE(negative.err.find("strategy.parameter_servers"), std::string::npos) << negative.err;

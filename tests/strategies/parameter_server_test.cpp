@@ -146,6 +146,86 @@ TEST(ParameterServer, WhatItDoesNotCombineWithIsRefusedAtItsField) {
   ParallelConfig zero;
   zero.zero_stage = 1;
   EXPECT_NE(refused(zero), "accepted");
+  ParallelConfig negative;
+  negative.parameter_server_staleness = -1;
+  EXPECT_EQ(refused(negative), "strategy.parameter_server_staleness");
+  // Staleness without servers: nothing to be stale.
+  ParallelConfig stale;
+  stale.parameter_server_staleness = 1;
+  try {
+    strategy(2, 0, stale);
+    ADD_FAILURE() << "staleness without servers accepted";
+  } catch (const StrategyError& e) {
+    EXPECT_EQ(e.field(), "strategy.parameter_server_staleness");
+  }
+}
+
+// What one rank issues in each of `steps` steps: the communication's kinds in order, and whether
+// a step began with the pulls (before any compute), stepped the optimizer, and copied pulled sums.
+struct StepLog {
+  int sends = 0, recvs = 0, optimizer = 0, stale_copies = 0;
+  bool pulled_first = false;
+};
+
+std::vector<StepLog> steps_of(const Strategy& s, int rank, int steps) {
+  NullRuntime rt(s.world_size());
+  std::vector<StepLog> log;
+  bool any_compute = false;
+  rt.on_communicate = [&](const CommOp& op) {
+    if (log.empty()) return;
+    if (op.kind == OpKind::send) ++log.back().sends;
+    if (op.kind == OpKind::recv) {
+      ++log.back().recvs;
+      if (!any_compute) log.back().pulled_first = true;
+    }
+  };
+  rt.on_compute = [&](const ComputeOp& op) {
+    any_compute = true;
+    if (log.empty()) return;
+    if (op.kind == OpKind::optimizer) ++log.back().optimizer;
+    if (op.kind == OpKind::memcpy && op.label.find(".stale") != std::string::npos) ++log.back().stale_copies;
+  };
+  const auto program = s.program_for(rank);
+  program->setup(rt);
+  for (int it = 0; it < steps; ++it) {
+    log.emplace_back();
+    any_compute = false;
+    program->train_step(rt, it);
+  }
+  return log;
+}
+
+TEST(ParameterServer, AStaleWorkerPullsAnEarlierStepsSumsFirstAndStepsOnThemLate) {
+  ParallelConfig p;
+  p.parameter_server_staleness = 2;
+  const DataParallel s = strategy(2, 1, p);
+  EXPECT_NE(s.name().find("staleness 2"), std::string::npos) << s.name();
+  const std::vector<StepLog> worker = steps_of(s, 0, 4);
+  const std::vector<StepLog> synchronous = steps_of(strategy(2, 1), 0, 1);
+  const int pushes = synchronous[0].sends;
+  ASSERT_GT(pushes, 0);
+  for (int it = 0; it < 4; ++it) {
+    const StepLog& step = worker[static_cast<std::size_t>(it)];
+    EXPECT_EQ(step.sends, pushes) << "step " << it;  // every step pushes its own gradients
+    if (it < 2) {
+      // No sums yet: no pull, no update.
+      EXPECT_EQ(step.recvs, 0) << "step " << it;
+      EXPECT_EQ(step.optimizer, 0) << "step " << it;
+    } else {
+      // Step t - 2's sums, pulled before this step's forward, then the update on them.
+      EXPECT_EQ(step.recvs, pushes) << "step " << it;
+      EXPECT_TRUE(step.pulled_first) << "step " << it;
+      EXPECT_EQ(step.optimizer, synchronous[0].optimizer) << "step " << it;
+      EXPECT_GT(step.stale_copies, 0) << "step " << it;
+    }
+  }
+  // The server: every step receives the pushes; from step 2 it first sends step t - 2's sums.
+  const std::vector<StepLog> server = steps_of(s, 2, 4);
+  for (int it = 0; it < 4; ++it) {
+    const StepLog& step = server[static_cast<std::size_t>(it)];
+    EXPECT_EQ(step.recvs, 2 * pushes) << "step " << it;
+    EXPECT_EQ(step.sends, it < 2 ? 0 : 2 * pushes) << "step " << it;
+  }
 }
 
 }  // namespace
