@@ -22,6 +22,8 @@ void each_knob(S& s, C& c, F&& f) {
   f(s.parallel.local_sgd_group_size, c.local_sgd_group_size);
   f(s.parallel.context_parallel_size, c.cp);
   f(s.parallel.expert_model_parallel_size, c.ep);
+  f(s.parallel.parameter_servers, c.parameter_servers);
+  f(s.parallel.parameter_server_staleness, c.parameter_server_staleness);
   f(s.training.fp8, c.fp8);
   f(s.hybrid.schedule, c.schedule);
   f(s.hybrid.virtual_stages, c.virtual_stages);
@@ -34,7 +36,8 @@ void each_knob(S& s, C& c, F&& f) {
 
 Scenario scenario_for(const Scenario& base, const search::Candidate& c) {
   Scenario s = base;
-  s.strategy_type = "hybrid";
+  // Parameter servers are data parallelism's own (the hybrid strategy has none).
+  s.strategy_type = c.parameter_servers > 0 ? "data_parallel" : "hybrid";
   each_knob(s, c, [](auto& in_scenario, const auto& in_candidate) { in_scenario = in_candidate; });
   // The software the base names overlaps SP's collectives; candidates without SP have none to.
   s.parallel.tp_comm_overlap = base.parallel.tp_comm_overlap && c.sequence_parallel;

@@ -21,6 +21,12 @@ sim::PredictionInputs prediction_inputs(const Scenario& scenario, const Strategy
           "x a balanced run's expert work and all-to-all bytes: set moe_expert_capacity_factor (e.g. 1.25) to "
           "price a run balanced within that factor");
   }
+  // A stale update is faster per step, not per unit of progress: what it costs in loss is measured
+  // on the CPU backend, not priced here.
+  if (scenario.parallel.parameter_server_staleness > 0)
+    inputs.caveats.push_back("parameter-server updates " + std::to_string(scenario.parallel.parameter_server_staleness) +
+                             " step(s) stale: the time is per step; staler updates need more steps to reach a loss "
+                             "(measured on the CPU backend: README, stale-synchronous servers)");
   return inputs;
 }
 

@@ -162,7 +162,8 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
                  "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8",
-                 "expert_model_parallel_size", "local_sgd_group_size"});
+                 "expert_model_parallel_size", "local_sgd_group_size", "parameter_servers",
+                 "parameter_server_staleness"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -180,6 +181,10 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
               [](const YamlNode& v) { return static_cast<int>(v.count(limits::kLocalSgdSteps)); });
     read_list(n, "local_sgd_group_size", s.local_sgd_group_size,
               [](const YamlNode& v) { return static_cast<int>(v.count(limits::kLocalSgdGroupSize)); });
+    read_list(n, "parameter_servers", s.parameter_servers,
+              [](const YamlNode& v) { return static_cast<int>(v.count(limits::kParameterServers)); });
+    read_list(n, "parameter_server_staleness", s.parameter_server_staleness,
+              [](const YamlNode& v) { return static_cast<int>(v.count(limits::kParameterServerStaleness)); });
     read_list(n, "pipeline_schedule", s.schedule, choice<PipelineSchedule>(parse_pipeline_schedule));
     read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
     read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });

@@ -18,6 +18,9 @@
 //     local_sgd_group_size: [1, 8]               # hierarchical local SGD blocks (plans with a period)
 //     context_parallel_size: [1, 2, 4]           # sequence split (hybrid, rope models); default 1
 //     expert_model_parallel_size: [1, 2, 4, 8]   # experts split over replicas (MoE models); default 1
+//     parameter_servers: [0, 8]                  # server ranks taken from the devices (data
+//                                                # parallelism alone, ZeRO 0); default 0
+//     parameter_server_staleness: [0, 1]         # their update staleness (plans with servers)
 //     fp8: [none, hybrid]                        # FP8 GEMMs (training.fp8); devices without FP8
 //                                                # tensor cores drop it; default: the scenario's
 //     pipeline_partition: [uniform, proportional, refined]

@@ -32,7 +32,9 @@ nlohmann::json to_json(const Candidate& c) {
           {"local_sgd_group_size", c.local_sgd_group_size},
           {"context_parallel_size", c.cp},
           {"fp8", tandem::to_string(c.fp8)},
-          {"expert_model_parallel_size", c.ep}};
+          {"expert_model_parallel_size", c.ep},
+          {"parameter_servers", c.parameter_servers},
+          {"parameter_server_staleness", c.parameter_server_staleness}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
   if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
@@ -61,6 +63,9 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   if (j.contains("context_parallel_size")) c.cp = j.at("context_parallel_size").get<int>();
   if (j.contains("fp8")) c.fp8 = parse_fp8_recipe(j.at("fp8").get<std::string>());
   if (j.contains("expert_model_parallel_size")) c.ep = j.at("expert_model_parallel_size").get<int>();
+  if (j.contains("parameter_servers")) c.parameter_servers = j.at("parameter_servers").get<int>();
+  if (j.contains("parameter_server_staleness"))
+    c.parameter_server_staleness = j.at("parameter_server_staleness").get<int>();
   return c;
 }
 
@@ -81,6 +86,8 @@ std::string Candidate::key() const {
   if (local_sgd_group_size > 1) k += " blocks=" + std::to_string(local_sgd_group_size);
   if (cp > 1) k += " cp=" + std::to_string(cp);
   if (ep > 1) k += " ep=" + std::to_string(ep);
+  if (parameter_servers > 0) k += " servers=" + std::to_string(parameter_servers);
+  if (parameter_server_staleness > 0) k += " staleness=" + std::to_string(parameter_server_staleness);
   if (fp8 != Fp8Recipe::none) k += std::string(" fp8=") + tandem::to_string(fp8);
   if (!nodes.empty()) {
     k += " nodes=";

@@ -40,11 +40,15 @@ struct Candidate {
   int local_sgd_group_size = 1;
   Fp8Recipe fp8 = Fp8Recipe::none;  // training.fp8: FP8 GEMMs in the transformer blocks
   int ep = 1;  // expert_model_parallel_size (mixture-of-experts models; divides dp)
+  // Parameter servers (data parallelism alone: tp = pp = cp = 1): server ranks after the dp
+  // workers, and the staleness of their updates (strategies/parameter_server.hpp).
+  int parameter_servers = 0;
+  int parameter_server_staleness = 0;
   // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks
   // 0..world-1 of the whole cluster.
   std::vector<int> nodes;
 
-  int world_size() const { return tp * pp * dp * cp; }
+  int world_size() const { return tp * pp * dp * cp + parameter_servers; }
   // Uses a heterogeneity-aware split (stages by device speed or given explicitly, batch shares by
   // device speed).
   bool heterogeneity_aware() const;

@@ -106,6 +106,8 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.cp.empty()) s.cp = {1};
   if (s.ep.empty()) s.ep = {1};
   if (s.fp8.empty()) s.fp8 = {training.fp8};
+  if (s.parameter_servers.empty()) s.parameter_servers = {0};
+  if (s.parameter_server_staleness.empty()) s.parameter_server_staleness = {0};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
@@ -132,6 +134,49 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
     std::vector<int> nodes;
     Cluster cluster;
     int world;
+  };
+  // Parameter-server plans on `world` devices: data parallelism alone (tp, pp, cp 1, ZeRO 0, no
+  // local SGD, an even split), the servers taken from the devices; the knobs that mean something
+  // there multiplied out.
+  const auto has = [](const auto& values, auto v) { return std::find(values.begin(), values.end(), v) != values.end(); };
+  const auto parameter_server_plans = [&](int world, const std::vector<int>& nodes, bool fp8_capable) {
+    for (int servers : s.parameter_servers) {
+      if (servers == 0) continue;  // plans without servers: the loops above
+      const int dp = world - servers;
+      if (dp < 1) {
+        drop("parameter servers leave no worker");
+        continue;
+      }
+      if (!has(s.tp, 1) || !has(s.pp, 1) || !has(s.cp, 1) || !has(s.zero_stage, 0)) {
+        drop("parameter servers need data parallelism alone (tp, pp, cp 1 and ZeRO 0 allowed)");
+        continue;
+      }
+      if (!s.dp.empty() && !has(s.dp, dp)) {
+        drop("data-parallel size outside the allowed values");
+        continue;
+      }
+      for (std::int64_t mbs : s.micro_batch_size) {
+        if (batch % mbs != 0 || (batch / mbs) % dp != 0) {
+          drop("micro-batches do not split evenly over data-parallel replicas");
+          continue;
+        }
+        for (Recompute recompute : s.recompute)
+          for (Fp8Recipe fp8 : s.fp8) {
+            if (fp8 != Fp8Recipe::none && !fp8_capable) {
+              drop("FP8 on devices without FP8 tensor cores");
+              continue;
+            }
+            for (int staleness : s.parameter_server_staleness) {
+              Candidate c;
+              c.dp = dp, c.micro_batch_size = mbs, c.recompute = recompute, c.fp8 = fp8, c.nodes = nodes;
+              c.parameter_servers = servers;
+              c.parameter_server_staleness = staleness;
+              out.candidates.push_back(c);
+              ++out.combinations;
+            }
+          }
+      }
+    }
   };
   std::vector<DeviceSet> sets;
   if (s.nodes.empty()) {
@@ -251,6 +296,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
         }
       }
     }
+    parameter_server_plans(set.world, set.nodes, fp8_capable);
   }
   std::sort(out.candidates.begin(), out.candidates.end());
   out.candidates.erase(std::unique(out.candidates.begin(), out.candidates.end()), out.candidates.end());

@@ -42,6 +42,10 @@ struct SearchSpace {
   // training.fp8 recipes (FP8 GEMMs; only on devices with FP8 tensor cores); default: the
   // scenario's own.
   std::vector<Fp8Recipe> fp8;
+  // Parameter-server plans (data parallelism alone, ZeRO 0): server counts, taken from the
+  // devices (dp = devices - servers), and their update staleness; default {0} and {0}.
+  std::vector<int> parameter_servers;
+  std::vector<int> parameter_server_staleness;
 };
 
 // Fills every knob left empty with its default for this cluster and training configuration.

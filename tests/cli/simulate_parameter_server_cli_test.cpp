@@ -64,6 +64,9 @@ TEST(SimulateParameterServerCli, AStaleUpdateHidesThePullBehindTheNextStep) {
   EXPECT_NEAR(iteration_s(staler), iteration_s(stale), 0.01 * iteration_s(stale));
   EXPECT_NE(nlohmann::json::parse(stale.out)["strategy"].get<std::string>().find("staleness 1"), std::string::npos)
       << stale.out;
+  // The prediction says what it does not price: the progress a stale update loses.
+  EXPECT_NE(nlohmann::json::parse(stale.out)["caveats"].dump().find("1 step(s) stale"), std::string::npos) << stale.out;
+  EXPECT_TRUE(nlohmann::json::parse(synchronous.out)["caveats"].empty()) << synchronous.out;
 }
 
 TEST(SimulateParameterServerCli, WhereServersDoNotApplyTheFieldIsNamed) {

@@ -36,6 +36,37 @@ TEST(SearchSpace, EveryCandidateUsesTheDevicesAndSplitsTheBatch) {
             e.combinations);
 }
 
+TEST(SearchSpace, ParameterServersTakeDevicesFromTheWorkersOfDataParallelPlans) {
+  const Cluster cluster = find_cluster("tiny-h100");  // 8 devices
+  const TrainingConfig training = batch_of(12);
+  SearchSpace s;
+  s.micro_batch_size = {1};
+  s.recompute = {Recompute::none};
+  s.parameter_servers = {0, 2, 8};
+  s.parameter_server_staleness = {0, 1};
+  const Enumeration e = enumerate(complete_space(s, cluster, training), cluster, training);
+  std::set<int> stalenesses;
+  int with_servers = 0;
+  for (const Candidate& c : e.candidates) {
+    EXPECT_EQ(c.world_size(), 8) << c.key();
+    if (c.parameter_servers == 0) {
+      EXPECT_EQ(c.parameter_server_staleness, 0) << "staleness without servers is no variation: " << c.key();
+      continue;
+    }
+    ++with_servers;
+    // 6 workers and 2 servers, data parallelism alone.
+    EXPECT_EQ(c.parameter_servers, 2) << c.key();
+    EXPECT_EQ(c.dp, 6);
+    EXPECT_EQ(c.tp * c.pp * c.cp, 1);
+    EXPECT_EQ(c.zero_stage, 0);
+    EXPECT_NE(c.key().find("servers=2"), std::string::npos) << c.key();
+    stalenesses.insert(c.parameter_server_staleness);
+  }
+  EXPECT_EQ(with_servers, 2);
+  EXPECT_EQ(stalenesses, (std::set<int>{0, 1}));
+  EXPECT_GT(e.dropped.at("parameter servers leave no worker"), 0);
+}
+
 TEST(SearchSpace, ImpossibleSizesAreDroppedWithTheirReason) {
   const Cluster cluster = find_cluster("tiny-h100");
   const TrainingConfig training = batch_of(6);
