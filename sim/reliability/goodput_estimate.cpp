@@ -58,6 +58,7 @@ HorizonEstimate estimate_horizon(const GoodputModel& model, Seconds horizon_s, i
     failures.push_back(t.failures);
     h.useful_s += t.useful_s / trials;
     h.degraded_s += t.degraded_s / trials;
+    h.slowed_s += t.slowed_s / trials;
     h.checkpoint_s += t.checkpoint_s / trials;
     h.regrow_s += t.regrow_s / trials;
     for (std::size_t c = 0; c < model.failures.size(); ++c) {

@@ -31,7 +31,7 @@ struct HorizonEstimate {
   Estimate tokens_per_s;      // useful tokens / horizon
   Estimate failures;          // per trial
   // Mean seconds per trial in each part (they sum to the horizon).
-  Seconds useful_s = 0, degraded_s = 0, checkpoint_s = 0, regrow_s = 0;
+  Seconds useful_s = 0, degraded_s = 0, slowed_s = 0, checkpoint_s = 0, regrow_s = 0;
   std::vector<std::string> causes;
   std::vector<Seconds> lost_s, restart_s, waiting_s;  // by cause
 };

@@ -38,7 +38,7 @@ double GoodputModel::total_failure_rate_per_s() const {
 }
 
 Seconds GoodputTally::accounted_s() const {
-  Seconds sum = useful_s + degraded_s + checkpoint_s + regrow_s;
+  Seconds sum = useful_s + degraded_s + slowed_s + checkpoint_s + regrow_s;
   for (Seconds s : lost_by_cause) sum += s;
   for (Seconds s : restart_by_cause) sum += s;
   for (Seconds s : waiting_by_cause) sum += s;
@@ -64,6 +64,11 @@ void validate(const GoodputModel& m) {
     require(f.rate_per_s >= 0 && std::isfinite(f.rate_per_s), "failures.rate_per_s", "must be >= 0");
     require(f.nodes_taken >= 0 && f.repair_s >= 0, "failures", "nodes and repair time must be >= 0");
   }
+  for (const Slowdown& s : m.slowdowns) {
+    require(s.episodes_per_s > 0 && std::isfinite(s.episodes_per_s), "slowdowns.episodes_per_s", "must be positive");
+    require(s.mean_s > 0 && std::isfinite(s.mean_s), "slowdowns.mean_s", "must be positive");
+    require(s.throughput > 0 && s.throughput <= 1, "slowdowns.throughput", "must be in (0, 1]");
+  }
 }
 
 namespace {
@@ -74,32 +79,37 @@ namespace {
 class Trial {
  public:
   Trial(const GoodputModel& m, std::uint64_t seed, Seconds target_s)
-      : m_(m), rng_(seed), target_s_(target_s), period_s_(m.effective_interval_s() + m.checkpoint.blocking_s),
+      : m_(m), rng_(seed), episode_rng_(RandomStream::derive(seed, 0x51d0)), target_s_(target_s), period_s_(m.effective_interval_s() + m.checkpoint.blocking_s),
         alive_replicas_(m.replicas), spares_(m.spare_nodes) {
     tally_.lost_by_cause.assign(m.failures.size(), 0);
     tally_.restart_by_cause.assign(m.failures.size(), 0);
     tally_.waiting_by_cause.assign(m.failures.size(), 0);
     rate_ = m.total_failure_rate_per_s();
     next_failure_ = rate_ > 0 ? rng_.exponential(rate_) : kNever;
+    for (const Slowdown& s : m.slowdowns) episodes_.push_back({false, episode_rng_.exponential(s.episodes_per_s)});
   }
 
   GoodputTally play(Seconds horizon_s) {
     while (now_ < horizon_s && !tally_.reached_target) {
       const Seconds regrow = regrows_.empty() ? kNever : regrows_.top().first;
+      const Seconds episode = next_episode_change();
       if (state_ == State::running) {
         const Seconds finish = now_ + time_until_work(target_s_ - done_work());
-        const Seconds stop = std::min({next_failure_, horizon_s, regrow, finish});
+        const Seconds stop = std::min({next_failure_, horizon_s, regrow, finish, episode});
         advance_running(stop - now_);
         now_ = stop;
-        if (stop == finish && finish <= std::min({next_failure_, horizon_s, regrow})) {
+        if (stop == finish && finish <= std::min({next_failure_, horizon_s, regrow, episode})) {
           tally_.reached_target = true;
         } else if (stop == next_failure_) {
           fail();
         } else if (stop == regrow) {
           regrow_now();
+        } else if (stop == episode) {
+          change_episodes();
         }
       } else {
-        const Seconds stop = std::min({next_failure_, horizon_s, regrow, state_end_});
+        // Episodes come and go while the job is down too (a slowed device is slow when it returns).
+        const Seconds stop = std::min({next_failure_, horizon_s, regrow, state_end_, episode});
         charge_downtime(stop - now_);
         now_ = stop;
         if (stop == next_failure_) {
@@ -108,6 +118,8 @@ class Trial {
           pop_regrow();
         } else if (stop == state_end_) {
           end_downtime();
+        } else if (stop == episode) {
+          change_episodes();
         }
       }
     }
@@ -123,9 +135,36 @@ class Trial {
   enum class State { running, waiting, restarting, regrowing };
   static constexpr Seconds kNever = std::numeric_limits<double>::infinity();
 
-  double factor() const {
+  // The running job's throughput over the full-width, unslowed one: the survivors' share (shrink)
+  // times the slowest episode's (slowdowns).
+  double factor() const { return shrunk_factor() * slowed_factor(); }
+  double shrunk_factor() const {
     if (!m_.shrunk_throughput.empty()) return m_.shrunk_throughput[static_cast<std::size_t>(alive_replicas_)];
     return static_cast<double>(alive_replicas_) / m_.replicas;
+  }
+  double slowed_factor() const {
+    double f = 1;
+    for (std::size_t i = 0; i < episodes_.size(); ++i)
+      if (episodes_[i].active) f = std::min(f, m_.slowdowns[i].throughput);
+    return f;
+  }
+  // Of `wall` seconds running now, the time the slowdown took (the rest is work, or shrunk).
+  Seconds slowed_part(Seconds wall) const { return wall * shrunk_factor() * (1 - slowed_factor()); }
+
+  Seconds next_episode_change() const {
+    Seconds next = kNever;
+    for (const Episode& e : episodes_) next = std::min(next, e.change_at);
+    return next;
+  }
+  // Every episode due now starts or ends, and draws when it changes next.
+  void change_episodes() {
+    for (std::size_t i = 0; i < episodes_.size(); ++i) {
+      Episode& e = episodes_[i];
+      if (e.change_at > now_) continue;
+      e.active = !e.active;
+      const Slowdown& s = m_.slowdowns[i];
+      e.change_at = now_ + episode_rng_.exponential(e.active ? 1 / s.mean_s : s.episodes_per_s);
+    }
   }
   Seconds interval() const { return m_.effective_interval_s(); }
   Seconds done_work() const { return tally_.useful_s + pending_work_ + unconfirmed_work_; }
@@ -157,6 +196,7 @@ class Trial {
       if (pos_ < interval()) {
         const Seconds a = std::min(dt, interval() - pos_);
         pending_work_ += a * factor();
+        pending_slow_ += slowed_part(a);
         pending_wall_ += a;
         pos_ += a, dt -= a, now_ += a;
         continue;
@@ -173,12 +213,14 @@ class Trial {
         confirm_write();
         const double durable = m_.checkpoint.asynchronous ? n - 1 : n;
         tally_.useful_s += durable * interval() * factor();
-        tally_.degraded_s += durable * interval() * (1 - factor());
+        tally_.slowed_s += durable * slowed_part(interval());
+        tally_.degraded_s += durable * (interval() * (1 - factor()) - slowed_part(interval()));
         tally_.checkpoint_s += n * m_.checkpoint.blocking_s;
         dt -= n * period_s_;
         now_ += n * period_s_;
         if (m_.checkpoint.asynchronous) {
           unconfirmed_work_ = interval() * factor();
+          unconfirmed_slow_ = slowed_part(interval());
           unconfirmed_wall_ = interval();
           write_done_at_ = now_ + m_.checkpoint.write_s;
         }
@@ -196,23 +238,24 @@ class Trial {
     }
     confirm_write();
     unconfirmed_work_ = pending_work_;
+    unconfirmed_slow_ = pending_slow_;
     unconfirmed_wall_ = pending_wall_;
-    pending_work_ = pending_wall_ = 0;
+    pending_work_ = pending_slow_ = pending_wall_ = 0;
     write_done_at_ = now_ + m_.checkpoint.write_s;
   }
   void confirm_write_by(Seconds t) {
     if (unconfirmed_wall_ > 0 && t >= write_done_at_) commit_unconfirmed();
   }
   void confirm_write() { confirm_write_by(write_done_at_); }
-  void commit_pending() {
-    tally_.useful_s += pending_work_;
-    tally_.degraded_s += pending_wall_ - pending_work_;
-    pending_work_ = pending_wall_ = 0;
-  }
-  void commit_unconfirmed() {
-    tally_.useful_s += unconfirmed_work_;
-    tally_.degraded_s += unconfirmed_wall_ - unconfirmed_work_;
-    unconfirmed_work_ = unconfirmed_wall_ = 0;
+  void commit_pending() { commit(pending_work_, pending_slow_, pending_wall_); }
+  void commit_unconfirmed() { commit(unconfirmed_work_, unconfirmed_slow_, unconfirmed_wall_); }
+  // A segment becomes durable: its work is useful, the rest of its wall time went to slowdowns
+  // or to the missing replicas.
+  void commit(Seconds& work, Seconds& slow, Seconds& wall) {
+    tally_.useful_s += work;
+    tally_.slowed_s += slow;
+    tally_.degraded_s += wall - work - slow;
+    work = slow = wall = 0;
   }
 
   void charge_downtime(Seconds dt) {
@@ -244,7 +287,7 @@ class Trial {
     if (state_ == State::running) {
       confirm_write_by(now_);
       tally_.lost_by_cause[c] += pending_wall_ + unconfirmed_wall_;
-      pending_work_ = pending_wall_ = unconfirmed_work_ = unconfirmed_wall_ = 0;
+      pending_work_ = pending_slow_ = pending_wall_ = unconfirmed_work_ = unconfirmed_slow_ = unconfirmed_wall_ = 0;
     }
     const FailureStream& f = m_.failures[c];
     Seconds resume = now_;  // when the restart may begin
@@ -310,8 +353,18 @@ class Trial {
     state_end_ = now_ + m_.checkpoint.blocking_s + m_.checkpoint.write_s + m_.restart_s;
   }
 
+  // A transient slowdown's state: in an episode or not, and when that changes next.
+  struct Episode {
+    bool active = false;
+    Seconds change_at = kNever;
+  };
+
   const GoodputModel& m_;
   RandomStream rng_;
+  // Episodes draw from their own stream, so that failures fall at the same times with or without
+  // slowdowns (common random numbers across what-ifs).
+  RandomStream episode_rng_;
+  std::vector<Episode> episodes_;
   Seconds target_s_;
   Seconds period_s_;
   double rate_ = 0;
@@ -322,8 +375,9 @@ class Trial {
   Seconds state_end_ = 0;
   std::size_t blame_ = 0;
   Seconds pos_ = 0;  // place in the checkpoint period: [0, interval) training, then the snapshot
-  Seconds pending_work_ = 0, pending_wall_ = 0;          // since the last snapshot
-  Seconds unconfirmed_work_ = 0, unconfirmed_wall_ = 0;  // snapshotted, write not yet durable
+  // Work, time taken by slowdowns, and wall time of the training not yet durable.
+  Seconds pending_work_ = 0, pending_slow_ = 0, pending_wall_ = 0;              // since the last snapshot
+  Seconds unconfirmed_work_ = 0, unconfirmed_slow_ = 0, unconfirmed_wall_ = 0;  // snapshotted, write not yet durable
   Seconds write_done_at_ = 0;
   int alive_replicas_ = 1;
   int spares_ = 0;

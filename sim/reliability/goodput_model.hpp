@@ -41,6 +41,17 @@ struct CheckpointCost {
   Seconds write_s = 0;     // until durable after the blocking part (async only; 0 for sync)
 };
 
+// A slowdown that comes and goes (a GPU throttling when its rack runs hot, a flapping link):
+// episodes start at `episodes_per_s` (Poisson) and last an exponential time of mean `mean_s`;
+// while one lasts the job runs at `throughput` of its speed (the failure-free iteration over the
+// iteration simulated with that straggler). Several at once: the slowest counts.
+struct Slowdown {
+  std::string what;  // "rank 3: compute x1.50"
+  double episodes_per_s = 0;
+  Seconds mean_s = 0;
+  double throughput = 1;  // (0, 1]
+};
+
 struct GoodputModel {
   Seconds iteration_s = 0;  // one failure-free iteration, simulated
   double tokens_per_iteration = 0;
@@ -58,6 +69,7 @@ struct GoodputModel {
   // (0..replicas; 1 at full width), as the survivors' own simulated iteration says (they share
   // the global batch); empty: a / replicas.
   std::vector<double> shrunk_throughput;
+  std::vector<Slowdown> slowdowns;  // transient stragglers; their episodes draw from a stream of their own
 
   Seconds effective_interval_s() const;
   double total_failure_rate_per_s() const;
@@ -68,6 +80,7 @@ struct GoodputTally {
   Seconds duration_s = 0;
   Seconds useful_s = 0;      // training whose result survived (full-width equivalent)
   Seconds degraded_s = 0;    // running shrunk: the share of time the missing replicas would have used
+  Seconds slowed_s = 0;      // running through a slowdown episode: the share of time it took
   Seconds checkpoint_s = 0;  // blocking checkpoint time
   std::vector<Seconds> lost_by_cause;     // training since the last durable checkpoint, redone
   std::vector<Seconds> restart_by_cause;  // relaunch, re-init, reload, warm-up

@@ -162,3 +162,48 @@ TEST(GoodputModel, AsyncCheckpointsCostOnlyTheirSnapshotButLoseAPendingWrite) {
 
 }  // namespace
 }  // namespace tandem::sim::reliability
+
+namespace tandem::sim::reliability {
+namespace {
+
+// A slowdown that comes and goes: episodes every 10 h on average (Poisson), lasting 1 h on average,
+// at half speed. Over a long horizon the job is in an episode 1 / 11 of the time (an alternating
+// renewal process: mean on / (mean on + mean off)) and loses half of that.
+TEST(GoodputModel, SlowdownEpisodesTakeTheirExpectedShareOfTheTime) {
+  GoodputModel m = poisson_model(kHour, 1, 0);
+  m.failures.clear();
+  m.interval_s = 3600;
+  m.slowdowns = {{"rank 3: compute x2.00", 1 / (10 * kHour), kHour, 0.5}};
+  const Seconds horizon = 20'000 * kHour;
+  const GoodputTally t = run_trial(m, horizon, 11);
+  EXPECT_NEAR(t.accounted_s(), horizon, 1e-6 * horizon);
+  EXPECT_NEAR(t.slowed_s / horizon, 0.5 / 11, 0.05 * 0.5 / 11);
+  EXPECT_EQ(t.degraded_s, 0);  // no replica missing: the slowdown's time is its own
+  // What is not slowed is useful, but for the checkpoints (1 s per hour).
+  EXPECT_NEAR(t.useful_s + t.slowed_s + t.checkpoint_s, horizon, 1e-6 * horizon);
+  // The estimate over trials carries it too, and the goodput falls by that share.
+  const HorizonEstimate h = estimate_horizon(m, 2'000 * kHour, 8, 5);
+  EXPECT_NEAR(h.goodput.mean, 1 - 0.5 / 11 - 1.0 / 3601, 0.01);
+}
+
+TEST(GoodputModel, SlowdownsLeaveTheFailuresWhereTheyFell) {
+  // Episodes draw from a stream of their own: the same failures strike with or without them
+  // (common random numbers), so the difference between the two is the slowdowns' alone.
+  const GoodputModel plain = busy_model(RecoveryPolicy::shrink);
+  GoodputModel slowed = plain;
+  slowed.slowdowns = {{"a", 1 / (6 * kHour), 0.5 * kHour, 0.7}, {"b", 1 / (20 * kHour), 2 * kHour, 0.4}};
+  const Seconds horizon = 30 * 24 * kHour;
+  const GoodputTally a = run_trial(plain, horizon, 3);
+  const GoodputTally b = run_trial(slowed, horizon, 3);
+  EXPECT_EQ(a.failures, b.failures);
+  EXPECT_EQ(a.slowed_s, 0);
+  EXPECT_GT(b.slowed_s, 0);
+  EXPECT_LT(b.useful_s, a.useful_s);
+  EXPECT_NEAR(b.accounted_s(), horizon, 1e-6 * horizon);
+  GoodputModel bad = slowed;
+  bad.slowdowns[0].throughput = 0;
+  EXPECT_THROW(run_trial(bad, horizon, 3), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tandem::sim::reliability
