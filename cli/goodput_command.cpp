@@ -83,6 +83,9 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
   j["restart_s"] = m.restart_s;
   j["policy"] = rel::to_string(m.policy);
   if (!m.shrunk_throughput.empty()) j["shrunk_throughput"] = m.shrunk_throughput;
+  for (const rel::Slowdown& s : m.slowdowns)
+    j["slowdowns"].push_back({{"straggler", s.what}, {"every_s", 1 / s.episodes_per_s}, {"lasting_s", s.mean_s},
+                              {"throughput", s.throughput}});
   if (r.swept) {
     j["sweep"] = {{"best_interval_s", r.sweep.best_interval_s}, {"young_s", r.sweep.young_s}, {"daly_s", r.sweep.daly_s}};
     for (const rel::SweepPoint& p : r.sweep.points)
@@ -94,7 +97,8 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
   j["goodput"] = estimate_json(h.goodput);
   j["effective_tokens_per_s"] = estimate_json(h.tokens_per_s);
   j["failures_per_trial"] = estimate_json(h.failures);
-  j["time_s"] = {{"useful", h.useful_s}, {"checkpoint", h.checkpoint_s}, {"degraded", h.degraded_s}, {"regrow", h.regrow_s}};
+  j["time_s"] = {{"useful", h.useful_s}, {"checkpoint", h.checkpoint_s}, {"degraded", h.degraded_s},
+                 {"slowed", h.slowed_s}, {"regrow", h.regrow_s}};
   for (std::size_t c = 0; c < h.causes.size(); ++c)
     j["time_s"]["by_cause"][h.causes[c]] = {{"lost_work", h.lost_s[c]}, {"restart", h.restart_s[c]}, {"waiting", h.waiting_s[c]}};
   if (r.train) {
@@ -117,6 +121,9 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
   line("iteration", format_duration(m.iteration_s) + " simulated once (failure-free: " +
                         number(r.tokens_per_s_failure_free, "%.4g") + " tokens/s)");
   for (const rel::Straggler& s : r.stragglers) line("straggler", rel::describe(s) + " (in the simulated iteration)");
+  for (const rel::Slowdown& s : m.slowdowns)
+    line("episodes", s.what + " every " + format_duration(1 / s.episodes_per_s) + " for " + format_duration(s.mean_s) +
+                         " on average: " + percent(s.throughput) + " of the throughput while it lasts (simulated)");
   line("failures", "job MTBF " + format_duration(1 / m.total_failure_rate_per_s()) + " from " + rs.spec.failures.name +
                        " (" + rs.spec.failures.source + ")");
   for (const rel::FailureStream& f : m.failures)
@@ -149,6 +156,7 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
                        number(h.tokens_per_s.high) + "]");
   line("time", "useful " + percent(h.useful_s / h.horizon_s) + ", checkpoints " + percent(h.checkpoint_s / h.horizon_s) +
                    (h.degraded_s > 0 ? ", shrunk " + percent(h.degraded_s / h.horizon_s) : "") +
+                   (h.slowed_s > 0 ? ", slowed " + percent(h.slowed_s / h.horizon_s) : "") +
                    (h.regrow_s > 0 ? ", regrowing " + percent(h.regrow_s / h.horizon_s) : ""));
   for (std::size_t c = 0; c < h.causes.size(); ++c)
     line("", "  " + h.causes[c] + ": lost work " + percent(h.lost_s[c] / h.horizon_s) + ", restarts " +
@@ -212,11 +220,13 @@ int run_goodput(const GoodputOptions& o) {
   // 2. The failure-free iteration, simulated once, with this seed's stragglers.
   auto strategy = make_strategy(rs.base);
   sim::SimulationOptions options = rs.base.simulation;
-  options.stragglers = draw_stragglers(rs.base.stragglers, strategy->world_size(), o.seed);
+  options.stragglers = draw_stragglers(permanent_stragglers(rs.base.stragglers), strategy->world_size(), o.seed);
   // Shrink: the survivors' iterations first, in children (before this process starts its engine).
   std::vector<double> shrunk;
   if (spec.policy == rel::RecoveryPolicy::shrink && rs.base.parallel.data_parallel_size > 1)
     shrunk = shrunk_throughput(rs.base, options, kShrinkSimulated);
+  // Transient stragglers: an iteration per episode kind, in children too.
+  std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed);
   const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
 
   // 3. The horizon, as events.
@@ -225,6 +235,7 @@ int run_goodput(const GoodputOptions& o) {
   r.setup = goodput_setup(rs, *strategy, iteration);
   rel::GoodputModel& m = r.setup.model;
   m.shrunk_throughput = shrunk;
+  m.slowdowns = std::move(slowdowns);
   r.tokens_per_s_failure_free = m.tokens_per_iteration / m.iteration_s;
   if (m.total_failure_rate_per_s() <= 0) throw InputError(rs.base.file, 0, "reliability.failures", "no failures: goodput is trivially 100%");
   const Seconds mtbf = 1 / m.total_failure_rate_per_s();

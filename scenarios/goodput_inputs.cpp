@@ -10,6 +10,7 @@
 #include "scenarios/scenario.hpp"
 #include "sim/reliability/checkpoint_cost.hpp"
 #include "sim/reliability/checkpoint_interval.hpp"
+#include "sim/reliability/random_stream.hpp"
 
 namespace tandem {
 
@@ -160,6 +161,49 @@ std::vector<double> shrunk_throughput(const Scenario& base, const sim::Simulatio
   for (int a = lowest - 1; a >= 1; --a)
     throughput[static_cast<std::size_t>(a)] = throughput[static_cast<std::size_t>(lowest)] * a / lowest;
   return throughput;
+}
+
+std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base, const sim::SimulationOptions& options,
+                                                            std::uint64_t seed) {
+  const std::vector<StragglerSpec> specs = transient_stragglers(base.stragglers);
+  if (specs.empty()) return {};
+  const int world = make_strategy(base)->world_size();
+  // Plan 0: the iteration between episodes; plan k + 1: with straggler k slowing it too.
+  std::vector<sim::SimulationOptions> plans{options};
+  std::vector<sim::reliability::Straggler> drawn;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const auto one = draw_stragglers({specs[k]}, world, sim::reliability::RandomStream::derive(seed, k + 1));
+    drawn.push_back(one.at(0));
+    sim::SimulationOptions with = options;
+    auto same = std::find_if(with.stragglers.begin(), with.stragglers.end(), [&](const auto& s) { return s.rank == one[0].rank; });
+    if (same == with.stragglers.end()) {
+      with.stragglers.push_back(one[0]);
+    } else {  // on a rank already slow: the two compound
+      same->compute_slowdown *= one[0].compute_slowdown;
+      same->network_bandwidth_fraction *= one[0].network_bandwidth_fraction;
+    }
+    plans.push_back(with);
+  }
+  const auto outcomes = run_in_processes(
+      plans.size(),
+      [&](std::size_t i) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g",
+                      sim::simulate(*make_strategy(base), base.cluster, plans[i]).iteration_time_s);
+        return std::string(text);
+      },
+      usable_cores());
+  for (std::size_t i = 0; i < outcomes.size(); ++i)
+    if (!outcomes[i].ok)
+      base.fail("stragglers", "simulating " + (i == 0 ? std::string("the iteration between episodes")
+                                                      : "an episode of " + sim::reliability::describe(drawn[i - 1])) +
+                                  " failed: " + outcomes[i].error);
+  const Seconds plain_s = std::stod(outcomes[0].output);
+  std::vector<sim::reliability::Slowdown> out;
+  for (std::size_t k = 0; k < specs.size(); ++k)
+    out.push_back({sim::reliability::describe(drawn[k]), 1 / specs[k].episode_every_s, specs[k].episode_mean_s,
+                   std::min(1.0, plain_s / std::stod(outcomes[k + 1].output))});
+  return out;
 }
 
 }  // namespace tandem

@@ -56,4 +56,11 @@ ExpectedGoodput expected_goodput(const GoodputSetup& setup);
 // GoodputModel::shrunk_throughput (index a, 1 at a = R).
 std::vector<double> shrunk_throughput(const Scenario& base, const sim::SimulationOptions& options, int simulated);
 
+// The scenario's transient stragglers (episodes) as GoodputModel::slowdowns: the iteration as
+// `options` has it (its permanent stragglers), and for each transient one the iteration with it
+// slowing the job as well, each simulated once in a child process of its own; an episode runs the
+// job at the first over the second. Straggler k's rank and range draw from `seed`'s k-th sub-stream.
+std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base, const sim::SimulationOptions& options,
+                                                            std::uint64_t seed);
+
 }  // namespace tandem

@@ -21,6 +21,10 @@ sim::PredictionInputs prediction_inputs(const Scenario& scenario, const Strategy
           "x a balanced run's expert work and all-to-all bytes: set moe_expert_capacity_factor (e.g. 1.25) to "
           "price a run balanced within that factor");
   }
+  // Stragglers that come and go are the horizon's (`tandem goodput`), not this iteration's.
+  for (const StragglerSpec& s : transient_stragglers(scenario.stragglers))
+    inputs.caveats.push_back(s.field + " (line " + std::to_string(s.line) +
+                             ") comes and goes (episodes): not in this iteration; `tandem goodput` plays its episodes");
   // A stale update is faster per step, not per unit of progress: what it costs in loss is measured
   // on the CPU backend, not priced here.
   if (scenario.parallel.parameter_server_staleness > 0)

@@ -6,12 +6,6 @@
 
 namespace tandem {
 
-namespace {
-using sim::reliability::RecoveryPolicy;
-
-using namespace reliability_fields;  // the ranges
-constexpr double kSecondsPerHour = 3600;
-
 Seconds duration_of(const YamlNode& node, const limits::Range& range) {
   try {
     return parse_duration_s(node.as_string(), range.min, range.max);
@@ -19,6 +13,12 @@ Seconds duration_of(const YamlNode& node, const limits::Range& range) {
     node.fail(e.what());
   }
 }
+
+namespace {
+using sim::reliability::RecoveryPolicy;
+
+using namespace reliability_fields;  // the ranges
+constexpr double kSecondsPerHour = 3600;
 
 void read_checkpoint(const YamlNode& node, ReliabilitySpec& r) {
   node.only_keys(kCheckpoint);

@@ -64,6 +64,9 @@ struct ReliabilityScenario {
 };
 
 ReliabilityScenario load_reliability_scenario(const std::string& name_or_path);
+
+// A duration field ("30min", "12h", "7d", or seconds) within `range`; the node's error otherwise.
+Seconds duration_of(const YamlNode& node, const limits::Range& range);
 // The `reliability:` section of a loaded scenario's file, if it has one (a search scenario may).
 std::optional<ReliabilitySpec> load_reliability_section(const Scenario& base);
 

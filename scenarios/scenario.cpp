@@ -372,7 +372,8 @@ Scenario load_scenario(const std::string& name_or_path, SizeCheck size_check) {
     s.lines["stragglers"] = stragglers->line();
     s.stragglers = read_stragglers(*stragglers);
     check_stragglers(s.stragglers, s.cluster, world);
-    s.simulation.stragglers = draw_stragglers(s.stragglers, world, 1);
+    // One iteration: the stragglers that are always slow (episodes are the horizon's, `goodput`).
+    s.simulation.stragglers = draw_stragglers(permanent_stragglers(s.stragglers), world, 1);
   }
   if (size_check == SizeCheck::refuse) check_simulation_size(s, s.simulation);
   return s;

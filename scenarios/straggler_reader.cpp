@@ -1,7 +1,9 @@
 #include "scenarios/straggler_reader.hpp"
 
 #include <algorithm>
+#include <iterator>
 
+#include "scenarios/reliability_spec.hpp"
 #include "sim/reliability/random_stream.hpp"
 
 namespace tandem {
@@ -10,6 +12,9 @@ namespace {
 // A device 100x slower is not a straggler but a failure; a link at 1/1000 of its rate likewise.
 constexpr limits::Range kSlowdown{1, 100, "x"};
 constexpr limits::Range kBandwidthFraction{1e-3, 1, "of nominal"};
+// Episodes: at least a minute apart on average, and a second to a year long.
+constexpr limits::Range kEpisodeGap{60, 365.25 * 86400, "s"};
+constexpr limits::Range kEpisodeLength{1, 365.25 * 86400, "s"};
 
 // A number, or [min, max] to draw from.
 void read_range(const YamlNode& node, const limits::Range& range, double& low, double& high) {
@@ -28,7 +33,7 @@ void read_range(const YamlNode& node, const limits::Range& range, double& low, d
 std::vector<StragglerSpec> read_stragglers(const YamlNode& node) {
   std::vector<StragglerSpec> specs;
   for (const YamlNode& item : node.items()) {
-    item.only_keys({"rank", "compute_slowdown", "network_bandwidth_fraction"});
+    item.only_keys({"rank", "compute_slowdown", "network_bandwidth_fraction", "episodes"});
     StragglerSpec s;
     s.file = item.file();
     s.field = item.path();
@@ -40,9 +45,26 @@ std::vector<StragglerSpec> read_stragglers(const YamlNode& node) {
       read_range(*n, kBandwidthFraction, s.bandwidth_min, s.bandwidth_max);
     if (!item.has("compute_slowdown") && !item.has("network_bandwidth_fraction"))
       item.fail("a straggler needs compute_slowdown or network_bandwidth_fraction");
+    if (auto n = item.get("episodes")) {
+      n->only_keys({"every", "lasting"});
+      s.episode_every_s = duration_of((*n)["every"], kEpisodeGap);
+      s.episode_mean_s = duration_of((*n)["lasting"], kEpisodeLength);
+    }
     specs.push_back(s);
   }
   return specs;
+}
+
+std::vector<StragglerSpec> permanent_stragglers(const std::vector<StragglerSpec>& specs) {
+  std::vector<StragglerSpec> out;
+  std::copy_if(specs.begin(), specs.end(), std::back_inserter(out), [](const StragglerSpec& s) { return !s.transient(); });
+  return out;
+}
+
+std::vector<StragglerSpec> transient_stragglers(const std::vector<StragglerSpec>& specs) {
+  std::vector<StragglerSpec> out;
+  std::copy_if(specs.begin(), specs.end(), std::back_inserter(out), [](const StragglerSpec& s) { return s.transient(); });
+  return out;
 }
 
 void check_stragglers(const std::vector<StragglerSpec>& specs, const Cluster& cluster, int world) {

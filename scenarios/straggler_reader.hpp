@@ -6,6 +6,12 @@
 //     - rank: random                     # drawn (seeded: `goodput --seed`, seed 1 for simulate)
 //       compute_slowdown: [1.1, 1.5]     # drawn uniformly in [min, max]
 //       network_bandwidth_fraction: 0.5  # its NIC at half rate, in (0, 1]
+//     - rank: 2
+//       compute_slowdown: 1.5
+//       episodes: {every: 12h, lasting: 30min}  # transient: episodes arrive at random (Poisson,
+//                                        # mean gap `every`) and last an exponential time of
+//                                        # mean `lasting`; `tandem goodput` plays them over its
+//                                        # horizon, `simulate` predicts the iteration without them
 //
 // Errors name file, line and field. The simulator makes them real (sim/reliability/straggler.hpp).
 #pragma once
@@ -26,7 +32,14 @@ struct StragglerSpec {
   std::string file;
   int line = 0;
   std::string field;  // "stragglers[i]"
+  // Transient (episodes): mean gap between episodes and their mean length; 0: always slow.
+  Seconds episode_every_s = 0, episode_mean_s = 0;
+  bool transient() const { return episode_every_s > 0; }
 };
+
+// The specs that are always slow, or those that come and go.
+std::vector<StragglerSpec> permanent_stragglers(const std::vector<StragglerSpec>& specs);
+std::vector<StragglerSpec> transient_stragglers(const std::vector<StragglerSpec>& specs);
 
 std::vector<StragglerSpec> read_stragglers(const YamlNode& node);
 

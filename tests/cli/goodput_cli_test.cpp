@@ -39,7 +39,7 @@ TEST(GoodputCli, TheTimeOfTheHorizonIsAccountedFor) {
   ASSERT_FALSE(j.is_null());
   const auto& t = j["time_s"];
   double sum = t["useful"].get<double>() + t["checkpoint"].get<double>() + t["degraded"].get<double>() +
-               t["regrow"].get<double>();
+               t["slowed"].get<double>() + t["regrow"].get<double>();
   for (const auto& [cause, parts] : t["by_cause"].items())
     sum += parts["lost_work"].get<double>() + parts["restart"].get<double>() + parts["waiting"].get<double>();
   EXPECT_NEAR(sum, j["horizon_s"].get<double>(), 1e-6 * j["horizon_s"].get<double>());
@@ -111,6 +111,32 @@ std::string scenario_with(const std::string& from, const std::string& to) {
   return path.string();
 }
 
+// A straggler that comes and goes: the iteration with it is simulated once, and its episodes take
+// their share of the horizon as `slowed` time; the iteration `simulate` predicts is without it.
+TEST(GoodputCli, TransientStragglersCostTheirEpisodesShareOfTheHorizon) {
+  const std::string path = scenario_with("compute_slowdown: 1.3", "compute_slowdown: 1.3\n  - rank: 5\n    compute_slowdown: 2\n"
+                                         "    episodes: {every: 6h, lasting: 1h}");
+  const CliRun run = run_tandem("goodput " + path + " --horizon 30d --trials 40 --sweep-points 9 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j["slowdowns"].size(), 1u) << j.dump();
+  const double throughput = j["slowdowns"][0]["throughput"].get<double>();
+  EXPECT_GT(throughput, 0.4);  // rank 5 at half speed holds back a synchronous job: about half
+  EXPECT_LT(throughput, 0.9);
+  EXPECT_NE(j["slowdowns"][0]["straggler"].get<std::string>().find("rank 5: compute x2.00"), std::string::npos);
+  // In an episode 1 h out of every 7 on average, losing 1 - throughput of it (the job is running
+  // most of the time at these failure rates).
+  const double expected = (1 - throughput) / 7;
+  EXPECT_NEAR(j["time_s"]["slowed"].get<double>() / j["horizon_s"].get<double>(), expected, 0.2 * expected);
+  // Only the permanent straggler is in the simulated iteration.
+  ASSERT_EQ(j["stragglers"].size(), 1u);
+  EXPECT_EQ(j["stragglers"][0]["rank"].get<int>(), 3);
+  const CliRun simulate = run_tandem("simulate " + path + " --json -");
+  ASSERT_EQ(simulate.status, 0) << simulate.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(simulate.out)["iteration_time_s"].get<double>(), j["iteration_s"].get<double>());
+  EXPECT_NE(nlohmann::json::parse(simulate.out)["caveats"].dump().find("stragglers[1]"), std::string::npos) << simulate.out;
+}
+
 TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
   struct Case {
     std::string from, to, field;
@@ -133,6 +159,13 @@ TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
       {"compute_slowdown: 1.3", "compute_slowdown: [1.5, 1.2]", "stragglers[0].compute_slowdown", 8},
       {"policy: restart_on_spares", "policy: restart_on_spares\n  spare_nodes: -1", "reliability.spare_nodes", 13},
       {"  restart:", "  bogus: 1\n  restart:", "reliability.bogus", 15},
+      // Episodes: a gap under a minute, a length given as no duration, a key of neither.
+      {"compute_slowdown: 1.3", "compute_slowdown: 1.3\n    episodes: {every: 10s, lasting: 1h}",
+       "stragglers[0].episodes.every", 9},
+      {"compute_slowdown: 1.3", "compute_slowdown: 1.3\n    episodes: {every: 6h, lasting: often}",
+       "stragglers[0].episodes.lasting", 9},
+      {"compute_slowdown: 1.3", "compute_slowdown: 1.3\n    episodes: {every: 6h, lasting: 1h, when: hot}",
+       "stragglers[0].episodes.when", 9},
   };
   for (const Case& c : cases) {
     const std::string path = scenario_with(c.from, c.to);
