@@ -85,7 +85,9 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
   if (!m.shrunk_throughput.empty()) j["shrunk_throughput"] = m.shrunk_throughput;
   for (const rel::Slowdown& s : m.slowdowns)
     j["slowdowns"].push_back({{"straggler", s.what}, {"every_s", 1 / s.episodes_per_s}, {"lasting_s", s.mean_s},
-                              {"throughput", s.throughput}});
+                              {"throughput", s.throughput}, {"rebalanced_throughput", s.rebalanced},
+                              {"throughput_after", s.after}});
+  if (m.rebalance_after_s > 0) j["rebalance_after_s"] = m.rebalance_after_s;
   if (r.swept) {
     j["sweep"] = {{"best_interval_s", r.sweep.best_interval_s}, {"young_s", r.sweep.young_s}, {"daly_s", r.sweep.daly_s}};
     for (const rel::SweepPoint& p : r.sweep.points)
@@ -123,7 +125,11 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
   for (const rel::Straggler& s : r.stragglers) line("straggler", rel::describe(s) + " (in the simulated iteration)");
   for (const rel::Slowdown& s : m.slowdowns)
     line("episodes", s.what + " every " + format_duration(1 / s.episodes_per_s) + " for " + format_duration(s.mean_s) +
-                         " on average: " + percent(s.throughput) + " of the throughput while it lasts (simulated)");
+                         " on average: " + percent(s.throughput) + " of the throughput while it lasts (simulated)" +
+                         (m.rebalance_after_s > 0 ? "; re-split by speed after " + format_duration(m.rebalance_after_s) + ": " +
+                                                        percent(s.rebalanced) + ", " + percent(s.after) +
+                                                        " once healed until split back"
+                                                  : ""));
   line("failures", "job MTBF " + format_duration(1 / m.total_failure_rate_per_s()) + " from " + rs.spec.failures.name +
                        " (" + rs.spec.failures.source + ")");
   for (const rel::FailureStream& f : m.failures)
@@ -226,7 +232,7 @@ int run_goodput(const GoodputOptions& o) {
   if (spec.policy == rel::RecoveryPolicy::shrink && rs.base.parallel.data_parallel_size > 1)
     shrunk = shrunk_throughput(rs.base, options, kShrinkSimulated);
   // Transient stragglers: an iteration per episode kind, in children too.
-  std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed);
+  std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed, spec.rebalance_after_s > 0);
   const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
 
   // 3. The horizon, as events.
@@ -236,6 +242,7 @@ int run_goodput(const GoodputOptions& o) {
   rel::GoodputModel& m = r.setup.model;
   m.shrunk_throughput = shrunk;
   m.slowdowns = std::move(slowdowns);
+  m.rebalance_after_s = spec.rebalance_after_s;
   r.tokens_per_s_failure_free = m.tokens_per_iteration / m.iteration_s;
   if (m.total_failure_rate_per_s() <= 0) throw InputError(rs.base.file, 0, "reliability.failures", "no failures: goodput is trivially 100%");
   const Seconds mtbf = 1 / m.total_failure_rate_per_s();

@@ -164,12 +164,18 @@ std::vector<double> shrunk_throughput(const Scenario& base, const sim::Simulatio
 }
 
 std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base, const sim::SimulationOptions& options,
-                                                            std::uint64_t seed) {
+                                                            std::uint64_t seed, bool rebalance) {
   const std::vector<StragglerSpec> specs = transient_stragglers(base.stragglers);
   if (specs.empty()) return {};
   const int world = make_strategy(base)->world_size();
-  // Plan 0: the iteration between episodes; plan k + 1: with straggler k slowing it too.
-  std::vector<sim::SimulationOptions> plans{options};
+  // What to simulate: the iteration between episodes; for each transient straggler the iteration
+  // with it slowing the job as well; with re-balancing, the same with the work split by the
+  // devices' speeds during the episode, and that split once the straggler has healed.
+  struct Plan {
+    sim::SimulationOptions options;
+    std::vector<double> speeds;  // empty: the scenario's split
+  };
+  std::vector<Plan> plans{{options, {}}};
   std::vector<sim::reliability::Straggler> drawn;
   for (std::size_t k = 0; k < specs.size(); ++k) {
     const auto one = draw_stragglers({specs[k]}, world, sim::reliability::RandomStream::derive(seed, k + 1));
@@ -182,27 +188,45 @@ std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base
       same->compute_slowdown *= one[0].compute_slowdown;
       same->network_bandwidth_fraction *= one[0].network_bandwidth_fraction;
     }
-    plans.push_back(with);
+    plans.push_back({with, {}});
+    if (!rebalance) continue;
+    // Each device's peak, the episode's straggler's over its slowdown: the re-split answers the
+    // episode (the permanent stragglers keep the scenario's split, as between episodes).
+    std::vector<double> speeds;
+    for (int r = 0; r < world; ++r) speeds.push_back(base.cluster.device_of(r).peak_flops_per_s(base.training.precision));
+    speeds.at(static_cast<std::size_t>(one[0].rank)) /= one[0].compute_slowdown;
+    plans.push_back({with, speeds});
+    plans.push_back({options, speeds});
   }
   const auto outcomes = run_in_processes(
       plans.size(),
       [&](std::size_t i) {
+        Scenario s = base;
+        if (!plans[i].speeds.empty()) {
+          s.parallel.batch_split = BatchSplit::proportional;
+          if (s.strategy_type == "hybrid" && s.parallel.pipeline_model_parallel_size > 1)
+            s.hybrid.partition = HybridConfig::Partition::proportional;
+        }
         char text[64];
         std::snprintf(text, sizeof text, "%.17g",
-                      sim::simulate(*make_strategy(base), base.cluster, plans[i]).iteration_time_s);
+                      sim::simulate(*make_strategy(s, plans[i].speeds), s.cluster, plans[i].options).iteration_time_s);
         return std::string(text);
       },
       usable_cores());
+  const std::size_t per = rebalance ? 3 : 1;  // plans per straggler
   for (std::size_t i = 0; i < outcomes.size(); ++i)
     if (!outcomes[i].ok)
       base.fail("stragglers", "simulating " + (i == 0 ? std::string("the iteration between episodes")
-                                                      : "an episode of " + sim::reliability::describe(drawn[i - 1])) +
+                                                      : "an episode of " + sim::reliability::describe(drawn[(i - 1) / per])) +
                                   " failed: " + outcomes[i].error);
   const Seconds plain_s = std::stod(outcomes[0].output);
+  const auto ratio = [&](std::size_t i) { return std::min(1.0, plain_s / std::stod(outcomes[i].output)); };
   std::vector<sim::reliability::Slowdown> out;
-  for (std::size_t k = 0; k < specs.size(); ++k)
-    out.push_back({sim::reliability::describe(drawn[k]), 1 / specs[k].episode_every_s, specs[k].episode_mean_s,
-                   std::min(1.0, plain_s / std::stod(outcomes[k + 1].output))});
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const std::size_t at = 1 + k * per;
+    out.push_back({sim::reliability::describe(drawn[k]), 1 / specs[k].episode_every_s, specs[k].episode_mean_s, ratio(at),
+                   rebalance ? ratio(at + 1) : 1.0, rebalance ? ratio(at + 2) : 1.0});
+  }
   return out;
 }
 

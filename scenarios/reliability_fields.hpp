@@ -37,6 +37,9 @@ inline constexpr FieldDoc kRoot[] = {
     {"target_tokens", "tokens", "- (none)", "report the time to train this many tokens", &kTokens},
     {"horizon", "duration (7d, 36h)", "7d", "the period simulated, 1 min to 100 years (default of --horizon)"},
     {"trials", "count", "100", "Monte Carlo trials", nullptr, &kTrials},
+    {"rebalance_after", "duration (10min)", "- (never)",
+     "a transient straggler's episode is detected and the batch shares (and pipeline layers) re-split this long "
+     "after it starts, and re-split back as long after it ends"},
 };
 
 inline constexpr FieldDoc kCheckpoint[] = {

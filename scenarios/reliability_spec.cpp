@@ -78,6 +78,11 @@ ReliabilitySpec read_reliability(const YamlNode& node, const Scenario& base) {
   if (auto n = node.get("target_tokens")) r.target_tokens = n->in(kTokens);
   if (auto n = node.get("horizon")) r.horizon_s = duration_of(*n, kHorizonS);
   if (auto n = node.get("trials")) r.trials = static_cast<int>(n->count(kTrials));
+  if (auto n = node.get("rebalance_after")) {
+    if (transient_stragglers(base.stragglers).empty())
+      n->fail("re-balancing answers stragglers that come and go: no straggler has episodes");
+    r.rebalance_after_s = duration_of(*n, kIntervalS);
+  }
   return r;
 }
 

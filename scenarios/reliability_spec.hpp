@@ -24,6 +24,9 @@
 //     target_tokens: 1e12             # time to train this many tokens (optional)
 //     horizon: 7d                     # default of --horizon
 //     trials: 100                     # Monte Carlo trials
+//     rebalance_after: 10min          # transient stragglers (stragglers[i].episodes): re-split the
+//                                     # batch shares and pipeline layers by speed this long after an
+//                                     # episode starts, and back as long after it ends (default: never)
 //
 // Every error names file, line and field (exit 2).
 #pragma once
@@ -56,6 +59,7 @@ struct ReliabilitySpec {
   double target_tokens = 0;  // 0: none
   Seconds horizon_s = 7 * 86400.0;
   int trials = 100;
+  Seconds rebalance_after_s = 0;  // 0: transient stragglers' episodes are never re-balanced
 };
 
 struct ReliabilityScenario {

@@ -68,7 +68,10 @@ void validate(const GoodputModel& m) {
     require(s.episodes_per_s > 0 && std::isfinite(s.episodes_per_s), "slowdowns.episodes_per_s", "must be positive");
     require(s.mean_s > 0 && std::isfinite(s.mean_s), "slowdowns.mean_s", "must be positive");
     require(s.throughput > 0 && s.throughput <= 1, "slowdowns.throughput", "must be in (0, 1]");
+    require(s.rebalanced > 0 && s.rebalanced <= 1 && s.after > 0 && s.after <= 1, "slowdowns.rebalanced",
+            "re-balanced throughputs must be in (0, 1]");
   }
+  require(m.rebalance_after_s >= 0 && std::isfinite(m.rebalance_after_s), "rebalance_after_s", "must be >= 0");
 }
 
 namespace {
@@ -86,7 +89,7 @@ class Trial {
     tally_.waiting_by_cause.assign(m.failures.size(), 0);
     rate_ = m.total_failure_rate_per_s();
     next_failure_ = rate_ > 0 ? rng_.exponential(rate_) : kNever;
-    for (const Slowdown& s : m.slowdowns) episodes_.push_back({false, episode_rng_.exponential(s.episodes_per_s)});
+    for (const Slowdown& s : m.slowdowns) episodes_.push_back({false, false, episode_rng_.exponential(s.episodes_per_s), kNever});
   }
 
   GoodputTally play(Seconds horizon_s) {
@@ -144,8 +147,11 @@ class Trial {
   }
   double slowed_factor() const {
     double f = 1;
-    for (std::size_t i = 0; i < episodes_.size(); ++i)
-      if (episodes_[i].active) f = std::min(f, m_.slowdowns[i].throughput);
+    for (std::size_t i = 0; i < episodes_.size(); ++i) {
+      const Episode& e = episodes_[i];
+      const Slowdown& s = m_.slowdowns[i];
+      f = std::min(f, e.active ? (e.split_for_it ? s.rebalanced : s.throughput) : (e.split_for_it ? s.after : 1.0));
+    }
     return f;
   }
   // Of `wall` seconds running now, the time the slowdown took (the rest is work, or shrunk).
@@ -153,17 +159,25 @@ class Trial {
 
   Seconds next_episode_change() const {
     Seconds next = kNever;
-    for (const Episode& e : episodes_) next = std::min(next, e.change_at);
+    for (const Episode& e : episodes_) next = std::min({next, e.change_at, e.split_at});
     return next;
   }
-  // Every episode due now starts or ends, and draws when it changes next.
+  // Every episode due now starts or ends, and draws when it changes next (the re-splits draw
+  // nothing); with re-balancing, the split follows it rebalance_after_s later, unless it already
+  // fits (an episode starting before the split went back).
   void change_episodes() {
     for (std::size_t i = 0; i < episodes_.size(); ++i) {
       Episode& e = episodes_[i];
+      if (e.split_at <= now_) {
+        e.split_for_it = !e.split_for_it;
+        e.split_at = kNever;
+      }
       if (e.change_at > now_) continue;
       e.active = !e.active;
       const Slowdown& s = m_.slowdowns[i];
       e.change_at = now_ + episode_rng_.exponential(e.active ? 1 / s.mean_s : s.episodes_per_s);
+      const bool fits = e.active == e.split_for_it;
+      e.split_at = m_.rebalance_after_s > 0 && !fits ? now_ + m_.rebalance_after_s : kNever;
     }
   }
   Seconds interval() const { return m_.effective_interval_s(); }
@@ -353,10 +367,13 @@ class Trial {
     state_end_ = now_ + m_.checkpoint.blocking_s + m_.checkpoint.write_s + m_.restart_s;
   }
 
-  // A transient slowdown's state: in an episode or not, and when that changes next.
+  // A transient slowdown's state: in an episode or not, the work split for it (re-balanced) or
+  // not, and when each changes next.
   struct Episode {
     bool active = false;
+    bool split_for_it = false;
     Seconds change_at = kNever;
+    Seconds split_at = kNever;
   };
 
   const GoodputModel& m_;

@@ -45,11 +45,15 @@ struct CheckpointCost {
 // episodes start at `episodes_per_s` (Poisson) and last an exponential time of mean `mean_s`;
 // while one lasts the job runs at `throughput` of its speed (the failure-free iteration over the
 // iteration simulated with that straggler). Several at once: the slowest counts.
+// Re-balancing (GoodputModel::rebalance_after_s > 0): that long into an episode the job re-splits
+// its work by the devices' speeds and runs at `rebalanced`; that long after the episode ends it
+// splits back, running at `after` meanwhile (the healed device given too little).
 struct Slowdown {
   std::string what;  // "rank 3: compute x1.50"
   double episodes_per_s = 0;
   Seconds mean_s = 0;
   double throughput = 1;  // (0, 1]
+  double rebalanced = 1, after = 1;  // (0, 1], with re-balancing
 };
 
 struct GoodputModel {
@@ -70,6 +74,7 @@ struct GoodputModel {
   // the global batch); empty: a / replicas.
   std::vector<double> shrunk_throughput;
   std::vector<Slowdown> slowdowns;  // transient stragglers; their episodes draw from a stream of their own
+  Seconds rebalance_after_s = 0;    // 0: never re-balanced
 
   Seconds effective_interval_s() const;
   double total_failure_rate_per_s() const;

@@ -82,8 +82,8 @@ TEST(GoodputCli, TheJsonFileIsWrittenWhole) {
   fs::remove_all(dir);
 }
 
-// A small reliability scenario with one line replaced, written beside the test.
-std::string scenario_with(const std::string& from, const std::string& to) {
+// A small reliability scenario with some lines replaced, written beside the test.
+std::string scenario_with(const std::vector<std::pair<std::string, std::string>>& edits) {
   std::string text =
       "name: bad-goodput\n"
       "model: gpt2-124m\n"
@@ -100,16 +100,18 @@ std::string scenario_with(const std::string& from, const std::string& to) {
       "  checkpoint: { mode: sync, interval: auto }\n"
       "  storage: { aggregate_gb_per_s: 2000, per_node_gb_per_s: 50 }\n"
       "  restart: { relaunch_s: 60, init_s: 30 }\n";
-  if (!from.empty()) {
+  for (const auto& [from, to] : edits) {
+    if (from.empty()) continue;
     const auto at = text.find(from);
     if (at == std::string::npos) throw std::logic_error("no '" + from + "' in the scenario");
     text.replace(at, from.size(), to);
   }
   const fs::path dir = cli_test::fresh_dir("tandem-goodput", "bad");
-  const fs::path path = dir / ("s" + std::to_string(std::hash<std::string>{}(from + to)) + ".yaml");
+  const fs::path path = dir / ("s" + std::to_string(std::hash<std::string>{}(text)) + ".yaml");
   std::ofstream(path) << text;
   return path.string();
 }
+std::string scenario_with(const std::string& from, const std::string& to) { return scenario_with({{from, to}}); }
 
 // A straggler that comes and goes: the iteration with it is simulated once, and its episodes take
 // their share of the horizon as `slowed` time; the iteration `simulate` predicts is without it.
@@ -135,6 +137,40 @@ TEST(GoodputCli, TransientStragglersCostTheirEpisodesShareOfTheHorizon) {
   ASSERT_EQ(simulate.status, 0) << simulate.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(simulate.out)["iteration_time_s"].get<double>(), j["iteration_s"].get<double>());
   EXPECT_NE(nlohmann::json::parse(simulate.out)["caveats"].dump().find("stragglers[1]"), std::string::npos) << simulate.out;
+}
+
+// Re-balancing an episode: 10 min after it starts the batch shares are re-split by speed (rank 5
+// at half speed gets fewer micro-batches), which wins back part of the throughput; the week loses
+// less to the episodes than without it. (Whole micro-batches move: with one per replica there
+// would be nothing to re-split.)
+TEST(GoodputCli, ReBalancingTransientStragglersWinsBackThroughput) {
+  const std::string episodes = "compute_slowdown: 1.3\n  - rank: 5\n    compute_slowdown: 2\n    episodes: {every: 6h, lasting: 1h}";
+  const std::string args = " --horizon 30d --trials 40 --sweep-points 9 --json -";
+  // (Each scenario_with starts a fresh folder: one file at a time.)
+  // Micro-batches of 2: four per replica, so that a re-split has whole micro-batches to move.
+  const std::pair<std::string, std::string> smaller{"micro_batch_size: 8", "micro_batch_size: 2"};
+  const CliRun a = run_tandem("goodput " + scenario_with({smaller, {"compute_slowdown: 1.3", episodes}}) + args);
+  ASSERT_EQ(a.status, 0) << a.err;
+  const CliRun b = run_tandem("goodput " +
+                              scenario_with({smaller,
+                                             {"compute_slowdown: 1.3", episodes},
+                                             {"  repair_hours: 24\n", "  repair_hours: 24\n  rebalance_after: 10min\n"}}) +
+                              args);
+  ASSERT_EQ(b.status, 0) << b.err;
+  const nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  const auto& s = jb["slowdowns"][0];
+  EXPECT_GT(s["rebalanced_throughput"].get<double>(), s["throughput"].get<double>()) << s.dump();
+  // The healed rank given too little work until the split goes back: no faster than between
+  // episodes (here rank 3, slow all along, bounds both).
+  EXPECT_LE(s["throughput_after"].get<double>(), 1.0) << s.dump();
+  EXPECT_DOUBLE_EQ(jb["rebalance_after_s"].get<double>(), 600);
+  EXPECT_LT(jb["time_s"]["slowed"].get<double>(), ja["time_s"]["slowed"].get<double>());
+  EXPECT_GT(jb["goodput"]["mean"].get<double>(), ja["goodput"]["mean"].get<double>());
+  // Without a transient straggler there is nothing to re-balance: refused at the field.
+  const std::string none = scenario_with("  repair_hours: 24\n", "  repair_hours: 24\n  rebalance_after: 10min\n");
+  const CliRun refused = run_tandem("goodput " + none + kQuick);
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_NE(refused.err.find("reliability.rebalance_after"), std::string::npos) << refused.err;
 }
 
 TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {

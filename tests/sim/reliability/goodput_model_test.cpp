@@ -205,5 +205,29 @@ TEST(GoodputModel, SlowdownsLeaveTheFailuresWhereTheyFell) {
   EXPECT_THROW(run_trial(bad, horizon, 3), std::invalid_argument);
 }
 
+// Re-balancing: 10 min into an episode the work is re-split (the job at 90% instead of 50%), and
+// 10 min after it ends split back (95% meanwhile). Episodes of 1 h on average: most of each runs
+// re-balanced, so far less time goes to slowdowns; a delay longer than the episodes changes little.
+TEST(GoodputModel, ReBalancingAnEpisodeWinsBackMostOfWhatItTakes) {
+  GoodputModel m = poisson_model(kHour, 1, 0);
+  m.failures.clear();
+  m.interval_s = 3600;
+  m.slowdowns = {{"rank 3: compute x2.00", 1 / (10 * kHour), kHour, 0.5, 0.9, 0.95}};
+  const Seconds horizon = 20'000 * kHour;
+  const GoodputTally never = run_trial(m, horizon, 11);
+  m.rebalance_after_s = 600;
+  const GoodputTally soon = run_trial(m, horizon, 11);
+  m.rebalance_after_s = 100 * kHour;
+  const GoodputTally late = run_trial(m, horizon, 11);
+  EXPECT_NEAR(soon.accounted_s(), horizon, 1e-6 * horizon);
+  // Expected: per episode (mean 1 h) 10 min at 50% lost, the rest (e^-1/6 of episodes last past
+  // 10 min, 50 min on average then) at 10%, then 10 min at 5% after it; per 11 h on average.
+  const double per_episode = 600 * 0.5 * (1 - std::exp(-1.0 / 6)) / (1.0 / 6) / 1 +
+                             std::exp(-1.0 / 6) * (3600 * 0.1 + 600 * 0.05);
+  EXPECT_NEAR(soon.slowed_s / horizon, per_episode / (11 * kHour), 0.1 * per_episode / (11 * kHour));
+  EXPECT_LT(soon.slowed_s, 0.5 * never.slowed_s);
+  EXPECT_NEAR(late.slowed_s / never.slowed_s, 1.0, 0.05);
+}
+
 }  // namespace
 }  // namespace tandem::sim::reliability
