@@ -14,6 +14,7 @@
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
 #include "common/input_error.hpp"
+#include "common/input_file.hpp"
 #include "common/output_set.hpp"
 #include "exec/cpu/cpu_run.hpp"
 #include "exec/cpu/diverged.hpp"
@@ -46,6 +47,9 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
                   "after K iterations, re-split the batch over the replicas by their measured speeds and train "
                   "the rest so (cpu backend)")
       ->check(in_range(limits::kIterations));
+  cmd->add_option("--corpus", o.corpus_path,
+                  "train a language model on this text file, its bytes the tokens (default: a generated "
+                  "English-like text)");
   cmd->add_option("--slow-rank", o.slow_ranks,
                   "R:F makes rank R a straggler: its kernels take F (>= 1) times as long (repeatable; the "
                   "scenario's stragglers: section does the same)");
@@ -55,6 +59,28 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
 }
 
 namespace {
+
+// A real text for a language model (run --corpus): refused at the option when it cannot be read,
+// is not a regular file, is too large, is shorter than a sequence and its label, or feeds a
+// model that reads no text.
+std::shared_ptr<const exec::cpu::DataSource> corpus_source(const std::string& path, const Scenario& scenario) {
+  if (scenario.model.kind != ModelSpec::Kind::transformer)
+    throw InputError("command line", 0, "--corpus", "a corpus feeds language models; " + scenario.name + "'s model reads no text");
+  std::string text;
+  try {
+    text = read_input_file(path, kMaxCorpusBytes);
+  } catch (const InputError& e) {
+    throw InputError("command line", 0, "--corpus", e.what());
+  }
+  const auto needed = static_cast<std::size_t>(scenario.training.seq_length) + 2;
+  if (text.size() < needed)
+    throw InputError("command line", 0, "--corpus",
+                     path + " has " + std::to_string(text.size()) + " bytes: a sequence of " +
+                         std::to_string(scenario.training.seq_length) + " and its next token need at least " +
+                         std::to_string(needed));
+  return std::make_shared<exec::cpu::TextCorpus>(scenario.model.transformer.vocab_size, std::move(text));
+}
+
 
 // Per-rank compute slowdowns (RunOptions::compute_slowdown): the scenario's stragglers (their
 // drawn values, as `simulate` uses them) and --slow-rank R:F, which wins for its rank.
@@ -149,6 +175,7 @@ int run_run(const RunCommandOptions& o) {
   exec::cpu::RunOptions options;
   if (o.seed) options.seed = *o.seed;
   exec::cpu::configure_for_model(options, *model, scenario.training.seq_length);
+  if (!o.corpus_path.empty()) options.data = corpus_source(o.corpus_path, scenario);
   options.iterations = o.iterations.value_or(10);
   options.warmup_iterations = o.warmup.value_or(0);
   if (o.timeout_s) options.timeout_s = *o.timeout_s;

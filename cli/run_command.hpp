@@ -35,6 +35,7 @@ struct RunCommandOptions {
   std::optional<int> checkpoint_every;  // --checkpoint-every N iterations (and at the end)
   std::string resume_path;        // --resume: continue from a checkpoint
   std::vector<std::string> slow_ranks;  // --slow-rank R:F: rank R's kernels take F times as long
+  std::string corpus_path;  // --corpus FILE: a real text to train a language model on (bytes as tokens)
   std::optional<int> rebalance_after;   // --rebalance-after K: re-split the batch by measured speeds
 };
 

@@ -21,6 +21,9 @@ inline constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{1} << 30;
 // - checkpoints: the CPU backend's training state (fp32 parameters and Adam moments of the
 //   models it can run); 16 GiB is far above any of them.
 inline constexpr std::uint64_t kMaxCheckpointBytes = std::uint64_t{16} << 30;
+// - text corpora (run --corpus): held in memory whole, read byte by byte; 1 GiB of text is more
+//   than the CPU backend trains on in days.
+inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t{1} << 30;
 
 // The field of an InputError about a file as a whole (line 0): it cannot be opened or read, is
 // not a regular file, or is too large.

@@ -372,6 +372,7 @@ Handle CpuDevice::communicate(CommOp op, const Issue& issue) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Worker& w = workers_[static_cast<int>(issue.stream)];
+    if (w.last_handle >= 0 && !ops_[w.last_handle].done) pending.previous = w.last_handle;
     w.last_handle = handle;
     w.queue.push_back(std::move(pending));
     if (!w.thread.joinable()) {
@@ -489,6 +490,10 @@ bool CpuDevice::try_post_send(const PendingComm& pending) {
     std::lock_guard<std::mutex> lock(mutex_);
     Worker& w = workers_[static_cast<int>(pending.stream)];
     if (!w.queue.empty() || w.busy) return false;  // it would overtake the stream's earlier ops
+    // An earlier posted send not yet copied: this one could complete first, and the stream's last
+    // handle would then say done while that one is not (measured: a parameter server reused its
+    // sums while a worker had not yet pulled them, 10 runs in 16 wrong under load).
+    if (w.last_handle >= 0 && !ops_[w.last_handle].done) return false;
     for (const Handle& h : pending.after)
       if (h.valid() && !ops_[h.id].done) return false;
     w.last_handle = pending.handle;
@@ -640,6 +645,7 @@ void CpuDevice::wake_worker_locked(Worker& w) {
 bool CpuDevice::run_queued(Worker& w, PendingComm& pending) {
   bool ok = true;
   try {
+    if (pending.previous >= 0) wait_handle(pending.previous);  // in stream order (PendingComm::previous)
     for (const Handle& h : pending.after) wait_handle(h.id);
     run_comm(pending);
   } catch (const AbortedError&) {

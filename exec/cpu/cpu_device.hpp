@@ -209,6 +209,10 @@ class CpuDevice final : public Runtime {
     std::int64_t handle = -1;
     std::string key;  // collective instance
     int iteration = 0;
+    // The op before it on its stream, still outstanding when this one was queued (a posted send,
+    // which completes when its receiver copies it): this one runs after it, so that a stream's
+    // ops complete in issue order (synchronize and record wait for the last one only).
+    std::int64_t previous = -1;
   };
   struct Worker {
     std::deque<PendingComm> queue;

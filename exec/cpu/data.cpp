@@ -139,6 +139,11 @@ TextCorpus::TextCorpus(std::int64_t vocab_size, std::uint64_t seed, std::size_t 
   if (vocab_ < 1) throw std::invalid_argument("TextCorpus: vocab_size must be >= 1");
 }
 
+TextCorpus::TextCorpus(std::int64_t vocab_size, std::string text) : vocab_(vocab_size), text_(std::move(text)) {
+  if (vocab_ < 1) throw std::invalid_argument("TextCorpus: vocab_size must be >= 1");
+  if (text_.empty()) throw std::invalid_argument("TextCorpus: the text is empty");
+}
+
 bool TextCorpus::fill(std::string_view role, const Tensor& t, float* data,
                       const DataPosition& at) const {
   if (role != "tokens" && role != "labels") return false;

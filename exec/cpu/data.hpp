@@ -16,6 +16,7 @@
 //
 // Sources:
 //   TextCorpus           byte-level language modelling (vocab 256; token = byte mod vocab) on a
+//                        real text given to it (run --corpus FILE), or by default on a
 //                        generated English-like text (a small grammar driven by a seeded
 //                        generator: learnable structure, ~0.3 nats/byte of true entropy, so the
 //                        loss falls far below ln 256 = 5.55). Sequence q reads the corpus from
@@ -69,6 +70,8 @@ class DataSource {
 class TextCorpus final : public DataSource {
  public:
   TextCorpus(std::int64_t vocab_size, std::uint64_t seed, std::size_t bytes = 1 << 16);
+  // A given text (a file's bytes); std::invalid_argument when it is empty.
+  TextCorpus(std::int64_t vocab_size, std::string text);
   bool fill(std::string_view role, const Tensor& t, float* data,
             const DataPosition& at) const override;
   const std::string& text() const { return text_; }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "exec/cpu/cpu_device.hpp"
 #include "exec/cpu/cpu_run.hpp"
@@ -292,6 +293,54 @@ class Lonely final : public Strategy {
     return std::make_unique<Program>();
   }
 };
+
+// A stream's ops complete in issue order, posted sends too: rank 0 sends A then B on one stream;
+// rank 1 posts its receive of B at once and of A 30 ms later, on two streams. Once rank 0's iteration has ended
+// (every stream drained), it overwrites A's buffer, as a parameter server reuses its sums; rank 1
+// must still have received A's old value. (Before: B completed first, the stream's last handle said
+// done, and A was copied after the overwrite: a server's workers pulled wrong sums under load.)
+class SendTwice final : public Strategy {
+ public:
+  std::string name() const override { return "send-twice"; }
+  int world_size() const override { return 2; }
+  std::int64_t sequences_per_iteration() const override { return 1; }
+  std::unique_ptr<RankProgram> program_for(int) const override {
+    struct Program final : RankProgram {
+      Tensor a, b;
+      void setup(Runtime& rt) override {
+        a = rt.alloc("a", {1024}, DType::fp32, MemCategory::comm_buffers);
+        b = rt.alloc("b", {1024}, DType::fp32, MemCategory::comm_buffers);
+      }
+      void train_step(Runtime& rt, int iteration) override {
+        auto& device = dynamic_cast<CpuDevice&>(rt);
+        if (rt.rank() == 0) {
+          std::fill_n(device.data(a), 1024, static_cast<float>(iteration));
+          ops::send(rt, Phase::backward, "a", a, 1, {Stream::pp_send, {}}, 1);
+          ops::send(rt, Phase::backward, "b", b, 1, {Stream::pp_send, {}}, 2);
+          rt.synchronize();
+          std::fill_n(device.data(a), 1024, -1.0f);  // reused: A must be gone by now
+          return;
+        }
+        const Handle got_b = ops::recv(rt, Phase::backward, "b", b, 0, {Stream::pp_recv, {}}, 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));  // B could be taken meanwhile
+        rt.wait(ops::recv(rt, Phase::backward, "a", a, 0, {Stream::dp_comm, {}}, 1));
+        rt.wait(got_b);
+        if (device.data(a)[0] != static_cast<float>(iteration))
+          throw std::runtime_error("A arrived as " + std::to_string(device.data(a)[0]) + " in iteration " +
+                                   std::to_string(iteration));
+      }
+    };
+    return std::make_unique<Program>();
+  }
+};
+
+TEST(CpuRun, AStreamsPostedSendsCompleteInIssueOrder) {
+  RunOptions o;
+  o.data = std::make_shared<TextCorpus>(256, 0);
+  o.iterations = 3;
+  o.timeout_s = 10;
+  EXPECT_NO_THROW(run_cpu(SendTwice{}, o));
+}
 
 TEST(CpuRun, AMissingPeerTimesOutInsteadOfHanging) {
   RunOptions o;
