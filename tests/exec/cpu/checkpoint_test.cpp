@@ -10,12 +10,15 @@
 #include "common/input_error.hpp"
 #include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/cpu_run.hpp"
+#include "tests/exec/cpu/gpt_tiny.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
 
 namespace tandem::exec::cpu {
 namespace {
+
+using testing::gpt_tiny;
 
 namespace fs = std::filesystem;
 
@@ -27,18 +30,9 @@ fs::path dir() {
   return d;
 }
 
-std::shared_ptr<const Model> gpt_tiny() {
-  return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny"));
-}
-
 // bf16 parameters: the state includes fp32 master copies besides AdamW's m and v.
 std::unique_ptr<DataParallel> strategy(int dp) {
-  TrainingConfig training;
-  training.global_batch_size = 8;
-  training.micro_batch_size = 2;
-  training.seq_length = 32;
-  training.precision = DType::bf16;
-  training.lr = 1e-3f;
+  const TrainingConfig training = testing::gpt_tiny_training(DType::bf16);
   ParallelConfig parallel;
   parallel.data_parallel_size = dp;
   return std::make_unique<DataParallel>(gpt_tiny(), training, parallel, std::vector<double>{});

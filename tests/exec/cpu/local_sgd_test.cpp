@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "exec/cpu/cpu_run.hpp"
+#include "tests/exec/cpu/gpt_tiny.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
@@ -21,18 +22,13 @@
 namespace tandem::exec::cpu {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::gpt_tiny;
 
-std::shared_ptr<const Model> gpt_tiny() { return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny")); }
+namespace fs = std::filesystem;
 
 DataParallel strategy(int local_sgd_steps, float outer_lr = 1.0f, float outer_momentum = 0.0f, int dp = 2,
                       int block = 1) {
-  TrainingConfig training;
-  training.global_batch_size = 8;
-  training.micro_batch_size = 2;
-  training.seq_length = 32;
-  training.precision = DType::bf16;
-  training.lr = 1e-3f;
+  const TrainingConfig training = testing::gpt_tiny_training(DType::bf16);
   ParallelConfig parallel;
   parallel.data_parallel_size = dp;
   parallel.local_sgd_steps = local_sgd_steps;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "exec/cpu/cpu_run.hpp"
+#include "tests/exec/cpu/gpt_tiny.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
@@ -18,15 +19,10 @@
 namespace tandem::exec::cpu {
 namespace {
 
-std::shared_ptr<const Model> gpt_tiny() { return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny")); }
+using testing::gpt_tiny;
 
 DataParallel strategy(int workers, int servers, DType precision, int staleness = 0) {
-  TrainingConfig training;
-  training.global_batch_size = 8;
-  training.micro_batch_size = 2;
-  training.seq_length = 32;
-  training.precision = precision;
-  training.lr = 1e-3f;
+  const TrainingConfig training = testing::gpt_tiny_training(precision);
   ParallelConfig parallel;
   parallel.data_parallel_size = workers;
   parallel.parameter_servers = servers;
