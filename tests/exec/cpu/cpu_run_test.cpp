@@ -17,6 +17,7 @@
 
 #include "exec/cpu/cpu_device.hpp"
 #include "exec/cpu/cpu_run.hpp"
+#include "tests/exec/cpu/gpt_tiny.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/simulation.hpp"
 #include "strategies/data_parallel.hpp"
@@ -31,18 +32,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<const Model> gpt_tiny() {
-  return std::make_shared<TransformerModel>(transformer_preset("gpt-tiny"));
-}
+using testing::gpt_tiny;
 
 // gpt-tiny (dropout on), global batch 8 sequences of 32 tokens in micro-batches of 2.
 std::unique_ptr<DataParallel> gpt_tiny_dp(int dp, DType precision = DType::bf16) {
-  TrainingConfig training;
-  training.global_batch_size = 8;
-  training.micro_batch_size = 2;
-  training.seq_length = 32;
-  training.precision = precision;
-  training.lr = 1e-3f;
+  const TrainingConfig training = testing::gpt_tiny_training(precision);
   ParallelConfig parallel;
   parallel.data_parallel_size = dp;
   parallel.ddp_bucket_size = 30'000;  // several buckets, reduced while backward goes on
