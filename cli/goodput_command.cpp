@@ -33,6 +33,10 @@ constexpr double kSweepSpan = 4;
 constexpr int kShrinkSimulated = 4;
 // Simulated years (trials x horizon) one run may play: see run_goodput.
 constexpr double kMaxTrialYears = 10000;
+// Slowdown episodes are events too, played by every trial of every pass (the sweep's intervals,
+// the horizon, the time to train): 1,000,000 episodes of 100 trials over 7 days took 4.7 s on the
+// 2-core VM (episodes every minute); past 2,000,000 a run would take minutes or hours.
+constexpr double kMaxEpisodes = 2e6;
 
 std::string percent(double fraction) {
   char text[32];
@@ -222,6 +226,19 @@ int run_goodput(const GoodputOptions& o) {
                          std::to_string(static_cast<long long>(std::ceil(trial_years))) +
                          " simulated years, more than the " + std::to_string(static_cast<int>(kMaxTrialYears)) +
                          " one run plays: lower the trials or the horizon");
+  // The episodes they would play, refused at the most frequent straggler's field.
+  double episodes = 0;
+  const StragglerSpec* most_frequent = nullptr;
+  for (const StragglerSpec& s : transient_stragglers(rs.base.stragglers)) {
+    episodes += spec.trials * spec.horizon_s / s.episode_every_s;
+    if (most_frequent == nullptr || s.episode_every_s < most_frequent->episode_every_s) most_frequent = &s;
+  }
+  if (episodes > kMaxEpisodes)
+    throw InputError(most_frequent->file, most_frequent->line, most_frequent->field + ".episodes.every",
+                     "slowdown episodes every " + format_duration(most_frequent->episode_every_s) + " over " +
+                         std::to_string(spec.trials) + " trials of " + format_duration(spec.horizon_s) + " are " +
+                         number(episodes, "%.3g") + " episodes, more than the " + number(kMaxEpisodes, "%.3g") +
+                         " one run plays: space them out, or lower the trials or the horizon");
 
   // 2. The failure-free iteration, simulated once, with this seed's stragglers.
   auto strategy = make_strategy(rs.base);

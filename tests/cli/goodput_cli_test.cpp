@@ -173,6 +173,18 @@ TEST(GoodputCli, ReBalancingTransientStragglersWinsBackThroughput) {
   EXPECT_NE(refused.err.find("reliability.rebalance_after"), std::string::npos) << refused.err;
 }
 
+// Episodes are events every trial plays: a minute apart over a century they would run for hours,
+// so they are refused at the field before anything is simulated (within the budget: they run).
+TEST(GoodputCli, TooManySlowdownEpisodesAreRefusedAtTheirField) {
+  const std::string episodes = "compute_slowdown: 1.3\n    episodes: {every: 60s, lasting: 1s}";
+  const CliRun refused = run_tandem("goodput " + scenario_with("compute_slowdown: 1.3", episodes) + " --horizon 36500d --trials 10");
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_NE(refused.err.find(":7: field 'stragglers[0].episodes.every'"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("space them out"), std::string::npos) << refused.err;
+  const CliRun fits = run_tandem("goodput " + scenario_with("compute_slowdown: 1.3", episodes) + kQuick);
+  EXPECT_EQ(fits.status, 0) << fits.err;
+}
+
 TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
   struct Case {
     std::string from, to, field;
