@@ -248,6 +248,10 @@ int run_run(const RunCommandOptions& o) {
                         {"measured_after_s", rebalanced->after.iteration_time_s},
                         {"predicted_before_s", rebalanced->predicted.before_s},
                         {"predicted_after_s", rebalanced->predicted.after_s}};
+    // Stragglers that come and go are `goodput`'s; this run is between their episodes. Said, not
+    // silently dropped.
+    for (const StragglerSpec& s : transient_stragglers(scenario.stragglers))
+      j["not_injected"].push_back(s.field + " (line " + std::to_string(s.line) + "): comes and goes (episodes)");
     return j;
   }();
   Trace trace = result.trace;
@@ -278,6 +282,9 @@ int run_run(const RunCommandOptions& o) {
   }
   if (!anomalies.empty()) std::cout << "anomalies\n" << anomalies;
   if (rebalanced) std::cout << rebalanced->report;
+  if (summary.contains("not_injected"))
+    for (const auto& s : summary["not_injected"])
+      std::cout << "straggler   " << s.get<std::string>() << ": not injected (tandem goodput plays its episodes)\n";
   if (!o.checkpoint_path.empty()) std::cout << "checkpoint  " << o.checkpoint_path << "\n";
   if (!o.trace_path.empty()) std::cout << "trace       " << o.trace_path << "\n";
   if (!o.chrome_trace_path.empty()) std::cout << "timeline    " << o.chrome_trace_path << "\n";

@@ -77,6 +77,19 @@ TEST(RunStragglerCli, TheSimulatorPredictsTheSameStragglerOnSharedCores) {
   EXPECT_GT(time_of(slowed.out), 1.2 * time_of(plain.out)) << slowed.out;
 }
 
+// A straggler that comes and goes (episodes) is the horizon's: `run` trains between its episodes
+// and says so, in its summary and its JSON, rather than dropping it silently.
+TEST(RunStragglerCli, ATransientStragglerIsNamedAsNotInjected) {
+  const std::string path =
+      write("transient", scenario("stragglers:\n  - rank: 2\n    compute_slowdown: 3\n    episodes: {every: 6h, lasting: 1h}\n"));
+  const cli_test::CliRun text = cli_test::run_tandem("run " + path + " --iterations 2");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("stragglers[0] (line 7): comes and goes (episodes): not injected"), std::string::npos) << text.out;
+  const cli_test::CliRun json = cli_test::run_tandem("run " + path + " --iterations 2 --json -");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("\"not_injected\""), std::string::npos) << json.out;
+}
+
 TEST(RunStragglerCli, BadStragglersAreInputErrors) {
   const std::string path = write("bad", scenario());
   for (const char* bad : {"4:2", "1:0.5", "one:2", "1:", "1:2x", "1:2 --slow-rank 1:3"}) {
