@@ -6,6 +6,7 @@
 #include "cli/guarded.hpp"
 #include "cli/input_summary.hpp"
 #include "common/input_error.hpp"
+#include "common/input_file.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster_fields.hpp"
 #include "platforms/device_fields.hpp"
@@ -22,7 +23,7 @@ namespace {
 // reader of that kind, which reports anything wrong in it. A name that is no file is a bundled
 // scenario's (as `simulate` takes it).
 std::string check_one(const std::string& file) {
-  if (!std::filesystem::exists(file)) return describe(load_scenario(file));
+  if (!path_exists(file)) return describe(load_scenario(file));
   const YamlNode root = YamlNode::load_file(file);
   if (root.has("node_groups")) return describe(load_cluster(file));
   if (root.has("peak_fp32_tflops") || root.has("kind")) return describe(load_device_profile(file));

@@ -1,5 +1,7 @@
 #include "common/input_file.hpp"
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,6 +55,11 @@ std::string read_input_file(const std::string& path, std::uint64_t max_bytes) {
   }
   text.resize(done);
   return text;
+}
+
+bool path_exists(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::exists(path, error);
 }
 
 }  // namespace tandem

@@ -34,4 +34,9 @@ inline constexpr const char* kWholeFileField = "(file)";
 // cannot be read.
 std::string read_input_file(const std::string& path, std::uint64_t max_bytes);
 
+// Whether `path` names something that exists: false, never an exception, when the name cannot be
+// a path at all (a component longer than the file system allows, found by fuzzing a scenario's
+// `cluster:`), so that the reader goes on to say what it could not find.
+bool path_exists(const std::string& path);
+
 }  // namespace tandem

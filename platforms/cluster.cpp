@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/input_error.hpp"
+#include "common/input_file.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster_fields.hpp"
 
@@ -478,7 +479,7 @@ Cluster find_cluster(const std::string& name_or_path) {
     if (lower(name) == wanted) {
       for (const char* ext : {".yaml", ".yml"}) {
         const std::string path = dir + "/" + name + ext;
-        if (fs::exists(path)) return load_cluster(path);
+        if (path_exists(path)) return load_cluster(path);
       }
     }
     list += (list.empty() ? "" : ", ") + name;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "common/input_error.hpp"
+#include "common/input_file.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster.hpp"  // bundled_dir
 #include "platforms/failure_fields.hpp"
@@ -82,7 +83,7 @@ FailureProfile find_failure_profile(const std::string& name_or_path) {
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml"))
     return load_failure_profile(name_or_path);
   const std::string bundled = bundled_dir("platforms/failures") + "/" + name_or_path + ".yaml";
-  if (!std::filesystem::exists(bundled))
+  if (!path_exists(bundled))
     throw InputError(name_or_path, 0, "failures", "no bundled failure profile of that name (platforms/failures/)");
   return load_failure_profile(bundled);
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/yaml_reader.hpp"
+#include "common/input_file.hpp"
 #include "platforms/cluster_selection.hpp"
 #include "scenarios/scenario_fields.hpp"
 #include "scenarios/gradient_compression_reader.hpp"
@@ -200,7 +201,7 @@ void read_cluster(const YamlNode& node, Scenario& s) {
   // A relative path is relative to the scenario file; a bare name is a bundled cluster.
   const fs::path relative = fs::path(s.file).parent_path() / ref;
   if (ref.find('/') != std::string::npos || ref.ends_with(".yaml")) {
-    if (fs::exists(relative)) ref = relative.string();
+    if (path_exists(relative.string())) ref = relative.string();
   }
   try {
     s.cluster = find_cluster(ref);
@@ -342,9 +343,9 @@ void read_simulation(const YamlNode& node, Scenario& s) {
 }
 
 std::string resolve_scenario(const std::string& name_or_path) {
-  if (fs::exists(name_or_path)) return name_or_path;
+  if (path_exists(name_or_path)) return name_or_path;
   const std::string bundled = bundled_dir("scenarios") + "/" + name_or_path + ".yaml";
-  if (name_or_path.find('/') == std::string::npos && fs::exists(bundled)) return bundled;
+  if (name_or_path.find('/') == std::string::npos && path_exists(bundled)) return bundled;
   throw InputError(name_or_path, 0, "", "no such scenario file (nor a bundled scenario of that name)");
 }
 
