@@ -21,6 +21,7 @@
 #include "cli/search_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "common/input_error.hpp"
+#include "common/input_file.hpp"
 #include "platforms/cluster.hpp"
 #include "platforms/device.hpp"
 
@@ -127,7 +128,7 @@ bool bundled_profile_is_this_machine(std::string& why) {
 
 // A copy of a scenario file whose cluster is `cluster_path` (a calibrated cluster written by this job).
 std::string with_cluster(const std::string& scenario_name, const std::string& cluster_path, const fs::path& out) {
-  const fs::path source = fs::exists(scenario_name)
+  const fs::path source = path_exists(scenario_name)
                               ? fs::path(scenario_name)
                               : fs::path(bundled_dir("scenarios")) / (scenario_name + ".yaml");
   YAML::Node node = YAML::LoadFile(source.string());
