@@ -181,13 +181,7 @@ std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base
     const auto one = draw_stragglers({specs[k]}, world, sim::reliability::RandomStream::derive(seed, k + 1));
     drawn.push_back(one.at(0));
     sim::SimulationOptions with = options;
-    auto same = std::find_if(with.stragglers.begin(), with.stragglers.end(), [&](const auto& s) { return s.rank == one[0].rank; });
-    if (same == with.stragglers.end()) {
-      with.stragglers.push_back(one[0]);
-    } else {  // on a rank already slow: the two compound
-      same->compute_slowdown *= one[0].compute_slowdown;
-      same->network_bandwidth_fraction *= one[0].network_bandwidth_fraction;
-    }
+    add_straggler(with.stragglers, one[0]);  // on a rank already slow: the two compound
     plans.push_back({with, {}});
     if (!rebalance) continue;
     // Each device's peak, the episode's straggler's over its slowdown: the re-split answers the

@@ -90,15 +90,19 @@ std::vector<sim::reliability::Straggler> draw_stragglers(const std::vector<Strag
     st.rank = s.rank >= 0 ? s.rank : drawn_rank;
     st.compute_slowdown = s.slowdown_min + u_slow * (s.slowdown_max - s.slowdown_min);
     st.network_bandwidth_fraction = s.bandwidth_min + u_bandwidth * (s.bandwidth_max - s.bandwidth_min);
-    auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) { return o.rank == st.rank; });
-    if (same == out.end()) {
-      out.push_back(st);
-    } else {
-      same->compute_slowdown *= st.compute_slowdown;
-      same->network_bandwidth_fraction *= st.network_bandwidth_fraction;
-    }
+    add_straggler(out, st);
   }
   return out;
+}
+
+void add_straggler(std::vector<sim::reliability::Straggler>& stragglers, const sim::reliability::Straggler& straggler) {
+  auto same = std::find_if(stragglers.begin(), stragglers.end(), [&](const auto& s) { return s.rank == straggler.rank; });
+  if (same == stragglers.end()) {
+    stragglers.push_back(straggler);
+    return;
+  }
+  same->compute_slowdown *= straggler.compute_slowdown;
+  same->network_bandwidth_fraction *= straggler.network_bandwidth_fraction;
 }
 
 }  // namespace tandem

@@ -47,6 +47,10 @@ std::vector<StragglerSpec> read_stragglers(const YamlNode& node);
 // straggler's line. (A rank on cores shared with others may be slowed: it holds its core longer.)
 void check_stragglers(const std::vector<StragglerSpec>& specs, const Cluster& cluster, int world);
 
+// Adds `straggler` to `stragglers`; on a rank already slow the two compound (slowdowns and
+// bandwidth fractions multiply).
+void add_straggler(std::vector<sim::reliability::Straggler>& stragglers, const sim::reliability::Straggler& straggler);
+
 // The stragglers of one draw: fixed ones as given, drawn ranks and ranges from `seed`. Two
 // stragglers on one rank compound.
 std::vector<sim::reliability::Straggler> draw_stragglers(const std::vector<StragglerSpec>& specs, int world,
