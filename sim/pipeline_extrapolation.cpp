@@ -4,12 +4,15 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include "common/interrupts.hpp"
 
@@ -46,10 +49,17 @@ std::optional<SimulationResult> extrapolate(const SimulationResult& shorter, con
   if (shorter.ranks.size() != longer.ranks.size() ||
       shorter.iteration_times_s.size() != longer.iteration_times_s.size())
     throw std::logic_error("pipeline extrapolation: the two runs differ in shape");
-  for (std::size_t r = 0; r < longer.ranks.size(); ++r)
-    if (shorter.ranks[r].peak_memory_bytes != longer.ranks[r].peak_memory_bytes ||
-        shorter.ranks[r].memory_at_peak.by_category != longer.ranks[r].memory_at_peak.by_category)
-      return std::nullopt;
+  // A rank's peak may differ by a transient buffer whose lifetime depends on timing (a pipeline
+  // receive landing before the previous micro-batch's activations are freed): within
+  // kPeakTolerance the runs agree and the larger peak stands; beyond it the pipeline had not
+  // reached its steady state.
+  constexpr double kPeakTolerance = 0.01;
+  std::vector<bool> shorter_peaks_higher(longer.ranks.size(), false);
+  for (std::size_t r = 0; r < longer.ranks.size(); ++r) {
+    const double a = shorter.ranks[r].peak_memory_bytes, b = longer.ranks[r].peak_memory_bytes;
+    if (std::abs(a - b) > kPeakTolerance * std::max(a, b)) return std::nullopt;
+    shorter_peaks_higher[r] = a > b;
+  }
   const double f = static_cast<double>(plan.target - plan.longer) / static_cast<double>(plan.longer - plan.shorter);
   const auto along = [f](double x1, double x2) { return x2 + f * (x2 - x1); };
 
@@ -66,6 +76,10 @@ std::optional<SimulationResult> extrapolate(const SimulationResult& shorter, con
     b.idle_s = along(a.idle_s, b.idle_s);
     b.comm_busy_s = along(a.comm_busy_s, b.comm_busy_s);
     b.energy_j = along(a.energy_j, b.energy_j);
+    if (shorter_peaks_higher[r]) {
+      b.peak_memory_bytes = a.peak_memory_bytes;
+      b.memory_at_peak = a.memory_at_peak;
+    }
   }
   // The work done is what the two runs simulated.
   out.compute_executions += shorter.compute_executions;

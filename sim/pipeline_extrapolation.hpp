@@ -5,8 +5,10 @@
 // (SimGrid runs one engine per process), and every time-like figure (iteration, each rank's
 // compute / exposed communication / idle / busy communication, energy) is carried along the line
 // through them:  x(M) = x(M2) + (M - M2) / (M2 - M1) * (x(M2) - x(M1)).
-// Peak memory is taken as simulated, after checking that both runs agree on it rank by rank;
-// when they do not (the pipeline was not yet at its steady state), the exact form runs instead.
+// Peak memory is taken as simulated, after checking that both runs agree on it rank by rank
+// (within 1%: a transient receive buffer may be alive at one run's peak and not the other's; the
+// larger stands); when they do not (the pipeline was not yet at its steady state), the exact form
+// runs instead.
 //
 // Named coarsening, as replica and tensor folding: on by default where it saves work, off with
 // `--pipeline-extrapolation off`, never with a trace (a trace holds every op), and the output
@@ -37,7 +39,7 @@ ExtrapolationPlan plan_pipeline_extrapolation(const Strategy& strategy, const Cl
                                               const SimulationOptions& options);
 
 // The figures of the target iteration from those of the shorter and the longer one; nullopt when
-// their peak memory differs on some rank.
+// their peak memory differs by more than 1% on some rank.
 std::optional<SimulationResult> extrapolate(const SimulationResult& shorter, const SimulationResult& longer,
                                             const ExtrapolationPlan& plan);
 

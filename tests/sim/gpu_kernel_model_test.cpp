@@ -107,6 +107,33 @@ TEST(GpuKernelModel, OneColumnOverATileMultipleCostsAnExtraWave) {
   EXPECT_GE(compute_cost(gemm(m, n + 1, k), p).seconds, 1.4 * compute_cost(gemm(m, n, k), p).seconds);
 }
 
+// The tile model against published GEMM speeds it was not fitted to: cuBLASLt fp16 on random data
+// after 10,000 warm-ups on an A100-SXM4-80GB (Azure/AI-benchmarking-guide,
+// Azure_Results/ND_A100_v4_results.md at 8fd0c6e; CUDA 12.5). The profile's own constant is a
+// different measurement (8192^3 through PyTorch, 2022). Every shape within 5% but 2048^3, which the
+// model predicts 17% slow: its 256 tiles of 128x128 make 2.4 waves on 108 SMs, which cuBLAS avoids
+// by a choice (split-k, another tile) the model does not make (validation/README.md).
+TEST(GpuKernelModel, GemmShapesAgreeWithPublishedCublasLtMeasurements) {
+  const DeviceProfile p = a100();
+  struct Measured {
+    std::int64_t m, n, k;
+    double tflops;
+  };
+  const Measured published[] = {{1024, 1024, 1024, 119.4},   {4096, 4096, 4096, 228.0},
+                                {8192, 8192, 8192, 253.7},   {16384, 16384, 16384, 256.5},
+                                {6144, 12288, 12288, 250.8}};
+  // Back-to-back launches in a timed loop: the launch overhead is hidden behind the previous GEMM.
+  const auto predicted_tflops_of = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const ComputeOp op = gemm(m, n, k, DType::fp16);
+    return op.flops / plan_gemm(m, n, k, 1, op.bytes, DType::fp16, p, 2.0).seconds() / 1e12;
+  };
+  for (const Measured& g : published) {
+    const double predicted_tflops = predicted_tflops_of(g.m, g.n, g.k);
+    EXPECT_NEAR(predicted_tflops / g.tflops, 1.0, 0.05) << g.m << "x" << g.n << "x" << g.k << ": " << predicted_tflops;
+  }
+  EXPECT_LT(predicted_tflops_of(2048, 2048, 2048), 0.9 * 221.8);  // the known miss, stated above: a fix makes this fail
+}
+
 TEST(GpuKernelModel, SmallTilesWinOnlyWhenTheyFillMoreOfAWave) {
   const DeviceProfile p = a100();
   // 64 x 64 tokens x features: one 256x128 tile would leave 107 SMs idle; 64x64 tiles use one SM
