@@ -31,6 +31,7 @@ std::string objective_text(search::Objective objective, double value) {
     case search::Objective::cost: return fmt("%.4g USD", value);
     case search::Objective::energy: return fmt("%.4g J", value);
     case search::Objective::time_to_train: return format_duration(value);
+    case search::Objective::time_to_target_loss: return format_duration(value);
   }
   return "";
 }
@@ -39,6 +40,9 @@ std::string objective_text(search::Objective objective, double value) {
 std::string objective_meaning(search::Objective objective) {
   if (objective == search::Objective::time_to_train)
     return "expected time to train the reliability target, failures, checkpoints and restarts included";
+  if (objective == search::Objective::time_to_target_loss)
+    return "time to the target loss: the steps the strategy took to it in the measured convergence file, times "
+           "the simulated step (a small model's steps standing for this model's)";
   return std::string(to_string(objective)) + " per iteration";
 }
 
@@ -58,7 +62,10 @@ std::string row(const search::Scored& s) {
                               (e.checkpoint_interval_s > 0 ? ", a checkpoint every " + format_duration(e.checkpoint_interval_s)
                                                            : std::string()) +
                               ", " + format_duration(e.time_to_train_s) + " to train"
-                        : std::string());
+                        : std::string()) +
+         (e.steps_to_target_loss > 0 ? "\n     " + fmt("%.0f", e.steps_to_target_loss) + " steps to the target loss (measured), " +
+                                           format_duration(e.time_to_target_loss_s)
+                                     : std::string());
 }
 
 nlohmann::json scored_json(const search::Scored& s) {
@@ -88,6 +95,10 @@ nlohmann::json report_candidate(const search::Scored& s, int rank, std::optional
   if (e.goodput > 0) {
     c["goodput"] = e.goodput;
     c["time_to_train_s"] = e.time_to_train_s;
+  }
+  if (e.steps_to_target_loss > 0) {
+    c["steps_to_target_loss"] = e.steps_to_target_loss;
+    c["time_to_target_loss_s"] = e.time_to_target_loss_s;
   }
   if (e.memory_fraction > 0) c["memory_capacity_bytes"] = e.peak_memory_bytes / e.memory_fraction;
   return c;
@@ -136,6 +147,7 @@ std::string search_report_text(const search::SearchResult& r, const SearchReport
       << fmt("%.1f%%", 100 * r.coverage()) << ")\n";
   for (const auto& [reason, count] : r.dropped) out << "  dropped   " << count << "  " << reason << "\n";
   for (const auto& profile : ctx.profiles) out << "profile     " << profile << "\n";
+  if (!ctx.objective_basis.empty()) out << "basis       " << ctx.objective_basis << "\n";
   out << "\ntop " << r.ranked.size() << " by " << to_string(r.objective) << ":\n";
   int rank = 1;
   for (const search::Scored& s : r.ranked) {
@@ -180,6 +192,7 @@ nlohmann::json search_report_json(const search::SearchResult& r, const SearchRep
                       {"cluster", ctx.cluster},
                       {"profiles", ctx.profiles},
                       {"objective", to_string(r.objective)},
+                      {"objective_basis", ctx.objective_basis},
                       {"algorithm", to_string(r.algorithm)},
                       {"workers", ctx.workers},
                       {"wall_time_s", ctx.wall_time_s},
@@ -194,6 +207,11 @@ nlohmann::json search_report_json(const search::SearchResult& r, const SearchRep
                       {"pareto_front", pareto},
                       {"winner_file", ctx.winner_file},
                       {"all_simulated", simulated}};
+  for (auto& c : j["candidates"]) {
+    const auto curve = ctx.loss_per_step.find(c["strategy"].get<std::string>());
+    if (curve != ctx.loss_per_step.end()) c["loss_per_step"] = curve->second;
+  }
+  if (ctx.target_loss) j["target_loss"] = *ctx.target_loss;
   if (ctx.heterogeneous) {
     if (auto g = heterogeneity_gain(r))
       j["heterogeneity"] = {{"aware_best", scored_json(*g->aware)},

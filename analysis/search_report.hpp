@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,14 @@ struct SearchReportContext {
   bool heterogeneous = false;  // compare heterogeneity-aware and uniform strategies
   // "DEVICE: what its profile rests on" per node group (DeviceProfile::basis_text).
   std::vector<std::string> profiles;
+  // What the objective rests on beyond the simulation, when something does (time_to_target_loss:
+  // the convergence file, what it trained, the target); "" otherwise.
+  std::string objective_basis;
+  // time_to_target_loss: the measured loss per step of each simulated candidate's strategy, keyed
+  // by candidate key, and the target; the JSON's candidates carry them (the report plots loss
+  // against predicted wall time).
+  std::map<std::string, std::vector<double>> loss_per_step;
+  std::optional<double> target_loss;
   std::string winner_file;     // where the winner's scenario was written ("" if not)
   double wall_time_s = 0;
   int workers = 1;

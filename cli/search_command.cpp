@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "analysis/format.hpp"
 #include "analysis/search_report.hpp"
 #include "analysis/trace.hpp"
 #include "cli/search_progress.hpp"
@@ -28,7 +29,7 @@ CLI::App* add_search_command(CLI::App& app, SearchOptions& o) {
   cmd->add_option("--workers", o.workers, "worker processes simulating in parallel (default: one per core)")
       ->check(in_range(kWorkers));
   cmd->add_option("--top", o.top_k, "how many strategies to rank")->check(in_range(limits::kTopK));
-  cmd->add_option("--objective", o.objective, "time, cost or energy (per iteration)");
+  cmd->add_option("--objective", o.objective, "time, cost or energy (per iteration), time_to_train or time_to_target_loss");
   cmd->add_option("--algorithm", o.algorithm, "auto, exhaustive or guided");
   cmd->add_option("--max-evaluations", o.max_evaluations, "guided search: simulations at most")->check(in_range(limits::kEvaluations));
   cmd->add_option("--json", o.json_path, "write the report as JSON to FILE ('-' for stdout)");
@@ -63,7 +64,7 @@ int run_search_command(const SearchOptions& o) {
 
   const auto start = std::chrono::steady_clock::now();
   SearchProgressPrinter progress(settings.objective, workers);
-  SimulationEvaluator local(spec.base, workers, [&] { progress.simulated_one(); }, spec.reliability);
+  SimulationEvaluator local(spec.base, workers, [&] { progress.simulated_one(); }, spec.reliability, spec.convergence);
   search::Evaluator* evaluator = &local;
 #ifdef TANDEM_HAVE_MPI
   std::optional<distributed::MpiSession> mpi;
@@ -71,7 +72,7 @@ int run_search_command(const SearchOptions& o) {
   if (o.mpi) {
     mpi.emplace();
     if (mpi->rank() != 0) {
-      SimulationEvaluator one(spec.base, 1, {}, spec.reliability);
+      SimulationEvaluator one(spec.base, 1, {}, spec.reliability, spec.convergence);
       distributed::serve_candidates(one);
       return 0;
     }
@@ -92,6 +93,17 @@ int run_search_command(const SearchOptions& o) {
   ctx.cluster = spec.base.cluster.name;
   ctx.heterogeneous = spec.base.cluster.is_heterogeneous();
   for (const auto& g : spec.base.cluster.groups) ctx.profiles.push_back(g.device.name + ": " + g.device.basis_text());
+  if (spec.convergence && settings.objective == search::Objective::time_to_target_loss)
+    ctx.objective_basis = "steps to loss " + printf_string("%g", spec.convergence->target_loss) + " measured on " +
+                          spec.convergence->model + " (" + spec.convergence->file +
+                          "), standing for this model's steps; the step time is simulated";
+  if (spec.convergence && settings.objective == search::Objective::time_to_target_loss) {
+    ctx.target_loss = spec.convergence->target_loss;
+    for (const search::Scored& s : result.all) {
+      const ConvergenceVariant* v = spec.convergence->find(convergence_key(scenario_for(spec.base, s.candidate).parallel));
+      if (v) ctx.loss_per_step[s.candidate.key()] = v->losses;
+    }
+  }
   ctx.workers = workers;
 #ifdef TANDEM_HAVE_MPI
   if (mpi) ctx.workers = mpi->size() - 1;  // MPI ranks simulating

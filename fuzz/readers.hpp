@@ -9,6 +9,7 @@
 #include "exec/cpu/checkpoint.hpp"
 #include "platforms/cluster.hpp"
 #include "platforms/device.hpp"
+#include "scenarios/convergence_table.hpp"
 #include "scenarios/scenario.hpp"
 #include "scenarios/search_spec.hpp"
 #include "strategies/search/search_space.hpp"
@@ -29,5 +30,6 @@ inline void read_cluster(const std::string& path) { load_cluster(path); }
 inline void read_device(const std::string& path) { load_device_profile(path); }
 inline void read_trace(const std::string& path) { read_trace_json(path); }                 // compare, report
 inline void read_checkpoint(const std::string& path) { exec::cpu::load_checkpoint(path); }  // run --resume
+inline void read_convergence(const std::string& path) { load_convergence_table(path); }     // search's convergence:
 
 }  // namespace tandem::fuzz

@@ -10,14 +10,14 @@
 #   fuzz/run.sh reproduce reader FILE    run one input through a harness (a crash, a regression)
 #   FUZZ_MAX_SECONDS=1200 fuzz/run.sh device   stop a reader's run after that long (or its executions)
 #
-# Readers: scenario search cluster device trace checkpoint (fuzz/README.md says what each reads).
+# Readers: scenario search cluster device trace checkpoint convergence (fuzz/README.md says what each reads).
 # Builds into build-fuzz/. A run reads the stored corpus fuzz/corpus/<reader>/ (read-only) and
 # writes what it finds to build-fuzz/corpus/<reader>/; crashes, timeouts and out-of-memory inputs
 # go to build-fuzz/artifacts/<reader>/. Limits per input: 10 s, 1 GB (the issue's promise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readers=(scenario search cluster device trace checkpoint)
+readers=(scenario search cluster device trace checkpoint convergence)
 build=build-fuzz
 mode="${1:-all}"
 

@@ -15,11 +15,13 @@
 namespace tandem {
 
 SimulationEvaluator::SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated,
-                                         std::optional<ReliabilitySpec> reliability)
+                                         std::optional<ReliabilitySpec> reliability,
+                                         std::optional<ConvergenceTable> convergence)
     : base_(std::move(base)),
       workers_(workers),
       on_simulated_(std::move(on_simulated)),
-      reliability_(std::move(reliability)) {}
+      reliability_(std::move(reliability)),
+      convergence_(std::move(convergence)) {}
 
 namespace {
 
@@ -43,11 +45,32 @@ double iterations_to_train(const Strategy& strategy, const Scenario& s, double t
   return target_tokens > 0 ? target_tokens / tokens_per_iteration : 0;
 }
 
+// The steps the candidate's strategy measured to the target loss, or why it has none (the
+// estimate made invalid: the search lists it among the ruled out with that reason).
+void steps_to_target_loss(const Scenario& s, const ConvergenceTable& table, search::Estimate& e) {
+  const ConvergenceKey key = convergence_key(s.parallel);
+  const ConvergenceVariant* variant = table.find(key);
+  if (!variant) {
+    e.valid = false;
+    e.invalid_reason = "no convergence measured for " + describe(key) + " in " + table.file;
+    return;
+  }
+  const std::optional<int> steps = steps_to_loss(variant->losses, table.target_loss);
+  if (!steps) {
+    e.valid = false;
+    e.invalid_reason = "variant '" + variant->name + "' never reached loss " + std::to_string(table.target_loss) +
+                       " in its " + std::to_string(variant->losses.size()) + " measured steps";
+    return;
+  }
+  e.steps_to_target_loss = *steps;
+}
+
 // What the strategy itself says, without tracing: its price, how its splits came out, the
-// iterations to the reliability target.
+// iterations to the reliability target, the steps to the target loss (invalid without them).
 void describe(const Strategy& strategy, const Scenario& s, const search::Candidate& c, double target_tokens,
-              search::Estimate& e) {
+              const std::optional<ConvergenceTable>& convergence, search::Estimate& e) {
   e.valid = true;
+  if (convergence) steps_to_target_loss(s, *convergence, e);
   e.usd_per_s = search::usd_per_s(s.cluster, c.world_size());
   e.iterations_to_train = iterations_to_train(strategy, s, target_tokens);
   if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) {
@@ -69,7 +92,8 @@ search::Estimate SimulationEvaluator::estimate_one(const search::Candidate& c) c
   const std::unique_ptr<Strategy> strategy = build(s, e);
   if (!strategy) return e;
   const search::AnalyticEstimate a = search::estimate_strategy(*strategy, s.cluster, simulated_compute_s);
-  describe(*strategy, s, c, target_tokens(), e);
+  describe(*strategy, s, c, target_tokens(), convergence_, e);
+  if (!e.valid) return e;
   e.peak_memory_bytes = a.peak_memory_bytes;
   e.memory_fraction = a.memory_fraction;
   e.iteration_time_s = a.iteration_time_s;
@@ -104,7 +128,8 @@ search::Estimate SimulationEvaluator::sketch_one(const search::Candidate& c) con
   if (*std::min_element(micro_batches.begin(), micro_batches.end()) < k1 ||
       *std::max_element(micro_batches.begin(), micro_batches.end()) <= k2)
     return estimate_one(c);  // short already: the full trace costs no more
-  describe(*strategy, s, c, target_tokens(), e);
+  describe(*strategy, s, c, target_tokens(), convergence_, e);
+  if (!e.valid) return e;
   const search::Candidate twin = sketch_twin(c, e.layers_per_stage);
   auto traced = twin_traces_.find(twin);
   if (traced == twin_traces_.end()) {
@@ -223,6 +248,12 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
     e.checkpoint_interval_s = g.interval_s;
     const double iterations = iterations_to_train(*strategy, s, reliability_->target_tokens);
     e.time_to_train_s = g.goodput > 0 ? iterations * e.iteration_time_s / g.goodput : 0;
+  }
+  if (convergence_) {
+    search::Estimate steps;
+    steps_to_target_loss(s, *convergence_, steps);
+    e.steps_to_target_loss = steps.steps_to_target_loss;
+    e.time_to_target_loss_s = steps.steps_to_target_loss * e.iteration_time_s;
   }
   return e;
 }

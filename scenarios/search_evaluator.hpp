@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "scenarios/convergence_table.hpp"
 #include "scenarios/reliability_spec.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/prediction.hpp"
@@ -26,9 +27,13 @@ class SimulationEvaluator final : public search::Evaluator {
  public:
   // `on_simulated` is called in this process as each simulation finishes (progress). With
   // `reliability`, each evaluation also carries the candidate's expected goodput and time to
-  // train the target (search::Objective::time_to_train).
+  // train the target (search::Objective::time_to_train). With `convergence`, each estimate carries
+  // the steps its strategy measured to the target loss (a strategy the file did not measure, or
+  // one that never reached the target, is invalid, saying so) and each evaluation the time to it
+  // (search::Objective::time_to_target_loss).
   SimulationEvaluator(Scenario base, int workers, std::function<void()> on_simulated = {},
-                      std::optional<ReliabilitySpec> reliability = std::nullopt);
+                      std::optional<ReliabilitySpec> reliability = std::nullopt,
+                      std::optional<ConvergenceTable> convergence = std::nullopt);
 
   std::vector<search::Estimate> estimate(const std::vector<search::Candidate>& candidates) override;
   // A pipeline of many micro-batches: its sketch twin (below) is traced with 2 and 3 micro-batches
@@ -54,6 +59,7 @@ class SimulationEvaluator final : public search::Evaluator {
   int workers_;
   std::function<void()> on_simulated_;
   std::optional<ReliabilitySpec> reliability_;
+  std::optional<ConvergenceTable> convergence_;
   // Short traces of each sketch twin met so far (at 2 and 3 micro-batches per replica).
   mutable std::map<search::Candidate, std::array<search::AnalyticEstimate, 2>> twin_traces_;
 };

@@ -1,12 +1,16 @@
 #include "scenarios/search_spec.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
+#include "common/input_file.hpp"
 #include "common/yaml_reader.hpp"
 #include "platforms/cluster_selection.hpp"
 
 namespace tandem {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -145,6 +149,39 @@ bool all_priced(const SearchScenario& spec) {
   return true;
 }
 
+namespace {
+
+// `convergence` and `target_loss`: read with the time_to_target_loss objective, required with it,
+// refused with another objective written in the file (a file that would not be used), ignored when
+// the command line's --objective replaced the file's.
+void read_convergence(const std::optional<YamlNode>& section, search::Objective objective,
+                      const std::optional<YamlNode>& objective_node, bool from_command_line, SearchScenario& out) {
+  const std::optional<YamlNode> file = section ? section->get("convergence") : std::nullopt;
+  const std::optional<YamlNode> target = section ? section->get("target_loss") : std::nullopt;
+  if (objective != search::Objective::time_to_target_loss) {
+    if (from_command_line) return;  // --objective replaced the file's: its convergence is not needed
+    if (file) file->fail("only the time_to_target_loss objective reads a convergence file");
+    if (target) target->fail("only the time_to_target_loss objective has a target loss");
+    return;
+  }
+  if (!file) {
+    const std::string why =
+        "time_to_target_loss needs `convergence:` in the search section, a measured loss-per-step file "
+        "(validation/convergence/measure.sh writes one)";
+    if (objective_node && !from_command_line) objective_node->fail(why);
+    throw InputError(out.base.file, 0, "search.convergence", why);
+  }
+  std::optional<double> target_loss;
+  if (target) target_loss = target->positive();
+  std::string path = file->as_string();
+  const std::string relative = (fs::path(out.base.file).parent_path() / path).string();
+  if (path_exists(relative)) path = fs::path(relative).lexically_normal().string();
+  if (!path_exists(path)) file->fail("no such file: " + file->as_string() + " (a relative path is read from the scenario's folder)");
+  out.convergence = load_convergence_table(path, target_loss);
+}
+
+}  // namespace
+
 SearchScenario load_search_scenario(const std::string& name_or_path, std::optional<search::Objective> objective) {
   SearchScenario out;
   out.base = load_scenario(name_or_path);
@@ -163,7 +200,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
                  "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8",
                  "expert_model_parallel_size", "local_sgd_group_size", "parameter_servers",
-                 "parameter_server_staleness"});
+                 "parameter_server_staleness", "convergence", "target_loss"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -247,6 +284,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     objective_node->fail("the cost objective needs price_per_hour_usd in every device profile of cluster '" +
                          out.base.cluster.name + "'");
   out.reliability = load_reliability_section(out.base);
+  read_convergence(section, settings.objective, objective_node, objective.has_value(), out);
   if (settings.objective == search::Objective::time_to_train && !(out.reliability && out.reliability->target_tokens > 0)) {
     const std::string why =
         "time_to_train needs a `reliability:` section with target_tokens (how the job fails, checkpoints and "

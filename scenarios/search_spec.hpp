@@ -27,8 +27,15 @@
 //                                                # refined: also explicit layer counts per stage,
 //                                                # one layer moved at a time (search.hpp, step 3)
 //     refine_evaluations: 16                     # refined: its simulations at most
-//     objective: time | cost | energy | time_to_train   # default time; time_to_train needs the
-//                                                # scenario's `reliability:` section (target_tokens)
+//     objective: time | cost | energy | time_to_train | time_to_target_loss
+//                                                # default time; time_to_train needs the
+//                                                # scenario's `reliability:` section (target_tokens);
+//                                                # time_to_target_loss needs `convergence`:
+//     convergence: ../validation/convergence/gpt-tiny-gpl3.json   # measured loss per strategy
+//                                                # (scenarios/convergence_table.hpp; relative to
+//                                                # this file); plans whose strategy it did not
+//                                                # measure are ruled out, saying so
+//     target_loss: 3.6                           # default: the file's
 //     top_k: 10
 //     memory_headroom: 0.1                       # keep 10% of every device's memory free
 //     algorithm: auto | exhaustive | guided
@@ -42,6 +49,7 @@
 #include <optional>
 #include <string>
 
+#include "scenarios/convergence_table.hpp"
 #include "scenarios/reliability_spec.hpp"
 #include "scenarios/scenario.hpp"
 #include "strategies/search/search.hpp"
@@ -56,6 +64,8 @@ struct SearchScenario {
   // The scenario's `reliability:` section, when it has one: what the time_to_train objective
   // weighs each plan's failures, checkpoints and restarts with.
   std::optional<ReliabilitySpec> reliability;
+  // The `convergence` file the time_to_target_loss objective weighs each plan's steps by.
+  std::optional<ConvergenceTable> convergence;
 };
 
 // Whether every device the space may use has a price (the cost objective needs one).

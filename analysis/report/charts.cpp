@@ -88,26 +88,65 @@ std::string stacked_bar_chart(const std::string& title, const std::vector<std::s
   return bar_chart(title, categories, rows, format, true);
 }
 
+namespace {
+
+// The frame of an x-y plot over [0, x_max] x [0, y_max]: title, both axes with ticks, grid lines
+// and titles; the scales map values into it.
+struct XyFrame {
+  LinearScale x, y;
+};
+
+constexpr double kXyHeight = 380, kXyLeft = 90, kXyRight = 40;
+
+XyFrame xy_frame(Svg& svg, const std::string& title, const std::string& x_title, const std::string& y_title,
+                 double x_max, double y_max, const ValueFormat& x_format, const ValueFormat& y_format) {
+  const double plot_bottom = kXyHeight - kAxisPx - 18;
+  svg.text(4, 16, title, "start", 13);
+  const std::vector<double> x_ticks = nice_ticks(x_max), y_ticks = nice_ticks(y_max);
+  const XyFrame f{{x_ticks.back(), kXyLeft, kWidthPx - kXyRight}, {y_ticks.back(), plot_bottom, kTitlePx + 20}};
+  value_axis(svg, f.x, x_ticks, kTitlePx + 20, plot_bottom, x_format);
+  for (double t : y_ticks) {
+    svg.line(kXyLeft, f.y(t), kWidthPx - kXyRight, f.y(t), "#eee");
+    svg.text(kXyLeft - 6, f.y(t) + 3, y_format(t), "end", 10, "#555");
+  }
+  svg.line(kXyLeft, kTitlePx + 20, kXyLeft, plot_bottom, "#888");
+  svg.text((kXyLeft + kWidthPx - kXyRight) / 2, kXyHeight - 6, x_title, "middle", 11);
+  svg.text(kXyLeft, kTitlePx + 8, y_title, "start", 11);
+  return f;
+}
+
+}  // namespace
+
+std::string line_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
+                       const std::vector<LineSeries>& series, std::optional<double> y_mark,
+                       const ValueFormat& x_format, const ValueFormat& y_format) {
+  Svg svg(kWidthPx, kXyHeight, title);
+  double x_max = 0, y_max = y_mark.value_or(0);
+  for (const auto& s : series)
+    for (const auto& [px, py] : s.points) x_max = std::max(x_max, px), y_max = std::max(y_max, py);
+  const XyFrame f = xy_frame(svg, title, x_title, y_title, x_max, y_max, x_format, y_format);
+  if (y_mark) {
+    svg.line(f.x(0), f.y(*y_mark), f.x(f.x.domain_max), f.y(*y_mark), "#c33", 1, /*dashed=*/true);
+    svg.text(f.x(f.x.domain_max) - 4, f.y(*y_mark) - 4, y_format(*y_mark), "end", 10, "#c33");
+  }
+  for (const auto& s : series) {
+    std::vector<std::pair<double, double>> pixels;
+    for (const auto& [px, py] : s.points) pixels.push_back({f.x(px), f.y(py)});
+    if (pixels.size() > 1) svg.polyline(pixels, palette_colour(s.colour));
+    if (!pixels.empty()) svg.circle(pixels.back().first, pixels.back().second, 3.5, palette_colour(s.colour), s.name);
+  }
+  return svg.str();
+}
+
 std::string scatter_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
                           const std::vector<ScatterPoint>& points, const ValueFormat& x_format,
                           const ValueFormat& y_format) {
-  constexpr double kHeight = 380, kLeft = 90, kRight = 40;
-  const double plot_bottom = kHeight - kAxisPx - 18;
-  Svg svg(kWidthPx, kHeight, title);
-  svg.text(4, 16, title, "start", 13);
+  Svg svg(kWidthPx, kXyHeight, title);
   double x_max = 0, y_max = 0;
   for (const auto& p : points) x_max = std::max(x_max, p.x), y_max = std::max(y_max, p.y);
-  const std::vector<double> x_ticks = nice_ticks(x_max), y_ticks = nice_ticks(y_max);
-  const LinearScale x{x_ticks.back(), kLeft, kWidthPx - kRight};
-  const LinearScale y{y_ticks.back(), plot_bottom, kTitlePx + 20};
-  value_axis(svg, x, x_ticks, kTitlePx + 20, plot_bottom, x_format);
-  for (double t : y_ticks) {
-    svg.line(kLeft, y(t), kWidthPx - kRight, y(t), "#eee");
-    svg.text(kLeft - 6, y(t) + 3, y_format(t), "end", 10, "#555");
-  }
-  svg.line(kLeft, kTitlePx + 20, kLeft, plot_bottom, "#888");
-  svg.text((kLeft + kWidthPx - kRight) / 2, kHeight - 6, x_title, "middle", 11);
-  svg.text(kLeft, kTitlePx + 8, y_title, "start", 11);
+  const XyFrame frame = xy_frame(svg, title, x_title, y_title, x_max, y_max, x_format, y_format);
+  const LinearScale& x = frame.x;
+  const LinearScale& y = frame.y;
   std::vector<std::pair<double, double>> front;
   for (const auto& p : points)
     if (p.highlighted) front.push_back({x(p.x), y(p.y)});

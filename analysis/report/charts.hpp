@@ -3,7 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tandem::report {
@@ -34,6 +36,18 @@ struct ScatterPoint {
 std::string scatter_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
                           const std::vector<ScatterPoint>& points, const ValueFormat& x_format,
                           const ValueFormat& y_format);
+
+// Lines over [0, x] x [0, y], one per series in its palette colour (legend_html names them), the
+// last point of each marked (its tooltip the series' name); `y_mark`: a dashed horizontal line
+// (a target).
+struct LineSeries {
+  std::string name;
+  int colour = 0;
+  std::vector<std::pair<double, double>> points;
+};
+std::string line_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
+                       const std::vector<LineSeries>& series, std::optional<double> y_mark,
+                       const ValueFormat& x_format, const ValueFormat& y_format);
 
 // An HTML legend (not a plot): coloured swatches and names.
 std::string legend_html(const std::vector<std::pair<std::string, int>>& entries);

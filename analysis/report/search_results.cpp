@@ -1,6 +1,7 @@
 #include "analysis/report/search_results.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/json_file.hpp"
 #include "common/input_error.hpp"
@@ -19,6 +20,8 @@ SearchResults read_search_json(const std::string& path) {
   s.file = path;
   s.scenario = doc.optional_string("scenario");
   s.objective = doc.optional_string("objective", "time");
+  s.objective_basis = doc.optional_string("objective_basis");
+  s.target_loss = doc.optional_number("target_loss");
   bool any_pareto = false;
   for (std::size_t i = 0; i < doc.array("candidates").size(); ++i) {
     const JsonFields c = doc.element("candidates", i);
@@ -42,6 +45,14 @@ SearchResults read_search_json(const std::string& path) {
     if (candidate.goodput && !(*candidate.goodput > 0 && *candidate.goodput <= 1)) c.fail("goodput", "must be in (0, 1]");
     candidate.time_to_train_s = c.optional_number("time_to_train_s");
     if (candidate.time_to_train_s && *candidate.time_to_train_s < 0) c.fail("time_to_train_s", "must not be negative");
+    if (c.has("loss_per_step")) {
+      const nlohmann::json& losses = c.array("loss_per_step");
+      for (std::size_t k = 0; k < losses.size(); ++k) {
+        if (!losses[k].is_number() || !(losses[k].get<double>() >= 0) || !std::isfinite(losses[k].get<double>()))
+          c.fail("loss_per_step", "step " + std::to_string(k + 1) + " is not a finite, non-negative number");
+        candidate.loss_per_step.push_back(losses[k].get<double>());
+      }
+    }
     const std::optional<bool> pareto = c.optional_boolean("pareto");
     any_pareto = any_pareto || pareto.has_value();
     candidate.pareto = pareto.value_or(false);

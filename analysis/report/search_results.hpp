@@ -24,6 +24,8 @@ struct SearchCandidate {
   // trains and the expected time to train the target tokens.
   std::optional<double> goodput;
   std::optional<Seconds> time_to_train_s;
+  // Search by time to a target loss: the loss per step its strategy measured (step 1 first).
+  std::vector<double> loss_per_step;
   bool pareto = false;
 };
 
@@ -39,6 +41,8 @@ struct SearchResults {
   std::string file;
   std::string scenario;
   std::string objective;
+  std::string objective_basis;        // what the objective rests on beyond the simulation, if said
+  std::optional<double> target_loss;  // time_to_target_loss: the target
   std::vector<SearchCandidate> candidates;  // ordered by rank
   bool pareto_given = false;  // false: the front was computed here (time and memory, both minimised)
   std::optional<HeterogeneityComparison> heterogeneity;

@@ -274,6 +274,33 @@ std::string memory_section(const ReportInputs& in) {
   return html_section("memory", "Memory per device", body);
 }
 
+// A search by time to a target loss: the measured loss per step of the best plans' strategies
+// against predicted wall time (step k at k x the plan's simulated step), the target dashed. Where
+// a curve crosses the target first is the ranking, drawn; the caption says what is measured and
+// what is simulated.
+std::string loss_against_time_chart(const SearchResults& s) {
+  constexpr int kMostLines = 6;
+  std::vector<LineSeries> series;
+  std::vector<std::pair<std::string, int>> legend;
+  for (const SearchCandidate& c : s.candidates) {
+    if (c.loss_per_step.empty() || static_cast<int>(series.size()) == kMostLines) continue;
+    LineSeries line{"#" + std::to_string(c.rank) + " " + c.strategy, static_cast<int>(series.size()), {}};
+    for (std::size_t k = 0; k < c.loss_per_step.size(); ++k)
+      line.points.push_back({static_cast<double>(k + 1) * c.iteration_time_s, c.loss_per_step[k]});
+    legend.push_back({line.name, line.colour});
+    series.push_back(std::move(line));
+  }
+  if (series.empty()) return "";
+  const std::string caption =
+      "Loss against predicted wall time, the " + std::to_string(series.size()) +
+      " best plans: each loss measured per step" + (s.objective_basis.empty() ? "" : " (" + s.objective_basis + ")") +
+      ", each step at the plan's simulated step time.";
+  return html_paragraph(caption) +
+         line_chart("Loss vs predicted wall time", "predicted wall time", "loss", series, s.target_loss, human_seconds,
+                    [](double v) { return printf_string("%.2f", v); }) +
+         legend_html(legend);
+}
+
 std::string search_section(const ReportInputs& in) {
   if (!in.search) return "";
   const SearchResults& s = *in.search;
@@ -306,6 +333,7 @@ std::string search_section(const ReportInputs& in) {
                                                : "Pareto front computed here (iteration time and peak memory, both minimised)."));
   body += scatter_chart("Iteration time vs peak memory (Pareto front highlighted)", "iteration time",
                         "peak memory per device", points, human_seconds, human_bytes);
+  body += loss_against_time_chart(s);
   std::vector<std::string> header{"rank", "strategy", "iteration", "tokens/s", "MFU", "peak memory", "fits",
                                   "compute / exposed comm / idle", "Pareto"};
   if (reliability) header.insert(header.end(), {"goodput", "time to train"});

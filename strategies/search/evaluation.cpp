@@ -15,7 +15,8 @@ nlohmann::json to_json(const Estimate& e) {
           {"even_batches", e.even_batches},
           {"even_layers", e.even_layers},
           {"layers_per_stage", e.layers_per_stage},
-          {"iterations_to_train", e.iterations_to_train}};
+          {"iterations_to_train", e.iterations_to_train},
+          {"steps_to_target_loss", e.steps_to_target_loss}};
 }
 
 Estimate estimate_from_json(const nlohmann::json& j) {
@@ -33,6 +34,7 @@ Estimate estimate_from_json(const nlohmann::json& j) {
   e.even_layers = j.at("even_layers").get<bool>();
   e.layers_per_stage = j.at("layers_per_stage").get<std::vector<int>>();
   e.iterations_to_train = j.at("iterations_to_train").get<double>();
+  e.steps_to_target_loss = j.at("steps_to_target_loss").get<double>();
   return e;
 }
 
@@ -55,7 +57,9 @@ nlohmann::json to_json(const Evaluation& e) {
           {"goodput", e.goodput},
           {"mtbf_s", e.mtbf_s},
           {"checkpoint_interval_s", e.checkpoint_interval_s},
-          {"time_to_train_s", e.time_to_train_s}};
+          {"time_to_train_s", e.time_to_train_s},
+          {"steps_to_target_loss", e.steps_to_target_loss},
+          {"time_to_target_loss_s", e.time_to_target_loss_s}};
 }
 
 Evaluation evaluation_from_json(const nlohmann::json& j) {
@@ -79,6 +83,8 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.mtbf_s = j.at("mtbf_s").get<double>();
   e.checkpoint_interval_s = j.at("checkpoint_interval_s").get<double>();
   e.time_to_train_s = j.at("time_to_train_s").get<double>();
+  e.steps_to_target_loss = j.at("steps_to_target_loss").get<double>();
+  e.time_to_target_loss_s = j.at("time_to_target_loss_s").get<double>();
   return e;
 }
 

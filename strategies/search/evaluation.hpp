@@ -34,6 +34,8 @@ struct Estimate {
   std::vector<int> layers_per_stage;
   // Iterations to the reliability target (target tokens / tokens per iteration); 0 without one.
   double iterations_to_train = 0;
+  // Steps to the target loss of the measured convergence file (time_to_target_loss); 0 without one.
+  double steps_to_target_loss = 0;
 };
 
 struct Evaluation {
@@ -61,6 +63,10 @@ struct Evaluation {
   Seconds mtbf_s = 0;
   Seconds checkpoint_interval_s = 0;
   Seconds time_to_train_s = 0;
+  // With a convergence file (time_to_target_loss), 0 without: the steps its strategy measured to
+  // the target loss, times the simulated step.
+  double steps_to_target_loss = 0;
+  Seconds time_to_target_loss_s = 0;
 
   double usd_per_iteration() const { return iteration_time_s * usd_per_s; }
 };

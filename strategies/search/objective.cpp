@@ -11,6 +11,7 @@ const char* to_string(Objective objective) {
     case Objective::cost: return "cost";
     case Objective::energy: return "energy";
     case Objective::time_to_train: return "time_to_train";
+    case Objective::time_to_target_loss: return "time_to_target_loss";
   }
   return "?";
 }
@@ -20,7 +21,9 @@ Objective parse_objective(const std::string& text) {
   if (text == "cost") return Objective::cost;
   if (text == "energy") return Objective::energy;
   if (text == "time_to_train") return Objective::time_to_train;
-  throw std::invalid_argument("unknown objective '" + text + "' (expected time, cost, energy or time_to_train)");
+  if (text == "time_to_target_loss") return Objective::time_to_target_loss;
+  throw std::invalid_argument("unknown objective '" + text +
+                              "' (expected time, cost, energy, time_to_train or time_to_target_loss)");
 }
 
 const char* unit_of(Objective objective) {
@@ -29,6 +32,7 @@ const char* unit_of(Objective objective) {
     case Objective::cost: return "USD";
     case Objective::energy: return "J";
     case Objective::time_to_train: return "s";
+    case Objective::time_to_target_loss: return "s";
   }
   return "";
 }
@@ -54,6 +58,8 @@ double objective_value(Objective objective, const Evaluation& e, const Constrain
     // 0 when the evaluator was given no reliability target: never a winner by accident.
     case Objective::time_to_train:
       return e.time_to_train_s > 0 ? e.time_to_train_s : std::numeric_limits<double>::infinity();
+    case Objective::time_to_target_loss:
+      return e.time_to_target_loss_s > 0 ? e.time_to_target_loss_s : std::numeric_limits<double>::infinity();
   }
   return std::numeric_limits<double>::infinity();
 }
@@ -65,6 +71,7 @@ double objective_lower_bound(Objective objective, const Estimate& e) {
     case Objective::energy: return e.energy_per_iteration_j;
     // Goodput is at most 1: the failure-free time to train bounds the expected one.
     case Objective::time_to_train: return e.iteration_time_s * e.iterations_to_train;
+    case Objective::time_to_target_loss: return e.iteration_time_s * e.steps_to_target_loss;
   }
   return 0;
 }

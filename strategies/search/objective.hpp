@@ -15,11 +15,14 @@ namespace tandem::search {
 // dollar, since the batch is fixed), from each device's price per hour; energy: joules per
 // iteration; time_to_train: expected wall seconds to train the scenario's reliability target
 // (reliability.target_tokens), failures, checkpoints and restarts included (Evaluation::goodput):
-// a plan on more devices fails more often and may lose what its speed gains.
-enum class Objective { time, cost, energy, time_to_train };
+// a plan on more devices fails more often and may lose what its speed gains;
+// time_to_target_loss: the steps the plan's strategy took to a target loss in a measured
+// convergence file (scenarios/convergence_table.hpp) times its simulated step: a compressed or
+// asynchronous plan's faster steps weighed against the extra steps it needs.
+enum class Objective { time, cost, energy, time_to_train, time_to_target_loss };
 const char* to_string(Objective objective);
 Objective parse_objective(const std::string& text);  // std::invalid_argument
-const char* unit_of(Objective objective);            // "s", "USD", "J", "s"
+const char* unit_of(Objective objective);            // "s", "USD", "J", "s", "s"
 
 // The price per second of ranks 0..world-1 (0 when a device has no price).
 double usd_per_s(const Cluster& cluster, int world);

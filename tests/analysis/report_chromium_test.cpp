@@ -210,6 +210,23 @@ TEST_F(ReportInChromium, HeterogeneousReportShowsEveryDeviceGroupInItsOwnColours
     EXPECT_NE(plan.find(words), std::string::npos) << words << " not in the plan section:\n" << plan;
 }
 
+TEST_F(ReportInChromium, TheLossAgainstTimePlotOfATargetLossSearchDrawsWithoutOverlappingText) {
+  ReportInputs in = analysis_test::full_report_inputs();
+  in.search->objective = "time_to_target_loss";
+  in.search->objective_basis = "steps measured on a small GPT";
+  in.search->target_loss = 3.6;
+  for (std::size_t c = 0; c < in.search->candidates.size(); ++c)
+    for (int step = 1; step <= 80; ++step)
+      in.search->candidates[c].loss_per_step.push_back(3 + 2.5 / (1 + 0.1 * step * (c + 1)));
+  const nlohmann::json layout = layout_of(in, "loss");
+  ASSERT_TRUE(layout.is_object());
+  EXPECT_TRUE(layout["overlaps"].empty()) << layout["overlaps"];
+  EXPECT_FALSE(layout["debug_text"].get<bool>());
+  const std::string dom = read_file(work_ / "loss.out");
+  EXPECT_NE(dom.find("aria-label=\"Loss vs predicted wall time\""), std::string::npos);
+  EXPECT_NE(dom.find("<polyline"), std::string::npos);
+}
+
 TEST_F(ReportInChromium, StaysLegibleAtFourThousandRanks) {
   const nlohmann::json layout = layout_of(analysis_test::heterogeneous_report_inputs(4096, false), "hetero4096");
   ASSERT_TRUE(layout.is_object());

@@ -134,6 +134,35 @@ TEST_F(ReportFilesTest, AGoodputAwareSearchShowsEachPlansGoodputAndTimeToTrain) 
   }
 }
 
+// A search by time to a target loss gives each plan's measured loss per step: the search section
+// plots loss against predicted wall time (step k at k x the plan's step), the target dashed; a
+// search without curves has no such plot; a loss that is not a number is an error at its field.
+TEST_F(ReportFilesTest, ASearchByTimeToTargetLossPlotsLossAgainstPredictedWallTime) {
+  const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "objective": "time_to_target_loss",
+      "objective_basis": "steps measured on a tiny model", "target_loss": 3.6, "candidates": [
+      {"rank": 1, "strategy": "local sgd", "iteration_time_s": 0.1, "loss_per_step": [5, 4, 3.5, 3.2, 3.1]},
+      {"rank": 2, "strategy": "sync", "iteration_time_s": 0.2, "loss_per_step": [5, 3.9, 3.4, 3.1, 3.0]}]})");
+  ReportInputs inputs;
+  inputs.search = read_search_json(path);
+  ASSERT_EQ(inputs.search->candidates[1].loss_per_step.size(), 5u);
+  ASSERT_EQ(inputs.search->target_loss, 3.6);
+  const std::string html = render_report_html(inputs);
+  EXPECT_EQ(plots_per_section(html)["search"], 2);  // the Pareto scatter and the loss plot
+  EXPECT_NE(html.find("aria-label=\"Loss vs predicted wall time\""), std::string::npos);
+  EXPECT_NE(html.find("steps measured on a tiny model"), std::string::npos);
+  EXPECT_NE(html.find(">3.60<"), std::string::npos);  // the target's mark
+  EXPECT_NE(html.find("#2 sync"), std::string::npos);  // the legend
+  ReportInputs without = analysis_test::full_report_inputs();
+  EXPECT_EQ(render_report_html(without).find("Loss vs predicted wall time"), std::string::npos);
+  try {
+    read_search_json(write_text("l.json", R"({"schema": "tandem-search/1", "candidates": [
+        {"strategy": "a", "iteration_time_s": 1, "loss_per_step": [3, null]}]})"));
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "candidates[0].loss_per_step");
+  }
+}
+
 TEST_F(ReportFilesTest, AMalformedSearchFileNamesTheField) {
   const std::string path = write_text("s.json", R"({"schema": "tandem-search/1", "candidates": [
       {"strategy": "a", "iteration_time_s": 1}, {"strategy": "b", "iteration_time_s": "fast"}]})");

@@ -54,7 +54,8 @@ void read_resealed_checkpoint(const std::string& path) {
 
 const Reader kReaders[] = {{"scenario", fuzz::read_scenario}, {"search", fuzz::read_search},
                            {"cluster", fuzz::read_cluster},   {"device", fuzz::read_device},
-                           {"trace", fuzz::read_trace},       {"checkpoint", read_resealed_checkpoint}};
+                           {"trace", fuzz::read_trace},       {"checkpoint", read_resealed_checkpoint},
+                           {"convergence", fuzz::read_convergence}};
 
 TEST(FuzzRegression, EveryInputOnceFoundIsRefusedCleanly) {
   int replayed = 0;
