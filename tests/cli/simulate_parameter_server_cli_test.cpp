@@ -45,6 +45,27 @@ TEST(SimulateParameterServerCli, ServersSumWhatTheWorkersPushAndMoreServersShare
   EXPECT_LT(iteration_s(reduce), iteration_s(eight) / 4);
 }
 
+TEST(SimulateParameterServerCli, ServersOnCpuHostsAreBoundByTheirLinksAsGpuServersAreAtLessCost) {
+  // The same 8 workers and 8 servers, the servers on the H100s of the next node or on 8 CPU hosts
+  // of one 100 GbE port each (the ranks after the workers: the cluster's CPU group).
+  const cli_test::CliRun gpu = cli_test::run_tandem("simulate gpt2-1.5b-ps-ethernet --json -");
+  const cli_test::CliRun cpu = cli_test::run_tandem("simulate gpt2-1.5b-ps-cpu-hosts --json -");
+  ASSERT_EQ(gpu.status, 0) << gpu.err;
+  ASSERT_EQ(cpu.status, 0) << cpu.err;
+  const nlohmann::json on_cpu = nlohmann::json::parse(cpu.out), on_gpu = nlohmann::json::parse(gpu.out);
+  // The servers' sums sit in the CPU hosts' memory; the workers' state on the H100s.
+  bool cpu_holds_sums = false;
+  for (const auto& group : on_cpu["memory"])
+    if (group["device"] == "CPU-Socket-32C") cpu_holds_sums = group["at_peak_bytes"]["comm_buffers"].get<double>() > 0;
+  EXPECT_TRUE(cpu_holds_sums) << on_cpu["memory"].dump();
+  // The links bound the step (each server's 1/8 of 8 workers' 3.1 GB in and out at 12.5 GB/s):
+  // the hosts' cores sum at 200 GB/s of memory bandwidth, well inside it.
+  const double links_s = 2 * 8 * 2 * 1.56e9 / 8 / 12.5e9;
+  EXPECT_GT(iteration_s(cpu), links_s);
+  EXPECT_NEAR(iteration_s(cpu) / iteration_s(gpu), 1.0, 0.1);
+  EXPECT_LT(on_cpu["usd_per_iteration"].get<double>(), 0.8 * on_gpu["usd_per_iteration"].get<double>());
+}
+
 TEST(SimulateParameterServerCli, AStaleUpdateHidesThePullBehindTheNextStep) {
   // Synchronously a step pushes (during backward) and then pulls (after it): the servers' ingress
   // and then their egress. With staleness 1 a step pulls the previous step's sums while it pushes
