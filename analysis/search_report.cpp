@@ -61,6 +61,9 @@ std::string row(const search::Scored& s) {
                               (e.mtbf_s > 0 ? ", an interruption every " + format_duration(e.mtbf_s) : ", nothing fails") +
                               (e.checkpoint_interval_s > 0 ? ", a checkpoint every " + format_duration(e.checkpoint_interval_s)
                                                            : std::string()) +
+                              (e.episode_throughput < 1 ? ", " + fmt("%.1f%%", 100 * (1 - e.episode_throughput)) +
+                                                              " of the speed lost to slowdown episodes"
+                                                        : std::string()) +
                               ", " + format_duration(e.time_to_train_s) + " to train"
                         : std::string()) +
          (e.steps_to_target_loss > 0 ? "\n     " + fmt("%.0f", e.steps_to_target_loss) + " steps to the target loss (measured), " +

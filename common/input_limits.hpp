@@ -83,6 +83,7 @@ inline constexpr CountRange kMoeTopk{1, 1 << 10};
 // load-balancing loss coefficient (Switch: 1e-2; Megatron's default 0).
 inline constexpr Range kMoeCapacityFactor{0, 1024, ""};
 inline constexpr Range kMoeAuxLossCoeff{0, 10, ""};
+inline constexpr Range kMoeLoadImbalance{0, 1024, ""};  // the busiest expert's load over the mean (0: floor)
 inline constexpr CountRange kMlpLayers{0, 1 << 12};
 // A whole model: 1e15 parameters (1000x a 1T model) keeps bytes of parameters, gradients and
 // optimizer state (16-20 bytes each) inside 64 bits with room.

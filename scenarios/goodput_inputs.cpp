@@ -96,6 +96,7 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
 ExpectedGoodput expected_goodput(const GoodputSetup& setup) {
   const sim::reliability::GoodputModel& m = setup.model;
   ExpectedGoodput e;
+  e.episode_throughput = m.episode_throughput();
   e.checkpoint_s = m.checkpoint.blocking_s;
   // Asynchronous: a failure also loses what trained while the last snapshot was still being
   // written (up to write_s more), counted with the restart.
@@ -103,12 +104,12 @@ ExpectedGoodput expected_goodput(const GoodputSetup& setup) {
   const double rate = m.total_failure_rate_per_s();
   if (!(rate > 0)) {  // nothing fails: no checkpoint is needed, every second trains
     e.interval_s = m.interval_s;
-    e.goodput = m.interval_s > 0 ? m.interval_s / (m.interval_s + e.checkpoint_s) : 1.0;
+    e.goodput = (m.interval_s > 0 ? m.interval_s / (m.interval_s + e.checkpoint_s) : 1.0) * e.episode_throughput;
     return e;
   }
   e.mtbf_s = 1 / rate;
   e.interval_s = m.interval_s > 0 ? m.interval_s : sim::reliability::daly_interval_s(e.checkpoint_s, e.mtbf_s);
-  e.goodput = sim::reliability::daly_goodput(e.interval_s, e.checkpoint_s, e.restart_s, e.mtbf_s);
+  e.goodput = sim::reliability::daly_goodput(e.interval_s, e.checkpoint_s, e.restart_s, e.mtbf_s) * e.episode_throughput;
   return e;
 }
 

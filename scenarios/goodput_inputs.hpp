@@ -37,13 +37,15 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
 // cost and its restart cost, at the scenario's checkpoint interval or, with `interval: auto`,
 // Daly's optimum. It restarts in place: waiting for spares or repairs and the shrink policy are
 // left to `tandem goodput`'s Monte Carlo, which agrees with it within 2% where its assumptions
-// hold (tests/sim/reliability/goodput_model_test.cpp).
+// hold (tests/sim/reliability/goodput_model_test.cpp). Transient stragglers' episodes
+// (model.slowdowns, re-balanced or not) scale it by GoodputModel::episode_throughput.
 struct ExpectedGoodput {
   double goodput = 1;
   Seconds mtbf_s = 0;        // 0: nothing fails
   Seconds interval_s = 0;    // of training between checkpoints (0: none needed)
   Seconds checkpoint_s = 0;  // blocking part of one checkpoint
   Seconds restart_s = 0;     // one restart (async: with the unfinished write's work)
+  double episode_throughput = 1;  // share of its speed the job keeps through slowdown episodes
 };
 ExpectedGoodput expected_goodput(const GoodputSetup& setup);
 

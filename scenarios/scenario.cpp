@@ -145,6 +145,8 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.read("moe_expert_capacity_factor", cfg.moe_expert_capacity_factor,
          [](const YamlNode& n) { return n.in(limits::kMoeCapacityFactor); });
   r.read("moe_aux_loss_coeff", cfg.moe_aux_loss_coeff, [](const YamlNode& n) { return n.in(limits::kMoeAuxLossCoeff); });
+  r.read("moe_router_load_imbalance", cfg.moe_router_load_imbalance,
+         [](const YamlNode& n) { return n.in(limits::kMoeLoadImbalance); });
   r.count("moe_shared_expert_intermediate_size", cfg.moe_shared_expert_intermediate_size, limits::kFfnHiddenSize);
   r.count("moe_first_dense_layers", cfg.moe_first_dense_layers, limits::kNumLayers);
   if (cfg.moe_first_dense_layers > cfg.num_layers)

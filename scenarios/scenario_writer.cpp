@@ -32,7 +32,8 @@ auto spelled(const TransformerConfig& t) {
   return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.kv_channels, t.ffn_size(),
                     t.vocab_size, t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn,
                     t.num_moe_experts, t.moe_router_topk, t.expert_ffn_size(), t.moe_expert_capacity_factor,
-                    t.moe_aux_loss_coeff, t.moe_shared_expert_intermediate_size, t.moe_first_dense_layers);
+                    t.moe_aux_loss_coeff, t.moe_shared_expert_intermediate_size, t.moe_first_dense_layers,
+                    t.moe_router_load_imbalance);
 }
 
 void emit_model(YAML::Emitter& y, const ModelSpec& m) {
@@ -80,6 +81,7 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
       field("moe_ffn_hidden_size", t.expert_ffn_size(), p.expert_ffn_size());
       field("moe_expert_capacity_factor", t.moe_expert_capacity_factor, p.moe_expert_capacity_factor);
       field("moe_aux_loss_coeff", t.moe_aux_loss_coeff, p.moe_aux_loss_coeff);
+      field("moe_router_load_imbalance", t.moe_router_load_imbalance, p.moe_router_load_imbalance);
       field("moe_shared_expert_intermediate_size", t.moe_shared_expert_intermediate_size,
             p.moe_shared_expert_intermediate_size);
       field("moe_first_dense_layers", t.moe_first_dense_layers, p.moe_first_dense_layers);

@@ -234,6 +234,16 @@ search::Evaluation evaluation_of(const sim::Prediction& p, const Cluster& cluste
 search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c) const {
   const Scenario s = scenario_for(base_, c);
   const std::unique_ptr<Strategy> strategy = make_strategy(s);
+  // Transient stragglers' episodes, for the goodput: each simulated in a child (before this
+  // process starts its engine), on the devices this plan uses (one it leaves idle slows nothing).
+  std::vector<sim::reliability::Slowdown> slowdowns;
+  if (reliability_) {
+    Scenario used = s;
+    std::erase_if(used.stragglers, [&](const StragglerSpec& st) {
+      return st.transient() && st.rank >= strategy->world_size();
+    });
+    slowdowns = transient_slowdowns(used, s.simulation, /*seed=*/1, reliability_->rebalance_after_s > 0);
+  }
   const sim::Prediction prediction = predict(s, *strategy);
   search::Evaluation e = evaluation_of(prediction, s.cluster);
   if (reliability_) {
@@ -241,8 +251,11 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
     // (its nodes' paths to storage), weighed in closed form: goodput_inputs.hpp.
     Bytes largest_snapshot = 0;
     for (const sim::GroupMemory& g : prediction.memory) largest_snapshot = std::max(largest_snapshot, snapshot_bytes(g.at_peak));
-    const ExpectedGoodput g = expected_goodput(
-        goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, largest_snapshot));
+    GoodputSetup setup = goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, largest_snapshot);
+    setup.model.slowdowns = std::move(slowdowns);
+    setup.model.rebalance_after_s = reliability_->rebalance_after_s;
+    const ExpectedGoodput g = expected_goodput(setup);
+    e.episode_throughput = g.episode_throughput;
     e.goodput = g.goodput;
     e.mtbf_s = g.mtbf_s;
     e.checkpoint_interval_s = g.interval_s;

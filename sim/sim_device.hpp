@@ -84,6 +84,8 @@ class SimDevice final : public Runtime, public PointToPoint {
   // Runtime
   int rank() const override { return rank_; }
   int world_size() const override { return static_cast<int>(context_.hosts.size()); }
+  // A cost model: dropless experts at their expected load (Runtime::dropless_expert_rows).
+  std::int64_t dropless_expert_rows(std::int64_t, std::int64_t expected_rows) const override { return expected_rows; }
   Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype,
                MemCategory category) override;
   void release(const Tensor& tensor) override;

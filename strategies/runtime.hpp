@@ -79,6 +79,18 @@ class Runtime {
   // ---- iteration boundaries (trace records carry the iteration number) ----
   virtual void begin_iteration(int iteration) = 0;
   virtual void end_iteration() = 0;
+
+  // ---- what a backend materialises ----
+  // Rows of each expert's buffer under dropless routing (a mixture-of-experts layer without a
+  // capacity factor), of `tokens` routed by this rank: a backend that executes holds every token
+  // an expert may receive (the default); a cost model (the simulator, the search's ledger, the
+  // layers' own measures) prices the busiest expert's expected load, `expected_rows`
+  // (TransformerConfig::expected_busiest_expert_rows), as a dropless dispatcher moves and computes
+  // only the tokens routed.
+  virtual std::int64_t dropless_expert_rows(std::int64_t tokens, std::int64_t expected_rows) const {
+    (void)expected_rows;
+    return tokens;
+  }
 };
 
 }  // namespace tandem

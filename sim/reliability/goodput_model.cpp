@@ -31,6 +31,21 @@ Seconds GoodputModel::effective_interval_s() const {
   return checkpoint.asynchronous ? std::max(interval_s, checkpoint.write_s) : interval_s;
 }
 
+double GoodputModel::episode_throughput() const {
+  double lost = 0;  // share of the time's work lost to episodes
+  for (const Slowdown& s : slowdowns) {
+    if (!(s.episodes_per_s > 0) || !(s.mean_s > 0)) continue;
+    const double m = s.mean_s, r = rebalance_after_s;
+    double per_episode = (1 - s.throughput) * m;
+    if (r > 0) {
+      const double past = std::exp(-r / m);  // P(L > R); E[min(L, R)] = m (1 - past), E[(L - R)+] = m past
+      per_episode = (1 - s.throughput) * m * (1 - past) + (1 - s.rebalanced) * m * past + (1 - s.after) * r * past;
+    }
+    lost += per_episode / (1 / s.episodes_per_s + m);
+  }
+  return std::max(0.0, 1 - lost);
+}
+
 double GoodputModel::total_failure_rate_per_s() const {
   double total = 0;
   for (const FailureStream& f : failures) total += f.rate_per_s;

@@ -78,6 +78,12 @@ struct GoodputModel {
 
   Seconds effective_interval_s() const;
   double total_failure_rate_per_s() const;
+  // The share of its speed the job keeps through the slowdowns' episodes, in closed form (what
+  // run_trial plays): an episode of mean length m, its gaps of mean 1 / episodes_per_s, costs
+  // (1 - throughput) of its length; re-balanced after R, (1 - throughput) of its first min(L, R),
+  // (1 - rebalanced) of the rest, and, when it lasted past R, (1 - after) of the R after it
+  // (expectations over the exponential length L). Rare episodes: their costs add.
+  double episode_throughput() const;
 };
 
 // Where the wall-clock time of one trial went. The parts sum to the trial's duration.

@@ -12,6 +12,8 @@ class CountingRuntime final : public Runtime {
  public:
   int rank() const override { return 0; }
   int world_size() const override { return 1; }
+  // A cost model: dropless experts at their expected load (Runtime::dropless_expert_rows).
+  std::int64_t dropless_expert_rows(std::int64_t, std::int64_t expected_rows) const override { return expected_rows; }
   Tensor alloc(std::string_view, std::vector<std::int64_t> shape, DType dtype,
                MemCategory category) override {
     Tensor t;

@@ -56,8 +56,9 @@ TransformerConfig llama(std::string name, std::int64_t layers, std::int64_t hidd
 
 // Mixtral (Jiang et al. 2024, arXiv 2401.04088, Table 1, and the released config.json): a
 // Mistral-style Llama block whose MLP is `experts` SwiGLU experts, top-2 routing, dropless (as
-// MegaBlocks trains it): capacity factor 0 here, so a simulation pays full buffers unless a
-// scenario sets moe_expert_capacity_factor.
+// MegaBlocks trains it): capacity factor 0 here, priced by the simulator at the busiest expert's
+// expected load (TransformerConfig::expected_busiest_expert_rows) unless a scenario sets
+// moe_expert_capacity_factor.
 TransformerConfig mixtral(std::string name, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
                           std::int64_t ffn, std::int64_t vocab, std::int64_t experts) {
   TransformerConfig c = llama(std::move(name), layers, hidden, heads, 8, ffn, vocab, 32768);

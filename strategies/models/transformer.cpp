@@ -596,6 +596,14 @@ class TransformerBlock final : public LayerBase {
     }
   }
 
+  // Rows each expert's buffer holds for this rank's tokens on `rt`: the capacity, or dropless what
+  // the backend materialises (every token when it executes, the expected load when it prices).
+  I64 capacity_on(const Runtime& rt) const {
+    const I64 tokens = x_.b * x_.s;
+    if (cfg_.moe_expert_capacity_factor > 0) return cfg_.expert_capacity(tokens);
+    return rt.dropless_expert_rows(tokens, cfg_.expected_busiest_expert_rows(tokens));
+  }
+
   std::int64_t parameter_count() const override { return block_parameter_count(cfg_, index_); }
   std::int64_t local_parameter_count() const override {
     const I64 n = norm_params(cfg_);
@@ -1020,6 +1028,7 @@ class TransformerBlock final : public LayerBase {
   // batched, and the weighted combination back in token order.
   Tensor moe_forward(Emitter& em, int mb, Phase ph, std::string_view sf, const Tensor& ln2, bool keep_all) {
     Runtime& rt = em.rt();
+    capacity_ = capacity_on(rt);
     const DType dt = batch_.dtype;
     const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
     const I64 rows = ep_ * capacity_;
@@ -1079,6 +1088,7 @@ class TransformerBlock final : public LayerBase {
   // dropout, which the caller still owns): returns the gradient of its input ln2.
   Tensor moe_backward(Emitter& em, int mb, const Tensor& d_y, const Tensor& dy, WeightPass& weights) {
     Runtime& rt = em.rt();
+    capacity_ = capacity_on(rt);
     const Phase ph = Phase::backward;
     const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
     const I64 rows = ep_ * capacity_;
@@ -1453,8 +1463,35 @@ void validate(const TransformerConfig& cfg) {
   if (cfg.moe_first_dense_layers < 0 || cfg.moe_first_dense_layers > cfg.num_layers)
     fail("moe_first_dense_layers", "must be between 0 and num_layers");
   if (!(cfg.moe_expert_capacity_factor >= 0)) fail("moe_expert_capacity_factor", "must be >= 0 (0: dropless)");
+  if (!(cfg.moe_router_load_imbalance == 0 || cfg.moe_router_load_imbalance >= 1))
+    fail("moe_router_load_imbalance", "must be 0 (a balanced router's floor) or a max/mean load ratio >= 1");
   if (!(cfg.moe_aux_loss_coeff >= 0)) fail("moe_aux_loss_coeff", "must be >= 0");
   if (cfg.bias) fail("bias", "must be false with experts (num_moe_experts): experts and router have no biases");
+}
+
+namespace {
+// Blom's (1958) approximation of the expected largest of n standard normal draws,
+// Φ⁻¹((n - 0.375) / (n + 0.25)); Φ⁻¹ by bisection on erfc (exact to 1e-9).
+double expected_largest_normal(std::int64_t n) {
+  if (n <= 1) return 0;
+  const double p = (static_cast<double>(n) - 0.375) / (static_cast<double>(n) + 0.25);
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 80; ++i) {
+    const double mid = (lo + hi) / 2;
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+}  // namespace
+
+std::int64_t TransformerConfig::expected_busiest_expert_rows(std::int64_t tokens) const {
+  const double E = static_cast<double>(num_moe_experts), T = static_cast<double>(tokens);
+  const double share = std::min(1.0, static_cast<double>(moe_router_topk) / E);  // P(a token picks an expert)
+  const double mean = T * share;
+  const double rows = moe_router_load_imbalance > 0
+                          ? moe_router_load_imbalance * mean
+                          : mean + expected_largest_normal(num_moe_experts) * std::sqrt(T * share * (1 - share));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(rows - 1e-9)), 1, tokens);
 }
 
 std::int64_t TransformerConfig::expert_capacity(std::int64_t tokens) const {
@@ -1613,7 +1650,9 @@ Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, s
     // Every expert's buffer of C places (whichever rank computes it): its input, fc1 output,
     // activation output and output; the routing (gates, expert ids, places, probabilities).
     const double E = d(cfg.num_moe_experts), k = d(cfg.moe_router_topk), fe = d(cfg.expert_ffn_size());
-    const double places = E * d(cfg.expert_capacity(b * s)), shared = d(cfg.moe_shared_expert_intermediate_size);
+    // (Dropless: at the busiest expert's expected load, as the cost models price it.)
+    const I64 rows = cfg.moe_expert_capacity_factor > 0 ? cfg.expert_capacity(b * s) : cfg.expected_busiest_expert_rows(b * s);
+    const double places = E * d(rows), shared = d(cfg.moe_shared_expert_intermediate_size);
     return bytes + e * places * (h + fe * m + fe + h) + full * k * (e + 8.0) + full * E * 4.0 +
            e * full * shared * (m + 1);  // the shared expert's fc1 output and activation
   }

@@ -90,6 +90,10 @@ struct TransformerConfig {
   std::int64_t moe_router_topk = 2;
   std::int64_t moe_ffn_hidden_size = 0;  // 0 means ffn_size()
   double moe_expert_capacity_factor = 0;
+  // Dropless routing as a cost model prices it (Runtime::dropless_expert_rows): the busiest
+  // expert's rows over its balanced share k·tokens/E. 0: the balanced router's statistical floor
+  // (expected_busiest_expert_rows); a measured max/mean load ratio otherwise.
+  double moe_router_load_imbalance = 0;
   double moe_aux_loss_coeff = 0;
   // A shared expert (DeepSeek's, Megatron-Core's --moe-shared-expert-intermediate-size): an MLP of
   // this width every token goes through beside its routed experts (0: none).
@@ -104,6 +108,11 @@ struct TransformerConfig {
   std::int64_t expert_ffn_size() const { return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_size(); }
   // Places per expert for `tokens` tokens (the buffers' C).
   std::int64_t expert_capacity(std::int64_t tokens) const;
+  // The busiest expert's expected rows when a rank routes `tokens` dropless: with
+  // moe_router_load_imbalance r > 0, ceil(r·k·tokens/E); else each expert's load as a balanced
+  // router's (a binomial of tokens draws at k/E: mean μ, deviation σ) at the expected maximum of E
+  // such loads, μ + z_E·σ (z_E: Blom's expected largest of E standard normals). In [1, tokens].
+  std::int64_t expected_busiest_expert_rows(std::int64_t tokens) const;
 
   std::int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;

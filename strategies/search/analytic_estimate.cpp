@@ -25,6 +25,8 @@ class LedgerRuntime final : public Runtime {
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
+  // A cost model: dropless experts at their expected load (Runtime::dropless_expert_rows).
+  std::int64_t dropless_expert_rows(std::int64_t, std::int64_t expected_rows) const override { return expected_rows; }
   Tensor alloc(std::string_view, std::vector<std::int64_t> shape, DType dtype, MemCategory category) override {
     Tensor t{next_id_++, std::move(shape), dtype};
     ledger_.allocate(t.id, t.bytes(), category);

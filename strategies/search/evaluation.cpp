@@ -58,6 +58,7 @@ nlohmann::json to_json(const Evaluation& e) {
           {"mtbf_s", e.mtbf_s},
           {"checkpoint_interval_s", e.checkpoint_interval_s},
           {"time_to_train_s", e.time_to_train_s},
+          {"episode_throughput", e.episode_throughput},
           {"steps_to_target_loss", e.steps_to_target_loss},
           {"time_to_target_loss_s", e.time_to_target_loss_s}};
 }
@@ -83,6 +84,7 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.mtbf_s = j.at("mtbf_s").get<double>();
   e.checkpoint_interval_s = j.at("checkpoint_interval_s").get<double>();
   e.time_to_train_s = j.at("time_to_train_s").get<double>();
+  e.episode_throughput = j.at("episode_throughput").get<double>();
   e.steps_to_target_loss = j.at("steps_to_target_loss").get<double>();
   e.time_to_target_loss_s = j.at("time_to_target_loss_s").get<double>();
   return e;

@@ -63,6 +63,7 @@ struct Evaluation {
   Seconds mtbf_s = 0;
   Seconds checkpoint_interval_s = 0;
   Seconds time_to_train_s = 0;
+  double episode_throughput = 1;  // share of its speed kept through transient stragglers' episodes
   // With a convergence file (time_to_target_loss), 0 without: the steps its strategy measured to
   // the target loss, times the simulated step.
   double steps_to_target_loss = 0;

@@ -35,8 +35,8 @@ std::string mixtral_with(const std::string& strategy_lines, const std::string& m
          "  type: hybrid\n" + strategy_lines;
 }
 
-cli_test::CliRun simulate(const std::string& name, const std::string& text) {
-  return cli_test::run_tandem("simulate " + cli_test::write_in_fresh_dir("tandem-moe-bad", name, "moe-bad.yaml", text));
+cli_test::CliRun simulate(const std::string& name, const std::string& text, const std::string& args = "") {
+  return cli_test::run_tandem("simulate " + cli_test::write_in_fresh_dir("tandem-moe-bad", name, "moe-bad.yaml", text) + args);
 }
 
 void expect_field_error(const cli_test::CliRun& run, const std::string& field, const std::string& words) {
@@ -61,17 +61,28 @@ TEST(SearchExpertParallelCli, BadExpertSettingsAreInputErrorsAtTheirField) {
                      "model.moe_router_topk", "exceeds num_moe_experts");
 }
 
-TEST(SearchExpertParallelCli, DroplessRoutingIsPricedAtFullBuffersAndSaysSo) {
-  // Mixtral (8 experts, top-2) without a capacity factor: every expert's buffer holds all tokens,
-  // 4x a balanced run's expert work; the output says so, and not once a capacity is set.
+TEST(SearchExpertParallelCli, DroplessRoutingIsPricedAtTheBusiestExpertsLoadAndSaysSo) {
+  // Mixtral (8 experts, top-2) without a capacity factor: a dropless dispatcher moves and computes
+  // the tokens routed, so the simulator prices each expert at the busiest one's expected load, a
+  // balanced router's statistical floor (1,064 of 4,096 tokens, 1.039x the balanced 1,024), and
+  // says so; with a measured imbalance of 1.25 it prices exactly what a capacity factor of 1.25
+  // pads to. A capacity factor is no estimate: no caveat.
   const std::string plan = "  pipeline_model_parallel_size: 8\n  data_parallel_size: 8\n  expert_model_parallel_size: 8\n";
-  const cli_test::CliRun dropless = simulate("dropless", mixtral_with(plan) + "");
+  const cli_test::CliRun dropless = simulate("dropless", mixtral_with(plan) + "", " --json -");
   ASSERT_EQ(dropless.status, 0) << dropless.err;
-  EXPECT_NE(dropless.out.find("caveat      dropless routing"), std::string::npos) << dropless.out;
-  EXPECT_NE(dropless.out.find("4x a balanced run's expert work"), std::string::npos) << dropless.out;
-  const cli_test::CliRun capped = simulate("capped", mixtral_with(plan, "  moe_expert_capacity_factor: 1.25\n"));
+  const nlohmann::json floor = nlohmann::json::parse(dropless.out);
+  ASSERT_EQ(floor["caveats"].size(), 1u) << floor["caveats"];
+  EXPECT_NE(floor["caveats"][0].get<std::string>().find("1064 of a micro-batch's 4096 tokens per expert (1.039x"),
+            std::string::npos) << floor["caveats"];
+  const cli_test::CliRun measured =
+      simulate("measured", mixtral_with(plan, "  moe_router_load_imbalance: 1.25\n"), " --json -");
+  const cli_test::CliRun capped = simulate("capped", mixtral_with(plan, "  moe_expert_capacity_factor: 1.25\n"), " --json -");
+  ASSERT_EQ(measured.status, 0) << measured.err;
   ASSERT_EQ(capped.status, 0) << capped.err;
-  EXPECT_EQ(capped.out.find("caveat"), std::string::npos) << capped.out;
+  const nlohmann::json at_measured = nlohmann::json::parse(measured.out), at_capacity = nlohmann::json::parse(capped.out);
+  EXPECT_TRUE(at_capacity["caveats"].empty()) << at_capacity["caveats"];
+  EXPECT_DOUBLE_EQ(at_measured["iteration_time_s"].get<double>(), at_capacity["iteration_time_s"].get<double>());
+  EXPECT_LT(floor["iteration_time_s"].get<double>(), at_capacity["iteration_time_s"].get<double>());
 }
 
 TEST(SearchExpertParallelCli, TheBundledMixtralPlanSimulatesAndFits) {

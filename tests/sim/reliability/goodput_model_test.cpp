@@ -229,5 +229,26 @@ TEST(GoodputModel, ReBalancingAnEpisodeWinsBackMostOfWhatItTakes) {
   EXPECT_NEAR(late.slowed_s / never.slowed_s, 1.0, 0.05);
 }
 
+
+// The closed form the goodput-aware search uses (GoodputModel::episode_throughput) against the
+// trial that plays the episodes: two stragglers, with and without re-balancing.
+TEST(GoodputModel, TheClosedFormOfEpisodesAgreesWithTheTrialsThatPlayThem) {
+  GoodputModel m = poisson_model(kHour, 1, 0);
+  m.failures.clear();
+  m.interval_s = 1e12;  // no checkpoints: every second not slowed is useful
+  m.slowdowns = {{"a", 1 / (10 * kHour), kHour, 0.5, 0.9, 0.95}, {"b", 1 / (30 * kHour), 3 * kHour, 0.7, 0.95, 0.98}};
+  const Seconds horizon = 40'000 * kHour;
+  for (Seconds rebalance : {0.0, 600.0}) {
+    m.rebalance_after_s = rebalance;
+    const GoodputTally t = run_trial(m, horizon, 7);
+    EXPECT_NEAR(1 - t.slowed_s / horizon, m.episode_throughput(), 0.005) << "re-balanced after " << rebalance << " s";
+  }
+  const double rebalanced = m.episode_throughput();
+  m.rebalance_after_s = 0;
+  EXPECT_GT(rebalanced, m.episode_throughput());
+  m.slowdowns.clear();
+  EXPECT_EQ(m.episode_throughput(), 1);
+}
+
 }  // namespace
 }  // namespace tandem::sim::reliability

@@ -82,6 +82,30 @@ TEST(MoeTransformer, ABlockIssuesTheFlopsItsActiveParametersImply) {
   EXPECT_LT(layers[1]->forward_flops(), 1.05 * (experts + router + attention_gemms) + 4.0 * tokens * s * h);
 }
 
+// Dropless routing as a cost model prices it: the busiest of E experts' expected load under a
+// balanced router (binomial loads at k/E, their expected maximum by Blom's approximation), or a
+// measured max/mean ratio; a backend that executes holds every token (Runtime's default).
+TEST(MoeTransformer, DroplessExpertsArePricedAtTheBusiestExpertsExpectedLoad) {
+  TransformerConfig c = transformer_preset("mixtral-8x7b");  // 8 experts, top-2
+  // μ = 4096 x 2/8 = 1024, σ = sqrt(4096 x 0.25 x 0.75) = 27.7, z_8 = 1.424: 1063.4.
+  EXPECT_EQ(c.expected_busiest_expert_rows(4096), 1064);
+  EXPECT_EQ(c.expected_busiest_expert_rows(1), 1);
+  c.moe_router_load_imbalance = 1.25;
+  EXPECT_EQ(c.expected_busiest_expert_rows(4096), 1280);
+  c.moe_expert_capacity_factor = 1.25;
+  EXPECT_EQ(c.expert_capacity(4096), 1280);  // the same rows a capacity factor pads to
+  c.moe_router_load_imbalance = 100;
+  EXPECT_EQ(c.expected_busiest_expert_rows(4096), 4096);  // never past every token
+  // The layer's own measures price it (its FLOPs between the balanced share's and full buffers').
+  TransformerConfig dropless = transformer_preset("mixtral-8x7b");
+  TransformerConfig balanced = dropless;
+  balanced.moe_expert_capacity_factor = 1.0;
+  const auto at_load = TransformerModel(dropless).build_layers(shape(1, 4096), ParallelContext{});
+  const auto at_share = TransformerModel(balanced).build_layers(shape(1, 4096), ParallelContext{});
+  EXPECT_GT(at_load[1]->forward_flops(), at_share[1]->forward_flops());
+  EXPECT_LT(at_load[1]->forward_flops(), 1.05 * at_share[1]->forward_flops());
+}
+
 TEST(MoeTransformer, SavedActivationsMatchTheBreakdown) {
   for (double capacity : {0.0, 1.25})
     for (Recompute rc : {Recompute::none, Recompute::full}) {
