@@ -280,6 +280,15 @@ int run_run(const RunCommandOptions& o) {
                   result.ranks[r].compute_s / steps, result.ranks[r].peak_memory_bytes / (1024.0 * 1024.0));
     std::cout << line;
   }
+  if (result.router_load.routings > 0) {
+    char router[320];
+    std::snprintf(router, sizeof router,
+                  "router load the busiest expert %.3fx the mean, on average over %lld routings (largest %.3fx): "
+                  "model.moe_router_load_imbalance prices dropless routing with it\n",
+                  result.router_load.mean_ratio(), static_cast<long long>(result.router_load.routings),
+                  result.router_load.ratio_max);
+    std::cout << router;
+  }
   if (!anomalies.empty()) std::cout << "anomalies\n" << anomalies;
   if (rebalanced) std::cout << rebalanced->report;
   if (summary.contains("not_injected"))

@@ -283,6 +283,7 @@ Handle CpuDevice::compute(ComputeOp op, const Issue& issue) {
     options.iteration = iteration_;
     options.hidden_dropout = s.hidden_dropout;
     options.attention_dropout = s.attention_dropout;
+    options.router_load = &router_load_;
     const kernels::cpu::TensorData data = [this, &op](const Tensor& t) {
       std::lock_guard<std::mutex> lock(mutex_);
       return storage_locked(t, op.label);

@@ -75,6 +75,7 @@
 #include "exec/cpu/data.hpp"
 #include "exec/cpu/global_state.hpp"
 #include "exec/cpu/shared_memory_collectives.hpp"
+#include "kernels/cpu/moe.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/runtime.hpp"
 
@@ -174,6 +175,8 @@ class CpuDevice final : public Runtime {
   double compute_s() const { return compute_s_; }
   double comm_busy_s() const { return comm_busy_s_; }
   std::size_t compute_ops() const { return compute_ops_; }
+  // The expert load of every forward routing this rank ran (mixture-of-experts models).
+  const kernels::cpu::RouterLoad& router_load() const { return router_load_; }
   std::size_t comm_ops() const { return comm_ops_; }
   // Live tensors of the given categories by name (e.g. parameters for equivalence tests and
   // checkpoints). Names must be unique among them.
@@ -308,6 +311,7 @@ class CpuDevice final : public Runtime {
   std::vector<LossRecord> losses_;
   double compute_s_ = 0, comm_busy_s_ = 0;
   std::size_t compute_ops_ = 0, comm_ops_ = 0;
+  kernels::cpu::RouterLoad router_load_;
 };
 
 }  // namespace tandem::exec::cpu

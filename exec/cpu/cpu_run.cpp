@@ -344,6 +344,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
     rs.compute_ops = d.compute_ops();
     rs.comm_ops = d.comm_ops();
     result.ranks.push_back(rs);
+    result.router_load.merge(d.router_load());
     if (o.record_trace)
       result.trace.records.insert(result.trace.records.end(), d.trace_records().begin(),
                                   d.trace_records().end());
@@ -385,7 +386,7 @@ nlohmann::json to_json(const RunResult& r) {
                      {"compute_ops", rs.compute_ops},
                      {"comm_ops", rs.comm_ops}});
   }
-  return json{{"backend", "cpu"},
+  json out{{"backend", "cpu"},
               {"strategy", r.strategy},
               {"world_size", r.world_size},
               {"tokens_per_iteration", r.tokens_per_iteration},
@@ -395,6 +396,11 @@ nlohmann::json to_json(const RunResult& r) {
               {"wall_time_s", r.wall_time_s},
               {"iterations", iterations},
               {"ranks", ranks}};
+  if (r.router_load.routings > 0)
+    out["moe_router_load"] = {{"routings", r.router_load.routings},
+                              {"mean_busiest_over_mean", r.router_load.mean_ratio()},
+                              {"largest_busiest_over_mean", r.router_load.ratio_max}};
+  return out;
 }
 
 }  // namespace tandem::exec::cpu

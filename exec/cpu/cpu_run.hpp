@@ -34,6 +34,7 @@
 
 #include "analysis/trace.hpp"
 #include "exec/cpu/data.hpp"
+#include "kernels/cpu/moe.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/strategy.hpp"
 
@@ -72,6 +73,9 @@ struct RunResult {
   double tokens_per_s = 0;                 // measured tokens / measured time
   std::int64_t tokens_per_iteration = 0;
   std::vector<RankStats> ranks;
+  // Mixture-of-experts models: the busiest expert's load over the mean, per forward routing of
+  // every rank (what model.moe_router_load_imbalance prices dropless routing with).
+  kernels::cpu::RouterLoad router_load;
   Trace trace;  // source "cpu"; empty unless record_trace
   double wall_time_s = 0;
   // Final parameters by name, per rank (when capture_parameters).

@@ -343,10 +343,11 @@ void run_moe(const OpContext& c, const MoeArgs& a) {
   if (a.topk < 1 || a.topk > a.experts) c.fail("moe: topk must be in [1, experts]");
   switch (a.step) {
     case MoeStep::route:
-      if (!a.backward)
+      if (!a.backward) {
         moe_route_forward(c.out(0, picks), out_ids(1), out_ids(2), c.out(3, a.tokens * a.experts),
                           c.in(0, a.tokens * a.experts), s);
-      else
+        if (c.options().router_load) c.options().router_load->add(out_ids(1), s);
+      } else
         moe_route_backward(c.out(0, a.tokens * a.experts), c.in(0, picks), in_ids(1), c.in(2, a.tokens * a.experts),
                            c.in(3, picks), s, a.aux_loss_coeff);
       return;

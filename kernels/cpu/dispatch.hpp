@@ -52,12 +52,15 @@ namespace tandem::kernels::cpu {
 
 using TensorData = std::function<float*(const Tensor&)>;
 
+struct RouterLoad;  // kernels/cpu/moe.hpp
+
 struct RunOptions {
   std::uint64_t seed = 0;        // dropout seed of the run
   std::int64_t iteration = 0;    // training step: fresh dropout masks every step
   float hidden_dropout = 0.1f;   // TransformerConfig defaults
   float attention_dropout = 0.1f;
   std::function<float(const ComputeOp&)> scale_factor;  // optional, for same-size scale ops
+  RouterLoad* router_load = nullptr;  // optional: every forward routing's expert load is added
 };
 
 void run(const ComputeOp& op, const TensorData& data, const RunOptions& options);

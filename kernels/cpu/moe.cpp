@@ -44,6 +44,23 @@ void sum_picks(float* y, const float* buffer, const std::int32_t* experts, const
 
 }  // namespace
 
+void RouterLoad::add(const std::int32_t* experts, const MoeShape& s) {
+  if (s.tokens <= 0 || s.experts <= 0) return;
+  std::vector<I64> picks(at(s.experts), 0);
+  for (I64 p = 0; p < s.tokens * s.topk; ++p) ++picks[at(experts[p])];
+  const double mean = static_cast<double>(s.tokens * s.topk) / static_cast<double>(s.experts);
+  const double ratio = static_cast<double>(*std::max_element(picks.begin(), picks.end())) / mean;
+  ++routings;
+  ratio_sum += ratio;
+  ratio_max = std::max(ratio_max, ratio);
+}
+
+void RouterLoad::merge(const RouterLoad& other) {
+  routings += other.routings;
+  ratio_sum += other.ratio_sum;
+  ratio_max = std::max(ratio_max, other.ratio_max);
+}
+
 void moe_route_forward(float* gates, std::int32_t* experts, std::int32_t* slots, float* probs, const float* logits,
                        const MoeShape& s) {
   const I64 E = s.experts, k = s.topk;

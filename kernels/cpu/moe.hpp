@@ -17,6 +17,17 @@ struct MoeShape {
   std::int64_t tokens = 0, hidden = 0, experts = 0, topk = 1, capacity = 0;
 };
 
+// The load real routings put on the experts: per routing the busiest expert's picks over the
+// mean (tokens·topk / experts), its mean and largest over the routings seen. What the simulator's
+// dropless pricing takes as model.moe_router_load_imbalance (TransformerConfig).
+struct RouterLoad {
+  std::int64_t routings = 0;
+  double ratio_sum = 0, ratio_max = 0;
+  void add(const std::int32_t* experts, const MoeShape& s);  // experts [tokens, topk]
+  void merge(const RouterLoad& other);
+  double mean_ratio() const { return routings > 0 ? ratio_sum / static_cast<double>(routings) : 0; }
+};
+
 // gates, experts, slots [tokens, topk]; probs [tokens, experts] (the softmax over every expert).
 void moe_route_forward(float* gates, std::int32_t* experts, std::int32_t* slots, float* probs, const float* logits,
                        const MoeShape& s);
