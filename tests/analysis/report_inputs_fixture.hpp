@@ -6,6 +6,23 @@
 
 namespace tandem::analysis_test {
 
+// A simulated plan as the search writes it for the report (80 GB devices, fitting): named fields,
+// where a positional aggregate once put the 12th value (meant as `pareto`) into `goodput`.
+inline report::SearchCandidate search_candidate(int rank, const std::string& strategy, double iteration_s,
+                                                double tokens_per_s, double mfu, double peak_bytes, bool pareto) {
+  report::SearchCandidate c;
+  c.rank = rank;
+  c.strategy = strategy;
+  c.iteration_time_s = iteration_s;
+  c.tokens_per_s = tokens_per_s;
+  c.mfu = mfu;
+  c.peak_memory_bytes = peak_bytes;
+  c.memory_capacity_bytes = 80e9;
+  c.fits_in_memory = true;
+  c.pareto = pareto;
+  return c;
+}
+
 inline report::ReportInputs full_report_inputs(const std::string& op_label = "a") {
   report::ReportInputs in;
   in.predicted_trace = trace_of("sim", {gemm(0, 0, op_label, 0, 1), all_reduce(0, 0, "ar", 1, 2),
@@ -31,9 +48,12 @@ inline report::ReportInputs full_report_inputs(const std::string& op_label = "a"
   report::SearchResults search;
   search.scenario = "synthetic";
   search.objective = "time";
-  search.candidates.push_back({1, "dp=2", 2, 1000, 0.4, 3e9, 80e9, true, 1.25, 0.5, 0.25, true});
-  search.candidates.push_back({2, "tp=2", 3, 700, 0.3, 2e9, 80e9, true, {}, {}, {}, true});
-  search.candidates.push_back({3, "pp=2", 4, 500, 0.2, 2.5e9, 80e9, true, {}, {}, {}, false});
+  search.candidates.push_back(search_candidate(1, "dp=2", 2, 1000, 0.4, 3e9, true));
+  search.candidates.back().compute_s = 1.25;
+  search.candidates.back().exposed_comm_s = 0.5;
+  search.candidates.back().idle_s = 0.25;
+  search.candidates.push_back(search_candidate(2, "tp=2", 3, 700, 0.3, 2e9, true));
+  search.candidates.push_back(search_candidate(3, "pp=2", 4, 500, 0.2, 2.5e9, false));
   in.search = search;
   return in;
 }
@@ -115,10 +135,13 @@ inline report::ReportInputs heterogeneous_report_inputs(int world, bool measured
   const char* names[] = {"tp=1 pp=2 dp=32 batch=proportional", "tp=2 pp=1 dp=32 batch=proportional",
                          "tp=1 pp=2 dp=32 rc=selective batch=proportional", "tp=2 pp=2 dp=16 batch=proportional",
                          "tp=1 pp=2 dp=32 batch=even"};
-  for (int i = 0; i < 5; ++i)
-    search.candidates.push_back({i + 1, names[i], 0.16 + 0.01 * i + (i == 4 ? 0.1 : 0), 4e5 / (1 + 0.06 * i),
-                                 0.55 - 0.02 * i, (60 - 5 * i) * 1e9, 80e9, true, 0.12 + 0.004 * i,
-                                 0.02 + 0.005 * i, 0.02 + 0.001 * i, i < 3});
+  for (int i = 0; i < 5; ++i) {
+    search.candidates.push_back(search_candidate(i + 1, names[i], 0.16 + 0.01 * i + (i == 4 ? 0.1 : 0),
+                                                 4e5 / (1 + 0.06 * i), 0.55 - 0.02 * i, (60 - 5 * i) * 1e9, i < 3));
+    search.candidates.back().compute_s = 0.12 + 0.004 * i;
+    search.candidates.back().exposed_comm_s = 0.02 + 0.005 * i;
+    search.candidates.back().idle_s = 0.02 + 0.001 * i;
+  }
   search.heterogeneity = report::HeterogeneityComparison{names[0], names[4], 0.16, 0.30, 46.7};
   in.search = search;
   return in;
