@@ -95,6 +95,20 @@ std::optional<bool> JsonFields::optional_boolean(const char* key) const {
 
 const nlohmann::json& JsonFields::array(const char* key) const { return get(key, is_array, "a list"); }
 
+std::vector<double> JsonFields::numbers(const char* key, const char* noun, bool non_negative) const {
+  const nlohmann::json& list = array(key);
+  std::vector<double> out;
+  out.reserve(list.size());
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const double v = list[k].is_number() ? list[k].get<double>() : std::nan("");
+    if (!std::isfinite(v) || (non_negative && v < 0))
+      fail(key, std::string(noun) + " " + std::to_string(k + 1) + " is not a finite" +
+                    (non_negative ? ", non-negative" : "") + " number");
+    out.push_back(v);
+  }
+  return out;
+}
+
 JsonFields JsonFields::object(const char* key) const {
   return JsonFields(get(key, is_object, "an object"), file_, path_ + key + ".", text_);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/input_file.hpp"
 
@@ -39,6 +40,9 @@ class JsonFields {
   std::string optional_string(const char* key, const std::string& fallback = "") const;
   std::optional<bool> optional_boolean(const char* key) const;
   const nlohmann::json& array(const char* key) const;
+  // A list of finite numbers (non-negative ones when asked); one that is not is an error at `key`
+  // naming it by `noun` and its 1-based place ("step 3 is not a finite number").
+  std::vector<double> numbers(const char* key, const char* noun, bool non_negative = false) const;
   bool has(const char* key) const;
   JsonFields object(const char* key) const;   // a nested object
   JsonFields element(const char* key, std::size_t index) const;  // key[index], an object

@@ -93,11 +93,10 @@ int run_search_command(const SearchOptions& o) {
   ctx.cluster = spec.base.cluster.name;
   ctx.heterogeneous = spec.base.cluster.is_heterogeneous();
   for (const auto& g : spec.base.cluster.groups) ctx.profiles.push_back(g.device.name + ": " + g.device.basis_text());
-  if (spec.convergence && settings.objective == search::Objective::time_to_target_loss)
+  if (spec.convergence && settings.objective == search::Objective::time_to_target_loss) {
     ctx.objective_basis = "steps to loss " + printf_string("%g", spec.convergence->target_loss) + " measured on " +
                           spec.convergence->model + " (" + spec.convergence->file +
                           "), standing for this model's steps; the step time is simulated";
-  if (spec.convergence && settings.objective == search::Objective::time_to_target_loss) {
     ctx.target_loss = spec.convergence->target_loss;
     for (const search::Scored& s : result.all) {
       const ConvergenceVariant* v = spec.convergence->find(convergence_key(scenario_for(spec.base, s.candidate).parallel));

@@ -31,6 +31,7 @@ InputError::InputError(std::string file, int line, std::string field, const std:
     : std::runtime_error(format(file, line, field, message)),
       file_(std::move(file)),
       line_(line),
-      field_(std::move(field)) {}
+      field_(std::move(field)),
+      message_(message) {}
 
 }  // namespace tandem

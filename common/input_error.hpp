@@ -16,11 +16,14 @@ class InputError : public std::runtime_error {
   const std::string& file() const { return file_; }
   int line() const { return line_; }
   const std::string& field() const { return field_; }
+  // What is wrong, without where (what() is "file:line: field 'x': message").
+  const std::string& message() const { return message_; }
 
  private:
   std::string file_;
   int line_;
   std::string field_;
+  std::string message_;
 };
 
 // Exit status for bad input, shared by every sub-command.

@@ -62,4 +62,9 @@ bool path_exists(const std::string& path) {
   return std::filesystem::exists(path, error);
 }
 
+std::string path_beside(const std::string& file, const std::string& reference) {
+  const std::filesystem::path beside = std::filesystem::path(file).parent_path() / reference;
+  return path_exists(beside.string()) ? beside.string() : reference;
+}
+
 }  // namespace tandem

@@ -39,4 +39,8 @@ std::string read_input_file(const std::string& path, std::uint64_t max_bytes);
 // `cluster:`), so that the reader goes on to say what it could not find.
 bool path_exists(const std::string& path);
 
+// A path an input file names (`reference`) read from that file's folder when something is there,
+// as given otherwise (relative to the working directory, or absolute).
+std::string path_beside(const std::string& file, const std::string& reference);
+
 }  // namespace tandem

@@ -1,7 +1,5 @@
 #include "scenarios/convergence_table.hpp"
 
-#include <cmath>
-
 #include "analysis/json_file.hpp"
 #include "common/yaml_reader.hpp"
 #include "scenarios/gradient_compression_reader.hpp"
@@ -44,6 +42,20 @@ const ConvergenceVariant* ConvergenceTable::find(const ConvergenceKey& key) cons
   return nullptr;
 }
 
+std::optional<int> ConvergenceTable::steps_to_target(const ParallelConfig& parallel, std::string& why) const {
+  const ConvergenceKey key = convergence_key(parallel);
+  const ConvergenceVariant* variant = find(key);
+  if (!variant) {
+    why = "no convergence measured for " + describe(key) + " in " + file;
+    return std::nullopt;
+  }
+  const std::optional<int> steps = steps_to_loss(variant->losses, target_loss);
+  if (!steps)
+    why = "variant '" + variant->name + "' never reached loss " + std::to_string(target_loss) + " in its " +
+          std::to_string(variant->losses.size()) + " measured steps";
+  return steps;
+}
+
 std::optional<int> steps_to_loss(const std::vector<double>& losses, double target) {
   constexpr std::size_t kWindow = 5;
   double sum = 0;
@@ -56,16 +68,6 @@ std::optional<int> steps_to_loss(const std::vector<double>& losses, double targe
 }
 
 namespace {
-
-// An InputError's message without its "file:line: field 'x': " prefix.
-std::string bare_message(const InputError& e) {
-  const std::string text = e.what();
-  const std::string marker = "field '" + e.field() + "': ";
-  const std::size_t at = text.find(marker);
-  if (!e.field().empty() && at != std::string::npos) return text.substr(at + marker.size());
-  const std::size_t colon = text.find(": ");
-  return colon == std::string::npos ? text : text.substr(colon + 2);
-}
 
 // A variant's `strategy`, written as a scenario's strategy fields ("data_parallel_size: 4,
 // local_sgd_steps: 4"): its convergence key. Errors are placed at the JSON field.
@@ -86,7 +88,7 @@ ConvergenceKey read_strategy(const JsonFields& variant) {
       p.parameter_server_staleness = static_cast<int>(v->count(limits::kParameterServerStaleness));
     return convergence_key(p);
   } catch (const InputError& e) {
-    variant.fail("strategy", (e.field().empty() ? "" : e.field() + ": ") + bare_message(e));
+    variant.fail("strategy", (e.field().empty() ? "" : e.field() + ": ") + e.message());
   }
 }
 
@@ -106,12 +108,7 @@ ConvergenceTable load_convergence_table(const std::string& path, std::optional<d
     ConvergenceVariant variant;
     variant.name = v.string("name");
     variant.key = read_strategy(v);
-    const nlohmann::json& losses = v.array("losses");
-    for (std::size_t s = 0; s < losses.size(); ++s) {
-      if (!losses[s].is_number() || !std::isfinite(losses[s].get<double>()))
-        v.fail("losses", "step " + std::to_string(s + 1) + " is not a finite number");
-      variant.losses.push_back(losses[s].get<double>());
-    }
+    variant.losses = v.numbers("losses", "step");
     if (t.find(variant.key)) v.fail("strategy", "a second variant for " + describe(variant.key));
     t.variants.push_back(std::move(variant));
   }

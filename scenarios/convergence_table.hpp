@@ -49,6 +49,9 @@ struct ConvergenceTable {
 
   // The variant measured for `key`, or nullptr.
   const ConvergenceVariant* find(const ConvergenceKey& key) const;
+  // The steps a strategy measured to target_loss; nullopt, with `why` said, when the file has no
+  // variant for it or its variant never got there.
+  std::optional<int> steps_to_target(const ParallelConfig& parallel, std::string& why) const;
 };
 
 // Steps to `target`: the first step whose loss, averaged with the 4 before it, is at or below it

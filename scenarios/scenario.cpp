@@ -201,10 +201,7 @@ void read_model(const YamlNode& node, Scenario& s) {
 void read_cluster(const YamlNode& node, Scenario& s) {
   std::string ref = node.as_string();
   // A relative path is relative to the scenario file; a bare name is a bundled cluster.
-  const fs::path relative = fs::path(s.file).parent_path() / ref;
-  if (ref.find('/') != std::string::npos || ref.ends_with(".yaml")) {
-    if (path_exists(relative.string())) ref = relative.string();
-  }
+  if (ref.find('/') != std::string::npos || ref.ends_with(".yaml")) ref = path_beside(s.file, ref);
   try {
     s.cluster = find_cluster(ref);
   } catch (const InputError& e) {

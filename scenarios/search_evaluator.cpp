@@ -45,32 +45,17 @@ double iterations_to_train(const Strategy& strategy, const Scenario& s, double t
   return target_tokens > 0 ? target_tokens / tokens_per_iteration : 0;
 }
 
-// The steps the candidate's strategy measured to the target loss, or why it has none (the
-// estimate made invalid: the search lists it among the ruled out with that reason).
-void steps_to_target_loss(const Scenario& s, const ConvergenceTable& table, search::Estimate& e) {
-  const ConvergenceKey key = convergence_key(s.parallel);
-  const ConvergenceVariant* variant = table.find(key);
-  if (!variant) {
-    e.valid = false;
-    e.invalid_reason = "no convergence measured for " + describe(key) + " in " + table.file;
-    return;
-  }
-  const std::optional<int> steps = steps_to_loss(variant->losses, table.target_loss);
-  if (!steps) {
-    e.valid = false;
-    e.invalid_reason = "variant '" + variant->name + "' never reached loss " + std::to_string(table.target_loss) +
-                       " in its " + std::to_string(variant->losses.size()) + " measured steps";
-    return;
-  }
-  e.steps_to_target_loss = *steps;
-}
-
 // What the strategy itself says, without tracing: its price, how its splits came out, the
 // iterations to the reliability target, the steps to the target loss (invalid without them).
 void describe(const Strategy& strategy, const Scenario& s, const search::Candidate& c, double target_tokens,
               const std::optional<ConvergenceTable>& convergence, search::Estimate& e) {
   e.valid = true;
-  if (convergence) steps_to_target_loss(s, *convergence, e);
+  if (convergence) {
+    // Without measured steps the search lists the plan among the ruled out, with the reason.
+    const std::optional<int> steps = convergence->steps_to_target(s.parallel, e.invalid_reason);
+    e.valid = steps.has_value();
+    e.steps_to_target_loss = steps.value_or(0);
+  }
   e.usd_per_s = search::usd_per_s(s.cluster, c.world_size());
   e.iterations_to_train = iterations_to_train(strategy, s, target_tokens);
   if (const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy)) {
@@ -263,10 +248,9 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
     e.time_to_train_s = g.goodput > 0 ? iterations * e.iteration_time_s / g.goodput : 0;
   }
   if (convergence_) {
-    search::Estimate steps;
-    steps_to_target_loss(s, *convergence_, steps);
-    e.steps_to_target_loss = steps.steps_to_target_loss;
-    e.time_to_target_loss_s = steps.steps_to_target_loss * e.iteration_time_s;
+    std::string why;  // an estimate without steps was ruled out before simulating
+    e.steps_to_target_loss = convergence_->steps_to_target(s.parallel, why).value_or(0);
+    e.time_to_target_loss_s = e.steps_to_target_loss * e.iteration_time_s;
   }
   return e;
 }

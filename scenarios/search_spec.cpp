@@ -10,8 +10,6 @@
 
 namespace tandem {
 
-namespace fs = std::filesystem;
-
 namespace {
 
 // A knob's node: a scalar pins it, a sequence lists its values, and for numeric knobs a map
@@ -173,9 +171,8 @@ void read_convergence(const std::optional<YamlNode>& section, search::Objective 
   }
   std::optional<double> target_loss;
   if (target) target_loss = target->positive();
-  std::string path = file->as_string();
-  const std::string relative = (fs::path(out.base.file).parent_path() / path).string();
-  if (path_exists(relative)) path = fs::path(relative).lexically_normal().string();
+  // Normalised: the path is shown in the output's basis line and in reasons.
+  const std::string path = std::filesystem::path(path_beside(out.base.file, file->as_string())).lexically_normal().string();
   if (!path_exists(path)) file->fail("no such file: " + file->as_string() + " (a relative path is read from the scenario's folder)");
   out.convergence = load_convergence_table(path, target_loss);
 }

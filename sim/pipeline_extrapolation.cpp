@@ -12,7 +12,6 @@
 #include <iostream>
 #include <stdexcept>
 #include <type_traits>
-#include <vector>
 
 #include "common/interrupts.hpp"
 
@@ -54,11 +53,9 @@ std::optional<SimulationResult> extrapolate(const SimulationResult& shorter, con
   // kPeakTolerance the runs agree and the larger peak stands; beyond it the pipeline had not
   // reached its steady state.
   constexpr double kPeakTolerance = 0.01;
-  std::vector<bool> shorter_peaks_higher(longer.ranks.size(), false);
   for (std::size_t r = 0; r < longer.ranks.size(); ++r) {
     const double a = shorter.ranks[r].peak_memory_bytes, b = longer.ranks[r].peak_memory_bytes;
     if (std::abs(a - b) > kPeakTolerance * std::max(a, b)) return std::nullopt;
-    shorter_peaks_higher[r] = a > b;
   }
   const double f = static_cast<double>(plan.target - plan.longer) / static_cast<double>(plan.longer - plan.shorter);
   const auto along = [f](double x1, double x2) { return x2 + f * (x2 - x1); };
@@ -76,7 +73,7 @@ std::optional<SimulationResult> extrapolate(const SimulationResult& shorter, con
     b.idle_s = along(a.idle_s, b.idle_s);
     b.comm_busy_s = along(a.comm_busy_s, b.comm_busy_s);
     b.energy_j = along(a.energy_j, b.energy_j);
-    if (shorter_peaks_higher[r]) {
+    if (a.peak_memory_bytes > b.peak_memory_bytes) {
       b.peak_memory_bytes = a.peak_memory_bytes;
       b.memory_at_peak = a.memory_at_peak;
     }

@@ -1,7 +1,6 @@
 #include "analysis/report/search_results.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "analysis/json_file.hpp"
 #include "common/input_error.hpp"
@@ -45,14 +44,7 @@ SearchResults read_search_json(const std::string& path) {
     if (candidate.goodput && !(*candidate.goodput > 0 && *candidate.goodput <= 1)) c.fail("goodput", "must be in (0, 1]");
     candidate.time_to_train_s = c.optional_number("time_to_train_s");
     if (candidate.time_to_train_s && *candidate.time_to_train_s < 0) c.fail("time_to_train_s", "must not be negative");
-    if (c.has("loss_per_step")) {
-      const nlohmann::json& losses = c.array("loss_per_step");
-      for (std::size_t k = 0; k < losses.size(); ++k) {
-        if (!losses[k].is_number() || !(losses[k].get<double>() >= 0) || !std::isfinite(losses[k].get<double>()))
-          c.fail("loss_per_step", "step " + std::to_string(k + 1) + " is not a finite, non-negative number");
-        candidate.loss_per_step.push_back(losses[k].get<double>());
-      }
-    }
+    if (c.has("loss_per_step")) candidate.loss_per_step = c.numbers("loss_per_step", "step", /*non_negative=*/true);
     const std::optional<bool> pareto = c.optional_boolean("pareto");
     any_pareto = any_pareto || pareto.has_value();
     candidate.pareto = pareto.value_or(false);

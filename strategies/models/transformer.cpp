@@ -592,16 +592,14 @@ class TransformerBlock final : public LayerBase {
     if (moe_) {
       ep_ = std::max(ctx_.ep_size, 1);
       local_experts_ = cfg_.num_moe_experts / ep_;
-      capacity_ = cfg_.expert_capacity(x_.b * x_.s);
     }
   }
 
   // Rows each expert's buffer holds for this rank's tokens on `rt`: the capacity, or dropless what
   // the backend materialises (every token when it executes, the expected load when it prices).
   I64 capacity_on(const Runtime& rt) const {
-    const I64 tokens = x_.b * x_.s;
-    if (cfg_.moe_expert_capacity_factor > 0) return cfg_.expert_capacity(tokens);
-    return rt.dropless_expert_rows(tokens, cfg_.expected_busiest_expert_rows(tokens));
+    const I64 tokens = x_.b * x_.s, priced = cfg_.priced_expert_rows(tokens);
+    return cfg_.moe_expert_capacity_factor > 0 ? priced : rt.dropless_expert_rows(tokens, priced);
   }
 
   std::int64_t parameter_count() const override { return block_parameter_count(cfg_, index_); }
@@ -1283,6 +1281,8 @@ class TransformerBlock final : public LayerBase {
   // [E/ep, h, f·m] and [E/ep, f, h]), the places per expert for this rank's micro-batch tokens.
   bool moe_ = false;  // this block has experts (TransformerConfig::moe_layer)
   Param router_w_, shared_fc1_w_, shared_fc2_w_;
+  // capacity_: rows of each expert's buffer, set by moe_forward/moe_backward for their runtime
+  // (capacity_on) and read by the ops they emit, deferred weight passes included.
   I64 ep_ = 1, local_experts_ = 0, capacity_ = 0;
   std::map<int, std::vector<WeightPass::Work>> deferred_;  // split backward: W work by micro-batch
 };
@@ -1494,6 +1494,10 @@ std::int64_t TransformerConfig::expected_busiest_expert_rows(std::int64_t tokens
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(rows - 1e-9)), 1, tokens);
 }
 
+std::int64_t TransformerConfig::priced_expert_rows(std::int64_t tokens) const {
+  return moe_expert_capacity_factor > 0 ? expert_capacity(tokens) : expected_busiest_expert_rows(tokens);
+}
+
 std::int64_t TransformerConfig::expert_capacity(std::int64_t tokens) const {
   if (moe_expert_capacity_factor <= 0) return tokens;
   const double c = std::ceil(moe_expert_capacity_factor * static_cast<double>(tokens) *
@@ -1651,8 +1655,7 @@ Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, s
     // activation output and output; the routing (gates, expert ids, places, probabilities).
     const double E = d(cfg.num_moe_experts), k = d(cfg.moe_router_topk), fe = d(cfg.expert_ffn_size());
     // (Dropless: at the busiest expert's expected load, as the cost models price it.)
-    const I64 rows = cfg.moe_expert_capacity_factor > 0 ? cfg.expert_capacity(b * s) : cfg.expected_busiest_expert_rows(b * s);
-    const double places = E * d(rows), shared = d(cfg.moe_shared_expert_intermediate_size);
+    const double places = E * d(cfg.priced_expert_rows(b * s)), shared = d(cfg.moe_shared_expert_intermediate_size);
     return bytes + e * places * (h + fe * m + fe + h) + full * k * (e + 8.0) + full * E * 4.0 +
            e * full * shared * (m + 1);  // the shared expert's fc1 output and activation
   }

@@ -113,6 +113,8 @@ struct TransformerConfig {
   // router's (a binomial of tokens draws at k/E: mean μ, deviation σ) at the expected maximum of E
   // such loads, μ + z_E·σ (z_E: Blom's expected largest of E standard normals). In [1, tokens].
   std::int64_t expected_busiest_expert_rows(std::int64_t tokens) const;
+  // What a cost model prices each expert's buffer at: the capacity, or dropless the expected load.
+  std::int64_t priced_expert_rows(std::int64_t tokens) const;
 
   std::int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
