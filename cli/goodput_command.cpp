@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/option_ranges.hpp"
 #include "common/duration_text.hpp"
@@ -14,6 +15,7 @@
 #include "scenarios/goodput_inputs.hpp"
 #include "scenarios/reliability_fields.hpp"
 #include "scenarios/reliability_spec.hpp"
+#include "scenarios/shrink_replan.hpp"
 #include "sim/reliability/checkpoint_interval.hpp"
 #include "sim/reliability/goodput_estimate.hpp"
 
@@ -58,6 +60,7 @@ struct Report {
   std::optional<rel::TimeToTrain> train;
   std::vector<rel::Straggler> stragglers;
   double tokens_per_s_failure_free = 0;
+  std::optional<ReplannedShrink> replanned;  // shrink re-planned by the search
 };
 
 nlohmann::json estimate_json(const rel::Estimate& e) {
@@ -87,6 +90,11 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
   j["restart_s"] = m.restart_s;
   j["policy"] = rel::to_string(m.policy);
   if (!m.shrunk_throughput.empty()) j["shrunk_throughput"] = m.shrunk_throughput;
+  j["shrink_unit"] = r.replanned ? "nodes" : "replicas";
+  if (r.replanned) {
+    j["replanned_plans"] = r.replanned->plans;
+    j["replanned_full_width_speedup"] = r.replanned->full_width_speedup;
+  }
   for (const rel::Slowdown& s : m.slowdowns)
     j["slowdowns"].push_back({{"straggler", s.what}, {"every_s", 1 / s.episodes_per_s}, {"lasting_s", s.mean_s},
                               {"throughput", s.throughput}, {"rebalanced_throughput", s.rebalanced},
@@ -151,7 +159,21 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
   line("restart", format_duration(m.restart_s) + " (relaunch " + format_duration(rs.spec.relaunch_s) + ", init " +
                       format_duration(rs.spec.init_s) + ", reload " + format_duration(r.setup.reload_s) + ", " +
                       std::to_string(rs.spec.warmup_iterations) + " warm-up iterations); policy " + rel::to_string(m.policy));
-  if (!m.shrunk_throughput.empty()) {
+  if (r.replanned) {
+    // The plan the search found for each of the largest few survivor counts, and its throughput.
+    for (int n = m.replicas - 1; n >= std::max(1, m.replicas - kShrinkSimulated); --n) {
+      const std::string& plan = r.replanned->plans[static_cast<std::size_t>(n)];
+      line(n == m.replicas - 1 ? "shrink" : "",
+           std::to_string(n) + "/" + std::to_string(m.replicas) + " nodes " +
+               percent(m.shrunk_throughput[static_cast<std::size_t>(n)]) +
+               (plan.empty() ? " (no plan fits: no progress)" : " re-planned: " + plan));
+    }
+    line("", "(searched and simulated; the global batch kept; the restart reads the checkpoint into the new layout)");
+    if (r.replanned->full_width_speedup > 1.02)
+      line("", "note: on all " + std::to_string(m.replicas) + " nodes the search finds " +
+                   r.replanned->plans[static_cast<std::size_t>(m.replicas)] + ", " +
+                   number(r.replanned->full_width_speedup, "%.2f") + "x the scenario's plan: `tandem search` it");
+  } else if (!m.shrunk_throughput.empty()) {
     // The survivors' simulated throughput (the largest few widths), against linear scaling.
     std::string widths;
     for (int a = m.replicas - 1; a >= std::max(1, m.replicas - kShrinkSimulated); --a)
@@ -246,8 +268,13 @@ int run_goodput(const GoodputOptions& o) {
   options.stragglers = draw_stragglers(permanent_stragglers(rs.base.stragglers), strategy->world_size(), o.seed);
   // Shrink: the survivors' iterations first, in children (before this process starts its engine).
   std::vector<double> shrunk;
-  if (spec.policy == rel::RecoveryPolicy::shrink && rs.base.parallel.data_parallel_size > 1)
+  std::optional<ReplannedShrink> replanned;
+  if (spec.policy == rel::RecoveryPolicy::shrink && spec.replan_search) {
+    replanned = replan_shrink(rs.base, kShrinkSimulated);
+    shrunk = replanned->throughput;
+  } else if (spec.policy == rel::RecoveryPolicy::shrink && rs.base.parallel.data_parallel_size > 1) {
     shrunk = shrunk_throughput(rs.base, options, kShrinkSimulated);
+  }
   // Transient stragglers: an iteration per episode kind, in children too.
   std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed, spec.rebalance_after_s > 0);
   const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
@@ -258,6 +285,11 @@ int run_goodput(const GoodputOptions& o) {
   r.setup = goodput_setup(rs, *strategy, iteration);
   rel::GoodputModel& m = r.setup.model;
   m.shrunk_throughput = shrunk;
+  if (replanned) {  // the survivors are counted in nodes, each failure taking its nodes
+    m.replicas = replanned->nodes;
+    m.replicas_per_node = 1;
+    r.replanned = replanned;
+  }
   m.slowdowns = std::move(slowdowns);
   m.rebalance_after_s = spec.rebalance_after_s;
   r.tokens_per_s_failure_free = m.tokens_per_iteration / m.iteration_s;

@@ -30,6 +30,9 @@ inline constexpr FieldDoc kRoot[] = {
      &kHours},
     {"repair_hours", "h", "required", "how long a failed node is out", &kHours},
     {"policy", "restart_on_spares | wait_for_repair | shrink", "restart_on_spares", "what the job does after a failure"},
+    {"replan", "layout | search", "layout",
+     "shrink: the survivors keep the replica layout (fewer replicas), or the search picks the best plan for the "
+     "surviving nodes (the scenario's search: section, else the default space)"},
     {"spare_nodes", "count", "0", "nodes held for restart_on_spares", nullptr, &kSpareNodes},
     {"checkpoint", "section", "required", "how and how often the job checkpoints"},
     {"storage", "section", "required", "where checkpoints are written"},

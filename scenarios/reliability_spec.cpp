@@ -65,9 +65,16 @@ ReliabilitySpec read_reliability(const YamlNode& node, const Scenario& base) {
     } catch (const std::invalid_argument& e) {
       n->fail(e.what());
     }
-    if (r.policy == RecoveryPolicy::shrink && base.parallel.data_parallel_size < 2)
-      n->fail("shrink continues on the surviving data-parallel replicas: the strategy has only one");
   }
+  if (auto n = node.get("replan")) {
+    const std::string how = n->as_string();
+    if (how != "layout" && how != "search") n->fail("'" + how + "' (expected layout or search)");
+    if (r.policy != RecoveryPolicy::shrink) n->fail("re-planning serves the shrink policy only");
+    r.replan_search = how == "search";
+  }
+  if (r.policy == RecoveryPolicy::shrink && !r.replan_search && base.parallel.data_parallel_size < 2)
+    node["policy"].fail("shrink continues on the surviving data-parallel replicas: the strategy has only one "
+                        "(replan: search re-plans the surviving nodes instead)");
   if (auto n = node.get("spare_nodes")) {
     if (r.policy != RecoveryPolicy::restart_on_spares) n->fail("spare nodes serve the restart_on_spares policy only");
     r.spare_nodes = static_cast<int>(n->count(kSpareNodes));

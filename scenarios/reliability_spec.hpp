@@ -7,6 +7,7 @@
 //     leaf_switch_mtbf_hours: 0       # > 0: leaf switches fail too, each taking its nodes
 //     repair_hours: 48                # a failed node is out this long (required)
 //     policy: restart_on_spares       # | wait_for_repair | shrink
+//     replan: layout                  # shrink: | search (the best plan for the surviving nodes)
 //     spare_nodes: 8                  # restart_on_spares
 //     checkpoint:
 //       mode: sync                    # | async (training stops only for the snapshot)
@@ -48,6 +49,7 @@ struct ReliabilitySpec {
   Seconds leaf_switch_mtbf_s = 0;
   Seconds repair_s = 0;
   sim::reliability::RecoveryPolicy policy = sim::reliability::RecoveryPolicy::restart_on_spares;
+  bool replan_search = false;  // shrink: the search re-plans the survivors (scenarios/shrink_replan.hpp)
   int spare_nodes = 0;
   bool async_checkpoint = false;
   Seconds checkpoint_interval_s = 0;  // 0: auto (swept)

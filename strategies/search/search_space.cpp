@@ -225,7 +225,9 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
             drop("fewer micro-batches than data-parallel replicas");
             continue;
           }
-          for (BatchSplit split : relevant(s.batch_split, dp > 1 && mixed, splits)) {
+          // Alike devices split alike batches alike: proportional differs from even only where
+          // the micro-batches do not divide over the replicas (some replicas then take one more).
+          for (BatchSplit split : relevant(s.batch_split, dp > 1 && (mixed || micro_batches % dp != 0), splits)) {
             if (split == BatchSplit::even && micro_batches % dp != 0) {
               drop("micro-batches do not split evenly over data-parallel replicas");
               continue;

@@ -113,6 +113,65 @@ std::string scenario_with(const std::vector<std::pair<std::string, std::string>>
 }
 std::string scenario_with(const std::string& from, const std::string& to) { return scenario_with({{from, to}}); }
 
+// Shrink re-planned by the search, on the two 4-GPU nodes of tiny-h100. A tensor-4 x pipeline-2
+// job has one replica spanning both nodes: keeping its layout, a node's failure leaves nothing to
+// run on (refused), while the search finds a plan for the surviving node.
+const std::string kTensorPipelineJob = "strategy: { type: hybrid, tensor_model_parallel_size: 4, pipeline_model_parallel_size: 2 }";
+const std::string kSmallSearch =
+    "\nsearch: { tensor_model_parallel_size: [2, 4], pipeline_model_parallel_size: [1, 2], micro_batch_size: [4, 8] }";
+
+TEST(GoodputCli, ReplanningBySearchKeepsAJobWhoseReplicaSpansNodesRunningOnTheSurvivor) {
+  const std::pair<std::string, std::string> job{"strategy: { type: data_parallel, data_parallel_size: 8 }", kTensorPipelineJob};
+  const CliRun layout = run_tandem("goodput " + scenario_with({job, {"policy: restart_on_spares", "policy: shrink"}}) + kQuick);
+  EXPECT_EQ(layout.status, 2) << layout.err;
+  EXPECT_NE(layout.err.find("replan: search"), std::string::npos) << layout.err;
+
+  const std::string replan = scenario_with(
+      {job, {"  repair_hours: 24\n", "  failure_rate_scale: 100\n  repair_hours: 24\n"},
+       {"policy: restart_on_spares", "policy: shrink\n  replan: search"}, {"restart: { relaunch_s: 60, init_s: 30 }",
+                                                                                 "restart: { relaunch_s: 60, init_s: 30 }" + kSmallSearch}});
+  const CliRun run = run_tandem("goodput " + replan + kQuick + " --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["shrink_unit"], "nodes");
+  const auto shrunk = j["shrunk_throughput"].get<std::vector<double>>();
+  ASSERT_EQ(shrunk.size(), 3u);  // 0, 1 and 2 nodes alive
+  EXPECT_DOUBLE_EQ(shrunk[2], 1.0);
+  EXPECT_GT(shrunk[1], 0.2);  // half the GPUs: near half the throughput, not nothing
+  EXPECT_LE(shrunk[1], 1.0);
+  const std::string plan = j["replanned_plans"][1].get<std::string>();
+  EXPECT_NE(plan.find("pp=1"), std::string::npos) << plan;  // 4 GPUs: no room for tensor 4 x pipeline 2
+  EXPECT_GT(j["time_s"]["degraded"].get<double>(), 0);      // some trial ran on one node
+  // Tensor 4 x pipeline 2 is a poor plan for GPT-2 124M on 8 GPUs: the search says so.
+  EXPECT_GT(j["replanned_full_width_speedup"].get<double>(), 1.02);
+  const CliRun text = run_tandem("goodput " + replan + kQuick);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("1/2 nodes"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("re-planned: " + plan), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("`tandem search` it"), std::string::npos) << text.out;
+}
+
+// Where the layout can shrink (two tensor-4 replicas, one per node), the search's plan for the
+// surviving node is at least as fast as the layout's one replica: that plan is in its space.
+TEST(GoodputCli, ReplanningBySearchIsNeverSlowerThanKeepingTheLayout) {
+  const std::pair<std::string, std::string> job{"strategy: { type: data_parallel, data_parallel_size: 8 }",
+                                                "strategy: { type: hybrid, tensor_model_parallel_size: 4, data_parallel_size: 2 }"};
+  const std::pair<std::string, std::string> shrink{"policy: restart_on_spares", "policy: shrink"};
+  const CliRun layout = run_tandem("goodput " + scenario_with({job, shrink}) + kQuick + " --json -");
+  ASSERT_EQ(layout.status, 0) << layout.err;
+  const CliRun replan =
+      run_tandem("goodput " +
+                 scenario_with({job, {"policy: restart_on_spares", "policy: shrink\n  replan: search"},
+                                {"restart: { relaunch_s: 60, init_s: 30 }", "restart: { relaunch_s: 60, init_s: 30 }" + kSmallSearch}}) +
+                 kQuick + " --json -");
+  ASSERT_EQ(replan.status, 0) << replan.err;
+  const nlohmann::json a = nlohmann::json::parse(layout.out), b = nlohmann::json::parse(replan.out);
+  EXPECT_EQ(a["shrink_unit"], "replicas");
+  const double kept = a["shrunk_throughput"][1].get<double>(), searched = b["shrunk_throughput"][1].get<double>();
+  EXPECT_GT(kept, 0.2);
+  EXPECT_GE(searched, kept - 1e-9) << b["replanned_plans"].dump();
+}
+
 // A straggler that comes and goes: the iteration with it is simulated once, and its episodes take
 // their share of the horizon as `slowed` time; the iteration `simulate` predicts is without it.
 TEST(GoodputCli, TransientStragglersCostTheirEpisodesShareOfTheHorizon) {
@@ -206,6 +265,8 @@ TEST(GoodputCli, EveryNewFieldIsCheckedWithFileLineAndField) {
       {"compute_slowdown: 1.3", "compute_slowdown: 0.5", "stragglers[0].compute_slowdown", 8},
       {"compute_slowdown: 1.3", "compute_slowdown: [1.5, 1.2]", "stragglers[0].compute_slowdown", 8},
       {"policy: restart_on_spares", "policy: restart_on_spares\n  spare_nodes: -1", "reliability.spare_nodes", 13},
+      {"policy: restart_on_spares", "policy: shrink\n  replan: sideways", "reliability.replan", 13},
+      {"policy: restart_on_spares", "policy: restart_on_spares\n  replan: search", "reliability.replan", 13},
       {"  restart:", "  bogus: 1\n  restart:", "reliability.bogus", 15},
       // Episodes: a gap under a minute, a length given as no duration, a key of neither.
       {"compute_slowdown: 1.3", "compute_slowdown: 1.3\n    episodes: {every: 10s, lasting: 1h}",

@@ -110,7 +110,7 @@ TEST(RunStragglerCli, BadStragglersAreInputErrors) {
 namespace tandem {
 namespace {
 
-// Dynamic re-balancing (issue 15): with rank 2 slowed, `--rebalance-after` measures the replicas'
+// Dynamic re-balancing (issue 15): with rank 1 slowed, `--rebalance-after` measures the replicas'
 // speeds, gives the slow replica fewer of the 16 micro-batches and trains on from a checkpoint;
 // the simulator predicts both parts with the same slowed rank, the re-split one faster.
 TEST(RunStragglerCli, RebalancingGivesTheStragglerFewerMicroBatchesAndSpeedsUpTheRun) {
@@ -120,7 +120,7 @@ TEST(RunStragglerCli, RebalancingGivesTheStragglerFewerMicroBatchesAndSpeedsUpTh
       "training: {global_batch_size: 32, micro_batch_size: 2, seq_length: 32, precision: fp32}\n"
       "strategy: {type: data_parallel, data_parallel_size: 2}\n");
   const cli_test::CliRun run =
-      cli_test::run_tandem("run " + path + " --iterations 6 --rebalance-after 3 --slow-rank 1:3 --json -");
+      cli_test::run_tandem("run " + path + " --iterations 6 --rebalance-after 3 --slow-rank 1:5 --json -");
   ASSERT_EQ(run.status, 0) << run.err;
   const nlohmann::json j = nlohmann::json::parse(run.out);
   const auto& r = j.at("rebalance");
@@ -128,8 +128,9 @@ TEST(RunStragglerCli, RebalancingGivesTheStragglerFewerMicroBatchesAndSpeedsUpTh
   const auto after = r["micro_batches_after"].get<std::vector<int>>();
   ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[0] + after[1], 16);
-  // A 3x slower replica gets fewer (about a quarter on a quiet machine: 12/4; 11/5 measured under a
-  // loaded suite, which moves both replicas' measured speeds).
+  // A 5x slower replica gets fewer (a sixth on a quiet machine: 13/3 or 14/2). The speeds are
+  // measured in wall time, so a loaded machine moves them: at 3x slower a 2-core VM running the
+  // suite beside it once measured the replicas alike (8/8); 5x leaves that noise a wide margin.
   EXPECT_GT(after[0], after[1]) << r;
   // The re-split plan is predicted faster with the same slowed rank. The measured times are
   // reported, not asserted: on a loaded machine (the suite's other tests) they move more than

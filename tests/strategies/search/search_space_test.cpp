@@ -36,6 +36,29 @@ TEST(SearchSpace, EveryCandidateUsesTheDevicesAndSplitsTheBatch) {
             e.combinations);
 }
 
+// On alike devices a proportional batch split is the even one wherever the micro-batches divide
+// over the replicas: it is enumerated only where they do not (6 replicas of 16 micro-batches: some
+// take 3, some 2), which even splitting drops.
+TEST(SearchSpace, AProportionalSplitOfAlikeDevicesIsEnumeratedOnlyWhereTheBatchDoesNotDivide) {
+  const Cluster cluster = find_cluster("tiny-h100");
+  const TrainingConfig training = batch_of(16);
+  SearchSpace s;
+  s.devices = {6, 8};
+  s.micro_batch_size = {1};
+  s.recompute = {Recompute::none};
+  s.zero_stage = {0};
+  s.batch_split = {BatchSplit::even, BatchSplit::proportional};
+  const Enumeration e = enumerate(complete_space(s, cluster, training), cluster, training);
+  bool six_replicas = false;
+  for (const Candidate& c : e.candidates) {
+    if (c.dp < 2) continue;
+    const bool divides = 16 % c.dp == 0;
+    EXPECT_EQ(c.batch_split, divides ? BatchSplit::even : BatchSplit::proportional) << c.key();
+    six_replicas |= c.dp == 6;
+  }
+  EXPECT_TRUE(six_replicas) << "tp=1 dp=6 on 6 devices: only a proportional split runs it";
+}
+
 TEST(SearchSpace, ParameterServersTakeDevicesFromTheWorkersOfDataParallelPlans) {
   const Cluster cluster = find_cluster("tiny-h100");  // 8 devices
   const TrainingConfig training = batch_of(12);
