@@ -98,7 +98,7 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
   for (const rel::Slowdown& s : m.slowdowns)
     j["slowdowns"].push_back({{"straggler", s.what}, {"every_s", 1 / s.episodes_per_s}, {"lasting_s", s.mean_s},
                               {"throughput", s.throughput}, {"rebalanced_throughput", s.rebalanced},
-                              {"throughput_after", s.after}});
+                              {"throughput_after", s.after}, {"resplit_s", s.resplit_s}});
   if (m.rebalance_after_s > 0) j["rebalance_after_s"] = m.rebalance_after_s;
   if (r.swept) {
     j["sweep"] = {{"best_interval_s", r.sweep.best_interval_s}, {"young_s", r.sweep.young_s}, {"daly_s", r.sweep.daly_s}};
@@ -140,7 +140,10 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
                          " on average: " + percent(s.throughput) + " of the throughput while it lasts (simulated)" +
                          (m.rebalance_after_s > 0 ? "; re-split by speed after " + format_duration(m.rebalance_after_s) + ": " +
                                                         percent(s.rebalanced) + ", " + percent(s.after) +
-                                                        " once healed until split back"
+                                                        " once healed until split back" +
+                                                        (s.resplit_s > 0 ? " (each re-split moves layers: " +
+                                                                               format_duration(s.resplit_s) + ", charged)"
+                                                                         : "")
                                                   : ""));
   line("failures", "job MTBF " + format_duration(1 / m.total_failure_rate_per_s()) + " from " + rs.spec.failures.name +
                        " (" + rs.spec.failures.source + ")");
@@ -276,7 +279,7 @@ int run_goodput(const GoodputOptions& o) {
     shrunk = shrunk_throughput(rs.base, options, kShrinkSimulated);
   }
   // Transient stragglers: an iteration per episode kind, in children too.
-  std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed, spec.rebalance_after_s > 0);
+  std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed, spec.rebalance_after_s);
   const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
 
   // 3. The horizon, as events.

@@ -7,6 +7,7 @@
 
 #include "common/process_pool.hpp"
 #include "common/usable_cores.hpp"
+#include "scenarios/layer_resplit.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/reliability/checkpoint_cost.hpp"
 #include "sim/reliability/checkpoint_interval.hpp"
@@ -165,7 +166,10 @@ std::vector<double> shrunk_throughput(const Scenario& base, const sim::Simulatio
 }
 
 std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base, const sim::SimulationOptions& options,
-                                                            std::uint64_t seed, bool rebalance) {
+                                                            std::uint64_t seed, Seconds rebalance_after_s) {
+  const bool rebalance = rebalance_after_s > 0;
+  // A re-split that takes longer than the part it serves leaves this much (validate: > 0).
+  constexpr double kMinThroughput = 1e-3;
   const std::vector<StragglerSpec> specs = transient_stragglers(base.stragglers);
   if (specs.empty()) return {};
   const int world = make_strategy(base)->world_size();
@@ -208,6 +212,16 @@ std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base
         return std::string(text);
       },
       usable_cores());
+  // A pipeline's re-split moves layers (scenarios/layer_resplit.hpp): its cost, charged to the
+  // re-balanced parts of each episode.
+  const auto resplit_of = [&](std::size_t k) -> Seconds {
+    const std::vector<double>& speeds = plans[1 + k * 3 + 1].speeds;
+    Scenario to = base;
+    to.parallel.batch_split = BatchSplit::proportional;
+    if (to.strategy_type != "hybrid" || to.parallel.pipeline_model_parallel_size < 2) return 0;
+    to.hybrid.partition = HybridConfig::Partition::proportional;
+    return layer_resplit_s(*make_strategy(base), *make_strategy(to, speeds), base.cluster, layer_state_bytes_per_rank(base));
+  };
   const std::size_t per = rebalance ? 3 : 1;  // plans per straggler
   for (std::size_t i = 0; i < outcomes.size(); ++i)
     if (!outcomes[i].ok)
@@ -219,8 +233,16 @@ std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base
   std::vector<sim::reliability::Slowdown> out;
   for (std::size_t k = 0; k < specs.size(); ++k) {
     const std::size_t at = 1 + k * per;
-    out.push_back({sim::reliability::describe(drawn[k]), 1 / specs[k].episode_every_s, specs[k].episode_mean_s, ratio(at),
-                   rebalance ? ratio(at + 1) : 1.0, rebalance ? ratio(at + 2) : 1.0});
+    sim::reliability::Slowdown slowdown{sim::reliability::describe(drawn[k]), 1 / specs[k].episode_every_s,
+                                        specs[k].episode_mean_s, ratio(at)};
+    if (rebalance) {
+      slowdown.resplit_s = resplit_of(k);
+      const double kept_rebalanced = std::max(0.0, 1 - slowdown.resplit_s / specs[k].episode_mean_s);
+      const double kept_after = std::max(0.0, 1 - slowdown.resplit_s / rebalance_after_s);
+      slowdown.rebalanced = std::max(kMinThroughput, ratio(at + 1) * kept_rebalanced);
+      slowdown.after = std::max(kMinThroughput, ratio(at + 2) * kept_after);
+    }
+    out.push_back(slowdown);
   }
   return out;
 }

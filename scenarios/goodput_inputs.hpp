@@ -62,10 +62,11 @@ std::vector<double> shrunk_throughput(const Scenario& base, const sim::Simulatio
 // `options` has it (its permanent stragglers), and for each transient one the iteration with it
 // slowing the job as well, each simulated once in a child process of its own; an episode runs the
 // job at the first over the second. Straggler k's rank and range draw from `seed`'s k-th sub-stream.
-// With `rebalance`, also the iterations with the batch shares (and a pipeline's layers) split by
-// the devices' peak speeds over their slowdowns in the episode: with the straggler (re-balanced)
-// and without it (after the episode, before splitting back).
+// With re-balancing (rebalance_after_s > 0), also the iterations with the batch shares (and a
+// pipeline's layers) split by the devices' peak speeds over their slowdowns in the episode: with
+// the straggler (re-balanced) and without it (after the episode, before splitting back), less
+// what moving a pipeline's layers stops training for (Slowdown::resplit_s, layer_resplit.hpp).
 std::vector<sim::reliability::Slowdown> transient_slowdowns(const Scenario& base, const sim::SimulationOptions& options,
-                                                            std::uint64_t seed, bool rebalance);
+                                                            std::uint64_t seed, Seconds rebalance_after_s);
 
 }  // namespace tandem

@@ -227,7 +227,7 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
     std::erase_if(used.stragglers, [&](const StragglerSpec& st) {
       return st.transient() && st.rank >= strategy->world_size();
     });
-    slowdowns = transient_slowdowns(used, s.simulation, /*seed=*/1, reliability_->rebalance_after_s > 0);
+    slowdowns = transient_slowdowns(used, s.simulation, /*seed=*/1, reliability_->rebalance_after_s);
   }
   const sim::Prediction prediction = predict(s, *strategy);
   search::Evaluation e = evaluation_of(prediction, s.cluster);

@@ -54,6 +54,12 @@ struct Slowdown {
   Seconds mean_s = 0;
   double throughput = 1;  // (0, 1]
   double rebalanced = 1, after = 1;  // (0, 1], with re-balancing
+  // What one re-split stops training for (pipeline layers moving between stages; 0 for batch
+  // shares), already charged in `rebalanced` and `after`: the episode's re-split at the start of
+  // its re-balanced part (mean length mean_s, memoryless) and the split back at the start of the
+  // rebalance_after_s that follow it cost rebalanced x resplit_s / mean_s and
+  // after x resplit_s / rebalance_after_s of them, in expectation.
+  Seconds resplit_s = 0;
 };
 
 struct GoodputModel {

@@ -223,6 +223,7 @@ TEST(GoodputCli, ReBalancingTransientStragglersWinsBackThroughput) {
   // episodes (here rank 3, slow all along, bounds both).
   EXPECT_LE(s["throughput_after"].get<double>(), 1.0) << s.dump();
   EXPECT_DOUBLE_EQ(jb["rebalance_after_s"].get<double>(), 600);
+  EXPECT_DOUBLE_EQ(s["resplit_s"].get<double>(), 0);  // batch shares: nothing moves
   EXPECT_LT(jb["time_s"]["slowed"].get<double>(), ja["time_s"]["slowed"].get<double>());
   EXPECT_GT(jb["goodput"]["mean"].get<double>(), ja["goodput"]["mean"].get<double>());
   // Without a transient straggler there is nothing to re-balance: refused at the field.
@@ -230,6 +231,27 @@ TEST(GoodputCli, ReBalancingTransientStragglersWinsBackThroughput) {
   const CliRun refused = run_tandem("goodput " + none + kQuick);
   EXPECT_EQ(refused.status, 2) << refused.err;
   EXPECT_NE(refused.err.find("reliability.rebalance_after"), std::string::npos) << refused.err;
+}
+
+// A pipeline re-balanced moves layers between its stages: each re-split's cost is stated and
+// charged; batch shares move nothing (the data-parallel job above: 0).
+TEST(GoodputCli, ReSplittingAPipelinesLayersIsChargedItsTransfer) {
+  const std::string episodes = "compute_slowdown: 1.3\n  - rank: 1\n    compute_slowdown: 3\n    episodes: {every: 6h, lasting: 1h}";
+  const std::string path = scenario_with(
+      {{"strategy: { type: data_parallel, data_parallel_size: 8 }",
+        "strategy: { type: hybrid, pipeline_model_parallel_size: 2, data_parallel_size: 4 }"},
+       {"micro_batch_size: 8", "micro_batch_size: 2"},
+       {"compute_slowdown: 1.3", episodes},
+       {"  repair_hours: 24\n", "  repair_hours: 24\n  rebalance_after: 10min\n"}});
+  const CliRun run = run_tandem("goodput " + path + " --horizon 30d --trials 20 --sweep-points 9 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const auto& s = j["slowdowns"][0];
+  EXPECT_GT(s["resplit_s"].get<double>(), 0) << s.dump();
+  EXPECT_LT(s["resplit_s"].get<double>(), 1.0) << s.dump();  // GPT-2 124M: ~100 MB per layer over 50 GB/s
+  const CliRun text = run_tandem("goodput " + path + " --horizon 30d --trials 20 --sweep-points 9");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("each re-split moves layers"), std::string::npos) << text.out;
 }
 
 // Episodes are events every trial plays: a minute apart over a century they would run for hours,
