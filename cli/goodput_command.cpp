@@ -61,6 +61,7 @@ struct Report {
   std::vector<rel::Straggler> stragglers;
   double tokens_per_s_failure_free = 0;
   std::optional<ReplannedShrink> replanned;  // shrink re-planned by the search
+  std::optional<SimulatedStorage> storage;   // the checkpoint's traffic simulated (multi-node jobs)
 };
 
 nlohmann::json estimate_json(const rel::Estimate& e) {
@@ -86,6 +87,9 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
     j["causes"].push_back({{"cause", f.cause}, {"rate_per_hour", f.rate_per_s * 3600}, {"nodes_taken", f.nodes_taken}});
   j["checkpoint"] = {{"bytes", r.setup.checkpoint_bytes}, {"mode", m.checkpoint.asynchronous ? "async" : "sync"},
                      {"blocking_s", m.checkpoint.blocking_s}, {"write_s", r.setup.write_s},
+                     {"storage_simulated", r.setup.storage_simulated}, {"contention_s", r.setup.contention_s},
+                     {"background_write_s", m.checkpoint.write_s},
+                     {"iteration_beside_write_s", r.storage ? r.storage->iteration_beside_s : 0.0},
                      {"interval_s", m.interval_s}};
   j["restart_s"] = m.restart_s;
   j["policy"] = rel::to_string(m.policy);
@@ -151,9 +155,16 @@ std::string to_text(const ReliabilityScenario& rs, const Report& r) {
     line("", "  " + f.cause + ": every " + format_duration(1 / f.rate_per_s) + ", takes " + std::to_string(f.nodes_taken) +
                  " node(s)");
   line("checkpoint", number(r.setup.checkpoint_bytes / 1e9, "%.1f") + " GB, written in " + format_duration(r.setup.write_s) +
-                         (m.checkpoint.asynchronous ? " in the background after a " + format_duration(m.checkpoint.blocking_s) + " snapshot"
+                         (m.checkpoint.asynchronous ? " alone; in the background in " + format_duration(m.checkpoint.write_s) +
+                                                          " after a " + format_duration(r.setup.snapshot_s) + " snapshot"
                                                     : " (training stops)") +
                          ", every " + format_duration(m.effective_interval_s()) + " of training");
+  if (r.setup.storage_simulated)
+    line("", "(storage simulated: every rank's shard through its NIC and the network into the storage's link" +
+                 std::string(m.checkpoint.asynchronous && r.storage
+                                 ? "; beside the write an iteration takes " + format_duration(r.storage->iteration_beside_s) +
+                                       ", costing " + format_duration(r.setup.contention_s) + " of training per checkpoint)"
+                                 : ")"));
   if (r.swept) {
     line("interval", "best of the sweep " + format_duration(r.sweep.best_interval_s) + "; Young " +
                          format_duration(r.sweep.young_s) + ", Daly " + format_duration(r.sweep.daly_s) +
@@ -280,12 +291,15 @@ int run_goodput(const GoodputOptions& o) {
   }
   // Transient stragglers: an iteration per episode kind, in children too.
   std::vector<rel::Slowdown> slowdowns = transient_slowdowns(rs.base, options, o.seed, spec.rebalance_after_s);
+  // The checkpoint's writes through the cluster's network (and beside training, async), in children too.
+  const std::optional<SimulatedStorage> storage = simulate_storage(rs, *strategy, options);
   const sim::SimulationResult iteration = sim::simulate(*strategy, rs.base.cluster, options);
 
   // 3. The horizon, as events.
   Report r;
   r.stragglers = options.stragglers;
-  r.setup = goodput_setup(rs, *strategy, iteration);
+  r.setup = goodput_setup(rs, *strategy, iteration, storage ? &*storage : nullptr);
+  r.storage = storage;
   rel::GoodputModel& m = r.setup.model;
   m.shrunk_throughput = shrunk;
   if (replanned) {  // the survivors are counted in nodes, each failure taking its nodes

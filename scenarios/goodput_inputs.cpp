@@ -12,6 +12,7 @@
 #include "sim/reliability/checkpoint_cost.hpp"
 #include "sim/reliability/checkpoint_interval.hpp"
 #include "sim/reliability/random_stream.hpp"
+#include "sim/simulation.hpp"
 
 namespace tandem {
 
@@ -49,15 +50,60 @@ Bytes snapshot_bytes(const MemoryUsage& at_peak) {
 }
 
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
-                           const sim::SimulationResult& iteration) {
+                           const sim::SimulationResult& iteration, const SimulatedStorage* storage) {
   Bytes snapshot_bytes_per_device = 0;
   for (const sim::RankResult& rank : iteration.ranks)
     snapshot_bytes_per_device = std::max(snapshot_bytes_per_device, snapshot_bytes(rank.memory_at_peak));
-  return goodput_setup(scenario, strategy, iteration.iteration_time_s, snapshot_bytes_per_device);
+  return goodput_setup(scenario, strategy, iteration.iteration_time_s, snapshot_bytes_per_device, storage);
+}
+
+std::optional<SimulatedStorage> simulate_storage(const ReliabilityScenario& scenario, const Strategy& strategy,
+                                                 const sim::SimulationOptions& options) {
+  const Scenario& base = scenario.base;
+  const ReliabilitySpec& spec = scenario.spec;
+  const int world = strategy.world_size();
+  if (job_shape(base.cluster, world).nodes < 2) return std::nullopt;
+  sim::StorageWrites writes;
+  writes.bandwidth_bytes_per_s = spec.storage.aggregate_bytes_per_s * (1 - spec.storage.background_load);
+  writes.latency_s = spec.storage.latency_s;
+  writes.bytes_per_rank =
+      sim::reliability::checkpoint_bytes(make_model(base.model)->describe().parameter_count, base.training.precision) / world;
+  // A per-node path the scenario states (else the node's NICs, which the platform has): each
+  // rank's share of it.
+  if (spec.storage.per_node_bytes_per_s > 0)
+    writes.rank_rate_cap_bytes_per_s = spec.storage.per_node_bytes_per_s / base.cluster.group_of(0).devices_per_node;
+  std::vector<sim::StorageWrites> runs{writes};
+  if (spec.async_checkpoint) {
+    writes.alone = false;
+    runs.push_back(writes);
+  }
+  runs[0].alone = true;
+  const auto outcomes = run_in_processes(
+      runs.size(),
+      [&](std::size_t i) {
+        sim::SimulationOptions with = options;
+        with.storage_writes = runs[i];
+        const sim::SimulationResult r = sim::simulate(strategy, base.cluster, with);
+        char text[96];
+        std::snprintf(text, sizeof text, "%.17g %.17g %d", r.storage_write_s, r.iteration_time_s,
+                      static_cast<int>(r.iteration_times_s.size()));
+        return std::string(text);
+      },
+      usable_cores());
+  SimulatedStorage out;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (!outcomes[i].ok) base.fail("reliability.storage", "simulating the checkpoint's writes failed: " + outcomes[i].error);
+    double write = 0, iteration = 0;
+    int iterations = 0;
+    std::sscanf(outcomes[i].output.c_str(), "%lf %lf %d", &write, &iteration, &iterations);
+    if (i == 0) out.write_s = write;
+    else out.write_beside_s = write, out.iteration_beside_s = iteration, out.iterations_beside = iterations;
+  }
+  return out;
 }
 
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy, Seconds iteration_s,
-                           Bytes snapshot_bytes_per_device) {
+                           Bytes snapshot_bytes_per_device, const SimulatedStorage* simulated) {
   const Scenario& base = scenario.base;
   const ReliabilitySpec& spec = scenario.spec;
   const int world = strategy.world_size();
@@ -72,15 +118,25 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
   g.checkpoint_bytes = sim::reliability::checkpoint_bytes(make_model(base.model)->describe().parameter_count,
                                                           base.training.precision);
   g.write_s = sim::reliability::storage_transfer_s(storage, g.checkpoint_bytes, g.job.nodes);
+  if (simulated != nullptr) g.write_s = simulated->write_s, g.storage_simulated = true;
   g.reload_s = g.write_s;  // reads as fast as writes: the same links and the same share
   g.snapshot_bytes_per_device = snapshot_bytes_per_device;
   if (spec.async_checkpoint) g.snapshot_s = g.snapshot_bytes_per_device / spec.host_copy_bytes_per_s;
+  Seconds background_write_s = g.write_s;
+  if (simulated != nullptr && spec.async_checkpoint && simulated->iteration_beside_s > 0) {
+    // The training time the write's traffic costs: the measured window's delay beside it, and,
+    // when the write outlasts the window, that delay for every window it lasts.
+    background_write_s = simulated->write_beside_s;
+    const double window_s = simulated->iterations_beside * simulated->iteration_beside_s;
+    const Seconds delay_s = simulated->iterations_beside * std::max(0.0, simulated->iteration_beside_s - iteration_s);
+    g.contention_s = delay_s * std::max(1.0, window_s > 0 ? background_write_s / window_s : 1.0);
+  }
 
   sim::reliability::GoodputModel& m = g.model;
   m.iteration_s = iteration_s;
   m.tokens_per_iteration = static_cast<double>(strategy.sequences_per_iteration()) * base.training.seq_length;
   m.interval_s = spec.checkpoint_interval_s;
-  m.checkpoint = spec.async_checkpoint ? sim::reliability::CheckpointCost{true, g.snapshot_s, g.write_s}
+  m.checkpoint = spec.async_checkpoint ? sim::reliability::CheckpointCost{true, g.snapshot_s + g.contention_s, background_write_s}
                                        : sim::reliability::CheckpointCost{false, g.write_s, 0};
   m.restart_s = spec.relaunch_s + spec.init_s + g.reload_s + spec.warmup_iterations * m.iteration_s;
   m.failures = sim::reliability::failure_streams(spec.failures, g.job, spec.failure_rate_scale, spec.repair_s,

@@ -3,12 +3,24 @@
 // leaf switches), the checkpoint's size and costs through the modeled storage, the restart's cost.
 #pragma once
 
+#include <optional>
+
 #include "scenarios/reliability_spec.hpp"
 #include "sim/reliability/failure_streams.hpp"
 #include "sim/reliability/goodput_model.hpp"
 #include "sim/simulation.hpp"
 
 namespace tandem {
+
+// The checkpoint's traffic simulated in SimGrid (sim/storage_traffic.hpp) instead of the closed
+// form: through the cluster's own network (NICs, uplinks, an oversubscribed spine) into the
+// storage's link, and, for an asynchronous checkpoint, beside the training it shares them with.
+struct SimulatedStorage {
+  Seconds write_s = 0;             // the writes alone (training stopped): sync, and the reload
+  Seconds write_beside_s = 0;      // async: the writes while training runs
+  Seconds iteration_beside_s = 0;  // async: the measured iterations' mean, the writes starting with them
+  int iterations_beside = 0;       // async: how many were measured
+};
 
 struct GoodputSetup {
   sim::reliability::GoodputModel model;  // interval_s: the scenario's, or 0 when it is to be swept
@@ -19,17 +31,29 @@ struct GoodputSetup {
   Seconds reload_s = 0;                 // and back, on restart
   Seconds snapshot_s = 0;               // async: device -> host memory
   BytesPerSecond per_node_bytes_per_s = 0;
+  bool storage_simulated = false;  // write_s and reload_s from SimGrid (SimulatedStorage)
+  // Async with simulated storage: training time the background write's traffic costs (its length
+  // x the iteration's slowdown beside it), charged with the snapshot as blocking time.
+  Seconds contention_s = 0;
 };
 
 // What a checkpoint of one device holds: its parameters and optimizer state (at its peak).
 Bytes snapshot_bytes(const MemoryUsage& at_peak);
 
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy,
-                           const sim::SimulationResult& iteration);
+                           const sim::SimulationResult& iteration, const SimulatedStorage* storage = nullptr);
 // The same from the iteration's time and the largest rank's parameters + optimizer state (what an
 // asynchronous checkpoint snapshots), as a search's evaluation keeps them.
 GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& strategy, Seconds iteration_s,
-                           Bytes snapshot_bytes_per_device);
+                           Bytes snapshot_bytes_per_device, const SimulatedStorage* storage = nullptr);
+
+// Simulates the checkpoint's writes (each in a child process: call before this process simulates):
+// alone, and for an asynchronous checkpoint beside the iterations of `options`. Every rank writes
+// an equal shard of the checkpoint; the storage link carries the aggregate less the background
+// load, and a per-node path given in the scenario caps each rank at its share of it. Nothing for
+// a single-node job (its one path is the closed form's).
+std::optional<SimulatedStorage> simulate_storage(const ReliabilityScenario& scenario, const Strategy& strategy,
+                                                 const sim::SimulationOptions& options);
 
 // What the search weighs a candidate by (search::Objective::time_to_train), in closed form:
 // Daly's expected goodput (sim/reliability/checkpoint_interval.hpp) for Poisson interruptions at

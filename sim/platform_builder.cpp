@@ -174,7 +174,7 @@ void add_nodes(const Cluster& cluster, const std::vector<s4u::NetZone*>& zone_of
 
 const std::vector<std::string>& neutral_network_config() {
   static const std::vector<std::string> settings{"network/latency-factor:1", "network/bandwidth-factor:1",
-                                                 "network/crosstraffic:0", "network/TCP-gamma:0"};
+                                                 "network/crosstraffic:0", "network/TCP-gamma:1e300"};
   return settings;
 }
 
@@ -187,7 +187,7 @@ std::string host_name(const Cluster& cluster, int rank) {
   return node_name(loc.group, loc.node) + "d" + std::to_string(loc.local);
 }
 
-BuiltPlatform build_platform(const Cluster& cluster) {
+BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* storage) {
   if (!s4u::Engine::is_initialized()) throw std::logic_error("build_platform: create the s4u::Engine first");
   s4u::Engine* engine = s4u::Engine::get_instance();
   if (engine->get_netzone_root() != nullptr) {
@@ -201,6 +201,8 @@ BuiltPlatform build_platform(const Cluster& cluster) {
   out.hosts.assign(cluster.device_count(), nullptr);
   const int nodes = cluster.node_count();
 
+  if (nodes == 1 && storage != nullptr)
+    throw std::logic_error("build_platform: a storage endpoint needs a multi-node cluster");
   if (nodes == 1) {
     out.root = s4u::create_full_zone(node_name(0, 0));  // the first zone created becomes the root
     const NodeLinks links = create_node_links(cluster, out.root, 0, 0, 0, false);
@@ -217,6 +219,10 @@ BuiltPlatform build_platform(const Cluster& cluster) {
       links.push_back(create_node_links(cluster, out.root, g, n, global, true));
     }
   }
+  s4u::Link* storage_link = nullptr;
+  if (storage != nullptr)
+    storage_link = out.root->create_split_duplex_link("storage-link", storage->bandwidth_bytes_per_s)
+                       ->set_latency(storage->latency_s);
   std::vector<s4u::Link*> leaf_uplinks;
   if (cluster.has_spine()) {
     for (int leaf = 0; leaf < cluster.leaf_count(); ++leaf) {
@@ -252,6 +258,14 @@ BuiltPlatform build_platform(const Cluster& cluster) {
     zone->seal();
     out.root->add_route(zone->get_netpoint(), nullptr, router, nullptr,
                         {s4u::LinkInRoute(leaf_uplinks[leaf], Direction::UP)}, true);
+  }
+  if (storage_link != nullptr) {
+    s4u::NetZone* zone = s4u::create_full_zone("storage");
+    zone->set_parent(out.root);
+    out.storage = zone->create_host("storage", kSimHostSpeedFlopsPerS);
+    zone->seal();
+    out.root->add_route(zone->get_netpoint(), nullptr, out.storage->get_netpoint(), nullptr,
+                        {s4u::LinkInRoute(storage_link, Direction::UP)}, true);
   }
   out.root->seal();
   return out;

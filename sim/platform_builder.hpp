@@ -47,10 +47,23 @@ inline constexpr const char* kBackgroundLoadProperty = "background_load";
 struct BuiltPlatform {
   std::vector<simgrid::s4u::Host*> hosts;  // index = global rank
   simgrid::s4u::NetZone* root = nullptr;
+  simgrid::s4u::Host* storage = nullptr;  // with a StorageEndpoint: the file system's host
+};
+
+// Where checkpoints go (sim/storage_traffic.hpp): a host "storage" in a zone of its own, attached
+// to the top of the network (the star's switch, or the fat tree's spine) by a split-duplex link
+// of the file system's bandwidth and latency, so every node's writes cross its NICs, its uplink
+// (and its leaf's uplink) and then share that link. Multi-node clusters only.
+struct StorageEndpoint {
+  BytesPerSecond bandwidth_bytes_per_s = 0;
+  Seconds latency_s = 0;
 };
 
 // The "key:value" settings that make SimGrid's network model exact (latency + bytes / bandwidth,
-// fair sharing, no TCP window cap): latency and bandwidth factors 1, no cross-traffic, TCP-gamma 0.
+// fair sharing, no TCP window cap): latency and bandwidth factors 1, no cross-traffic, and a
+// TCP-gamma so large that its window cap (gamma / 2 latency) never binds. (TCP-gamma 0 also
+// removes the cap, but SimGrid 3.32 then drops a communication's own rate bound, Comm::set_rate,
+// on any route with latency: the checkpoint writers' per-node caps need that bound.)
 const std::vector<std::string>& neutral_network_config();
 // Applies them with Engine::set_config; call after creating the engine, before build_platform.
 void use_neutral_network_model();
@@ -58,7 +71,7 @@ void use_neutral_network_model();
 // Builds the cluster's platform. Call once per process, after creating the s4u::Engine (and after
 // sg_host_energy_plugin_init() when energy is wanted), before any other zone exists; throws
 // std::logic_error if the engine already has a platform.
-BuiltPlatform build_platform(const Cluster& cluster);
+BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* storage = nullptr);
 
 // The host name of a rank, "g<group>n<node>d<device>".
 std::string host_name(const Cluster& cluster, int rank);

@@ -18,6 +18,7 @@
 #include "sim/pipeline_extrapolation.hpp"
 #include "sim/platform_builder.hpp"
 #include "sim/sim_device.hpp"
+#include "sim/storage_traffic.hpp"
 #include "sim/tensor_folding.hpp"
 
 namespace tandem::sim {
@@ -71,12 +72,33 @@ void check_simulation(const Strategy& strategy, const Cluster& cluster, const Si
 
 // The simulation itself, in this process; `note` (how the pipeline was treated) joins the
 // folding notes.
+// Storage writes alone (a synchronous checkpoint: training stopped): the writers on the job's
+// devices, nothing else.
+SimulationResult simulate_storage_alone(const Cluster& cluster, int world, const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const StorageEndpoint endpoint{options.storage_writes->bandwidth_bytes_per_s, 0};
+  const BuiltPlatform platform = build_platform(cluster, &endpoint);
+  const std::vector<s4u::Host*> hosts(platform.hosts.begin(), platform.hosts.begin() + world);
+  StorageWriters writers(hosts, platform.storage, *options.storage_writes, /*start_now=*/true);
+  s4u::Engine::get_instance()->run();
+  SimulationResult result;
+  result.storage_write_s = writers.write_s();
+  result.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
 SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& options,
                                const std::string& note) {
   const auto wall_start = std::chrono::steady_clock::now();
   const int world = strategy.world_size();
   s4u::Engine& engine = make_engine();
+  std::optional<StorageEndpoint> storage;
+  if (options.storage_writes)
+    storage = StorageEndpoint{options.storage_writes->bandwidth_bytes_per_s, 0};  // latency: once, by the writers
+  if (options.storage_writes && options.storage_writes->alone) return simulate_storage_alone(cluster, world, options);
   // A straggler makes its replica and tensor group unlike the others: nothing is mirrored.
+  // (Storage writes leave replicas alike: every device, ghosts included, writes its shard, so the
+  // storage's link carries them all, and a simulated rank's NIC carries its own beside training.)
   const bool stragglers = !options.stragglers.empty();
   FoldPlan fold = plan_replica_folding(strategy, cluster, stragglers ? FoldingMode::off : options.replica_folding,
                                        options.record_trace);
@@ -87,8 +109,12 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
   context.cluster = &cluster;
   context.options = options;
   context.fold = &fold;
-  BuiltPlatform platform = build_platform(cluster);
+  BuiltPlatform platform = build_platform(cluster, storage ? &*storage : nullptr);
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
+  std::optional<StorageWriters> writers;
+  // The writes start with the first measured iteration, so that the measured ones run beside them.
+  if (storage) writers.emplace(context.hosts, platform.storage, *options.storage_writes, /*start_now=*/false);
+  int ranks_running = 0;
   reliability::apply_stragglers(options.stragglers, cluster, context.hosts);
   context.topology = topology_view(cluster);
 
@@ -150,6 +176,7 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
   const int total_iterations = measured_end + (turns ? 1 : 0);
   for (int r = 0; r < world; ++r) {
     if (!fold.simulated(r)) continue;
+    ++ranks_running;
     s4u::Actor::create("rank" + std::to_string(r), context.hosts[r], [&, r] {
       RankOutcome& out = outcomes[r];
       try {
@@ -157,12 +184,14 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
         auto program = strategy.program_for(r);
         program->setup(*out.device);
         for (int it = 0; it < total_iterations; ++it) {
+          if (writers && it == options.warmup_iterations) writers->start();  // the first rank there
           out.device->begin_iteration(it);
           program->train_step(*out.device, it);
           out.device->end_iteration();
         }
         out.device->leave_cores();
         out.finished = true;
+        if (writers && --ranks_running == 0) writers->training_ended();
       } catch (const simgrid::ForcefulKillException&) {
         throw;  // another rank failed and stopped the simulation
       } catch (const std::exception& e) {
@@ -195,6 +224,7 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
   //    ghost's figures are those of the rank it mirrors.
   SimulationResult result;
   result.simulated_ranks = fold.simulated_ranks();
+  if (writers) result.storage_write_s = writers->write_s();
   result.folding = fold.note + "; " + fold.tensor_note + (note.empty() ? "" : "; " + note);
   const auto device_of = [&](int r) -> SimDevice& { return *outcomes[fold.mirror_of[r]].device; };
   // An iteration's time is the period training advances by, as the real backends measure it
@@ -261,6 +291,8 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, cons
   if (options.warmup_iterations >= 0)
     options.warmup_iterations = std::max(options.warmup_iterations, strategy.irregular_iterations());
   check_simulation(strategy, cluster, options);
+  // Storage writes run beside the whole run, not beside shorter ones: no extrapolation then.
+  if (options.storage_writes) options.pipeline_extrapolation = FoldingMode::off;
   ExtrapolationPlan plan = plan_pipeline_extrapolation(strategy, cluster, options);
   if (plan.apply) {
     const auto wall_start = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 // SimGrid holds one engine per process: simulate() may be called once per process.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,20 @@ enum class ComputeFidelity { per_op, fused };
 const char* to_string(ComputeFidelity fidelity);
 ComputeFidelity parse_compute_fidelity(const std::string& text);
 
+// Checkpoint writes to a storage system, as SimGrid flows beside (or instead of) training: every
+// rank writes its shard from its device's host to the platform's storage host
+// (platform_builder.hpp, StorageEndpoint), through its NIC, its node's uplink (and its leaf's) and
+// the storage's link, sharing each with the training's own traffic. Multi-node clusters only.
+struct StorageWrites {
+  BytesPerSecond bandwidth_bytes_per_s = 0;  // the file system's, less other jobs' share
+  Seconds latency_s = 0;                     // open/commit, once
+  Bytes bytes_per_rank = 0;
+  BytesPerSecond rank_rate_cap_bytes_per_s = 0;  // a rank's share of its node's path to storage (0: none)
+  // The writes alone, training stopped (a synchronous checkpoint): no rank program runs and the
+  // result holds storage_write_s only.
+  bool alone = false;
+};
+
 struct SimulationOptions {
   int warmup_iterations = 0;
   int iterations = 1;  // measured
@@ -39,6 +54,9 @@ struct SimulationOptions {
   bool record_trace = false;
   // Slowed devices and links (sim/reliability/straggler.hpp). Ranks then differ: no folding.
   std::vector<reliability::Straggler> stragglers;
+  // Checkpoint writes during the iterations (an asynchronous checkpoint's background write), or
+  // alone. Every device writes, a folded replica's ghosts too; the pipeline is not extrapolated.
+  std::optional<StorageWrites> storage_writes;
 };
 
 // Where one rank's time went over the measured iterations. compute + exposed_comm + idle equals
@@ -66,6 +84,10 @@ struct SimulationResult {
   int simulated_ranks = 0;  // ranks run by an actor (fewer than the world when replicas are folded)
   std::string folding;      // how replicas and tensor groups were folded, or why not
   Trace trace;             // filled when record_trace
+  // With storage_writes: seconds from the start until every shard is written (+ latency). When
+  // the writes outlast the iterations, extrapolated at the rate they had while training ran
+  // (what they would take if training went on).
+  Seconds storage_write_s = 0;
 };
 
 // Runs the whole simulation in this process (or, with pipeline extrapolation, in two child

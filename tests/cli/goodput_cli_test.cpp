@@ -71,6 +71,22 @@ TEST(GoodputCli, TheSameSeedGivesTheSameAnswerBitForBitAndAnotherDrawsAnother) {
   EXPECT_NE(a["goodput"].dump(), c["goodput"].dump());
 }
 
+// The checkpoint's writes are simulated through the cluster's network (two nodes here), and the
+// asynchronous one beside training: the write there is no faster than alone, and an iteration
+// beside it no faster than the plain one.
+TEST(GoodputCli, TheCheckpointsWritesAreSimulatedBesideTraining) {
+  const nlohmann::json j = goodput_json("--seed 3");
+  ASSERT_FALSE(j.is_null());
+  const auto& c = j["checkpoint"];
+  EXPECT_TRUE(c["storage_simulated"].get<bool>()) << c.dump();
+  EXPECT_EQ(c["mode"], "async");
+  EXPECT_GE(c["background_write_s"].get<double>(), c["write_s"].get<double>() * (1 - 1e-9)) << c.dump();
+  EXPECT_GE(c["iteration_beside_write_s"].get<double>(), j["iteration_s"].get<double>() * (1 - 1e-9)) << c.dump();
+  EXPECT_GE(c["contention_s"].get<double>(), 0);
+  // The per-node path of 50 GB/s, shared by a node's 4 GPUs: 1.74 GB in 2 node shares.
+  EXPECT_NEAR(c["write_s"].get<double>(), c["bytes"].get<double>() / 2 / 50e9, 1e-3) << c.dump();
+}
+
 TEST(GoodputCli, TheJsonFileIsWrittenWhole) {
   const fs::path dir = cli_test::fresh_dir("tandem-goodput", "json");
   const std::string path = (dir / "goodput.json").string();
