@@ -135,9 +135,6 @@ int run_run(const RunCommandOptions& o) {
 #ifdef TANDEM_HAVE_CUDA
   // Checkpoints hold logical tensors assembled from every rank's parts, which no process of a
   // multi-GPU run holds (exec/cuda/cuda_run.hpp): refused before anything else is probed.
-  if (cuda && (!o.checkpoint_path.empty() || !o.resume_path.empty()))
-    throw InputError("command line", 0, o.resume_path.empty() ? "--checkpoint" : "--resume",
-                     "checkpoints are supported by the cpu backend only, not by --backend cuda");
   if (cuda && exec::cuda::cuda_device_count() < 1)
     throw InputError("command line", 0, "--backend", "backend 'cuda': no CUDA device is visible to this process");
   if (o.backend != "cpu" && !cuda)

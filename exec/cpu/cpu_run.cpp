@@ -124,7 +124,6 @@ class CheckpointBarrier {
   long generation_ = 0;
 };
 
-const std::set<MemCategory> kTrainingState{MemCategory::parameters, MemCategory::optimizer_state};
 
 std::map<std::string, std::vector<float>> global_state(const std::vector<std::unique_ptr<CpuDevice>>& devices,
                                                        const std::set<MemCategory>& categories) {
@@ -135,17 +134,36 @@ std::map<std::string, std::vector<float>> global_state(const std::vector<std::un
 
 Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_iteration,
                         const std::vector<std::unique_ptr<CpuDevice>>& devices) {
+  return checkpoint_of(strategy, o, next_iteration, global_state(devices, kTrainingState));
+}
+
+}  // namespace
+
+Checkpoint checkpoint_of(const Strategy& strategy, const RunOptions& o, int next_iteration,
+                         std::map<std::string, std::vector<float>> tensors) {
   Checkpoint ck;
   ck.strategy = strategy.name();
   ck.world_size = strategy.world_size();
   ck.next_iteration = next_iteration;
   ck.seed = o.seed;
   ck.sequences_per_iteration = strategy.sequences_per_iteration();
-  ck.tensors = global_state(devices, kTrainingState);
+  ck.tensors = std::move(tensors);
   return ck;
 }
 
-}  // namespace
+Checkpoint load_resume_checkpoint(const Strategy& strategy, const RunOptions& o) {
+  Checkpoint resume = load_checkpoint(o.resume_path);
+  if (resume.sequences_per_iteration != strategy.sequences_per_iteration())
+    throw InputError(o.resume_path, 0, "",
+                     "checkpoint of a run with " + std::to_string(resume.sequences_per_iteration) +
+                         " sequences per iteration cannot resume one with " +
+                         std::to_string(strategy.sequences_per_iteration()) + " (the data would differ)");
+  if (resume.seed != o.seed)
+    throw InputError(o.resume_path, 0, "",
+                     "checkpoint written with seed " + std::to_string(resume.seed) + ", this run has seed " +
+                         std::to_string(o.seed) + " (dropout masks would differ)");
+  return resume;
+}
 
 TrainingSettings training_settings(const Strategy& strategy, const RunOptions& o) {
   TrainingSettings settings;
@@ -208,16 +226,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   Checkpoint resume;
   int first_iteration = 0;
   if (!o.resume_path.empty()) {
-    resume = load_checkpoint(o.resume_path);
-    if (resume.sequences_per_iteration != strategy.sequences_per_iteration())
-      throw InputError(o.resume_path, 0, "",
-                       "checkpoint of a run with " + std::to_string(resume.sequences_per_iteration) +
-                           " sequences per iteration cannot resume one with " +
-                           std::to_string(strategy.sequences_per_iteration()) + " (the data would differ)");
-    if (resume.seed != o.seed)
-      throw InputError(o.resume_path, 0, "",
-                       "checkpoint written with seed " + std::to_string(resume.seed) + ", this run has seed " +
-                           std::to_string(o.seed) + " (dropout masks would differ)");
+    resume = load_resume_checkpoint(strategy, o);
     first_iteration = resume.next_iteration;
   }
   const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;

@@ -27,12 +27,14 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis/trace.hpp"
+#include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/data.hpp"
 #include "kernels/cpu/moe.hpp"
 #include "strategies/memory_ledger.hpp"
@@ -134,6 +136,16 @@ void configure_for_model(RunOptions& options, const Model& model, std::int64_t s
 std::vector<std::int64_t> micro_batch_offsets(const Strategy& strategy, const RunOptions& options);
 // The settings every backend's devices take from the run's options.
 TrainingSettings training_settings(const Strategy& strategy, const RunOptions& options);
+
+// What a checkpoint holds: the parameters and optimizer state (weights, fp32 masters, AdamW
+// moments); the rest is recomputed or zeroed every step (checkpoint.hpp).
+inline const std::set<MemCategory> kTrainingState{MemCategory::parameters, MemCategory::optimizer_state};
+// A checkpoint of this run after `next_iteration` iterations holding `tensors` (global form).
+Checkpoint checkpoint_of(const Strategy& strategy, const RunOptions& options, int next_iteration,
+                         std::map<std::string, std::vector<float>> tensors);
+// options.resume_path loaded and checked against this run (its global batch and seed): an
+// InputError naming the file otherwise.
+Checkpoint load_resume_checkpoint(const Strategy& strategy, const RunOptions& options);
 
 // Trains `strategy` for real. Throws RunError when a rank fails (after all ranks stopped),
 // std::invalid_argument for bad options.

@@ -1,40 +1,84 @@
 #include "exec/cpu/global_state.hpp"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace tandem::exec::cpu {
 
-std::map<std::string, std::vector<float>> assemble_global(
-    const std::vector<std::vector<PlacedTensor>>& ranks) {
-  std::map<std::string, std::vector<float>> global;
-  std::map<std::string, std::vector<bool>> written;
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    for (const PlacedTensor& t : ranks[r]) {
-      const TensorPlacement& p = t.placement;
-      const auto n = static_cast<std::size_t>(p.global_numel());
-      auto [it, fresh] = global.try_emplace(p.name, n, 0.0f);
-      auto& seen = written.try_emplace(p.name, n, false).first->second;
-      if (it->second.size() != n)
-        throw std::logic_error("global state: '" + p.name + "' placed with two global sizes");
-      for (std::size_t i = 0; i < t.values.size(); ++i) {
-        const std::int64_t g = p.global_index(static_cast<std::int64_t>(i));
-        if (g < 0) continue;
-        const auto gi = static_cast<std::size_t>(g);
-        // Replicas must hold the same bits (NaN-safe comparison).
-        if (seen[gi] && std::memcmp(&it->second[gi], &t.values[i], sizeof(float)) != 0)
-          throw std::logic_error("global state: replicas of '" + p.name + "' differ at element " +
-                                 std::to_string(g) + " (rank " + std::to_string(r) + ")");
-        it->second[gi] = t.values[i];
-        seen[gi] = true;
-      }
+namespace {
+
+using Global = std::map<std::string, std::vector<float>>;
+using Seen = std::map<std::string, std::vector<bool>>;
+
+// Writes `value` at element `g` of `name`, refusing a replica that disagrees (NaN-safe).
+void put(Global& global, Seen& seen, const std::string& name, std::size_t n, std::size_t g, float value,
+         const std::string& who) {
+  auto [it, fresh] = global.try_emplace(name, n, 0.0f);
+  auto& mask = seen.try_emplace(name, n, false).first->second;
+  if (it->second.size() != n) throw std::logic_error("global state: '" + name + "' placed with two global sizes");
+  if (mask[g] && std::memcmp(&it->second[g], &value, sizeof(float)) != 0)
+    throw std::logic_error("global state: replicas of '" + name + "' differ at element " + std::to_string(g) + " (" +
+                           who + ")");
+  it->second[g] = value;
+  mask[g] = true;
+}
+
+// Every placed element of `tensors` into `global`.
+void place_all(Global& global, Seen& seen, const std::vector<PlacedTensor>& tensors, const std::string& who) {
+  for (const PlacedTensor& t : tensors) {
+    const TensorPlacement& p = t.placement;
+    const auto n = static_cast<std::size_t>(p.global_numel());
+    global.try_emplace(p.name, n, 0.0f);
+    seen.try_emplace(p.name, n, false);
+    for (std::size_t i = 0; i < t.values.size(); ++i) {
+      const std::int64_t g = p.global_index(static_cast<std::int64_t>(i));
+      if (g >= 0) put(global, seen, p.name, n, static_cast<std::size_t>(g), t.values[i], who);
     }
   }
-  for (const auto& [name, seen] : written)
-    for (std::size_t i = 0; i < seen.size(); ++i)
-      if (!seen[i])
-        throw std::logic_error("global state: element " + std::to_string(i) + " of '" + name +
-                               "' is held by no rank");
+}
+
+void require_covered(const Seen& seen) {
+  for (const auto& [name, mask] : seen)
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (!mask[i])
+        throw std::logic_error("global state: element " + std::to_string(i) + " of '" + name + "' is held by no rank");
+}
+
+}  // namespace
+
+Global assemble_global(const std::vector<std::vector<PlacedTensor>>& ranks) {
+  Global global;
+  Seen seen;
+  for (std::size_t r = 0; r < ranks.size(); ++r) place_all(global, seen, ranks[r], "rank " + std::to_string(r));
+  require_covered(seen);
+  return global;
+}
+
+Global partial_global(const std::vector<PlacedTensor>& mine) {
+  Global global;
+  Seen seen;
+  place_all(global, seen, mine, "this process");
+  for (auto& [name, values] : global) {
+    const std::vector<bool>& mask = seen.at(name);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (!mask[i]) values[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return global;
+}
+
+Global merge_partials(const std::vector<Global>& parts) {
+  Global global;
+  Seen seen;
+  for (std::size_t r = 0; r < parts.size(); ++r)
+    for (const auto& [name, values] : parts[r]) {
+      global.try_emplace(name, values.size(), 0.0f);
+      seen.try_emplace(name, values.size(), false);
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (!std::isnan(values[i])) put(global, seen, name, values.size(), i, values[i], "process " + std::to_string(r));
+    }
+  require_covered(seen);
   return global;
 }
 

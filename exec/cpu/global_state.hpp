@@ -26,4 +26,13 @@ struct PlacedTensor {
 std::map<std::string, std::vector<float>> assemble_global(
     const std::vector<std::vector<PlacedTensor>>& ranks);
 
+// The same across processes (the CUDA backend: one process per GPU, none holding every rank's
+// parts). partial_global: one process's placed tensors in global form, every logical tensor it
+// holds any element of at its global size, NaN where it holds nothing (training values are
+// finite: a diverged run stops before it saves). merge_partials: the whole state from every
+// process's part, under assemble_global's rules (replicas agree bit for bit, every element held).
+std::map<std::string, std::vector<float>> partial_global(const std::vector<PlacedTensor>& mine);
+std::map<std::string, std::vector<float>> merge_partials(
+    const std::vector<std::map<std::string, std::vector<float>>>& parts);
+
 }  // namespace tandem::exec::cpu

@@ -90,6 +90,11 @@ class CudaDevice final : public Runtime {
   std::map<std::string, std::vector<float>> snapshot(const std::set<MemCategory>& categories);
   // Live tensors of these categories with their placements (unplaced: whole, under their name).
   std::vector<cpu::PlacedTensor> placed_snapshot(const std::set<MemCategory>& categories);
+  // Sets every live tensor of these categories from the global state (a checkpoint's tensors,
+  // cpu::CpuDevice::restore_global's rules: each takes its part, padding zero); returns the logical
+  // tensors used. Throws std::runtime_error, restoring nothing, when one is missing or mis-sized.
+  std::set<std::string> restore_global(const std::map<std::string, std::vector<float>>& global,
+                                       const std::set<MemCategory>& categories);
   cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)]; }
   kernels::cuda::Blas& blas() { return *blas_; }
 

@@ -4,10 +4,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 
+#include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/diverged.hpp"
+#include "exec/cpu/global_state.hpp"
 #include "exec/cuda/bootstrap.hpp"
 #include "exec/cuda/cuda_device.hpp"
 #include "kernels/cuda/check.hpp"
@@ -31,8 +34,6 @@ void check_options(const cpu::RunOptions& o) {
   if (o.iterations < 1) throw std::invalid_argument("run_cuda: at least one iteration");
   if (o.warmup_iterations < 0) throw std::invalid_argument("run_cuda: negative warm-up");
   if (!o.data) throw std::invalid_argument("run_cuda: RunOptions::data is required (configure_for_model)");
-  if (!o.checkpoint_path.empty() || !o.resume_path.empty())
-    throw std::invalid_argument("run_cuda: checkpoints are a CPU-backend feature so far");
   if (o.fail_rank >= 0) throw std::invalid_argument("run_cuda: failure injection is a CPU-backend feature");
 }
 
@@ -55,6 +56,41 @@ cpu::IterationStats join_iteration(Bootstrap& boot, int iteration, bool warmup, 
   s.micro_batches = static_cast<std::int64_t>(by_mb.size());
   s.loss = sums[1] > 0 ? sums[0] / sums[1] : std::numeric_limits<double>::quiet_NaN();
   return s;
+}
+
+// Every process's part of the training state into one checkpoint (the CPU backend's format): alone,
+// directly; otherwise each process saves its part in global form (NaN where it holds nothing) beside
+// the target, and the first merges them, saves the checkpoint atomically and removes the parts.
+void save_cuda_checkpoint(CudaDevice& device, Bootstrap& boot, const Strategy& strategy, const cpu::RunOptions& o,
+                          int next_iteration) {
+  const std::vector<cpu::PlacedTensor> mine = device.placed_snapshot(cpu::kTrainingState);
+  if (boot.world_size() == 1) {
+    cpu::save_checkpoint(cpu::checkpoint_of(strategy, o, next_iteration, cpu::assemble_global({mine})), o.checkpoint_path);
+    return;
+  }
+  const auto part_path = [&](int rank) { return o.checkpoint_path + ".part" + std::to_string(rank); };
+  cpu::save_checkpoint(cpu::checkpoint_of(strategy, o, next_iteration, cpu::partial_global(mine)), part_path(boot.rank()));
+  std::vector<double> barrier{0};
+  boot.sum(barrier);  // every part is on disk
+  if (boot.rank() == 0) {
+    std::vector<std::map<std::string, std::vector<float>>> parts;
+    for (int r = 0; r < boot.world_size(); ++r) parts.push_back(cpu::load_checkpoint(part_path(r)).tensors);
+    cpu::save_checkpoint(cpu::checkpoint_of(strategy, o, next_iteration, cpu::merge_partials(parts)), o.checkpoint_path);
+    for (int r = 0; r < boot.world_size(); ++r) std::remove(part_path(r).c_str());
+  }
+  boot.sum(barrier);  // the checkpoint is whole before anyone goes on
+}
+
+// Every process restores its part of the checkpoint; each of its tensors must have found a place
+// in some process.
+void resume_cuda(CudaDevice& device, Bootstrap& boot, const cpu::Checkpoint& resume) {
+  const std::set<std::string> used = device.restore_global(resume.tensors, cpu::kTrainingState);
+  std::vector<double> found;  // per checkpoint tensor (the same order everywhere: the same file)
+  for (const auto& [name, values] : resume.tensors) found.push_back(used.count(name) ? 1.0 : 0.0);
+  boot.sum(found);
+  std::size_t i = 0;
+  for (const auto& [name, values] : resume.tensors)
+    if (found[i++] == 0) throw std::runtime_error("the checkpoint's tensor '" + name + "' has no counterpart in this run");
 }
 
 }  // namespace
@@ -82,7 +118,16 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
   const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
   const std::vector<std::int64_t> offsets = cpu::micro_batch_offsets(strategy, o);
 
+  cpu::Checkpoint resume;
+  int first_iteration = 0;
+  if (!o.resume_path.empty()) {
+    resume = cpu::load_resume_checkpoint(strategy, o);
+    first_iteration = resume.next_iteration;
+  }
+  const int total_iterations = o.warmup_iterations + o.iterations;
+
   cpu::RunResult result;
+  result.first_iteration = first_iteration;
   result.strategy = strategy.name();
   result.world_size = world;
   result.tokens_per_iteration = tokens_per_iteration;
@@ -91,11 +136,19 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
     try {
       auto program = strategy.program_for(rank);
       program->setup(device);
-      for (int i = 0; i < o.warmup_iterations + o.iterations; ++i) {
+      if (!o.resume_path.empty()) {
+        try {
+          resume_cuda(device, *boot, resume);
+        } catch (const std::runtime_error& e) {
+          throw std::runtime_error("cannot resume from " + o.resume_path + ": " + e.what());
+        }
+      }
+      for (int n = 0; n < total_iterations; ++n) {
+        const int i = first_iteration + n;
         device.begin_iteration(i);
         program->train_step(device, i);
         device.end_iteration();
-        const cpu::IterationStats s = join_iteration(*boot, i, i < o.warmup_iterations, device.iteration_windows().back(),
+        const cpu::IterationStats s = join_iteration(*boot, i, n < o.warmup_iterations, device.iteration_windows().back(),
                                                      device.losses(), tokens_per_iteration);
         result.iterations.push_back(s);
         if (o.on_iteration && rank == 0) o.on_iteration(s);
@@ -103,8 +156,14 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
         // left waiting in a collective); a rank that computed the bad loss names its own.
         cpu::require_finite_losses(rank, i, device.losses());
         if (s.micro_batches > 0 && !std::isfinite(s.loss)) throw cpu::DivergedError(rank, i, -1, s.loss);
+        if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (n + 1) % o.checkpoint_every == 0 &&
+            n + 1 < total_iterations) {
+          program->settle(device);  // the tensors hold the whole state (parameters gathered late)
+          save_cuda_checkpoint(device, *boot, strategy, o, i + 1);
+        }
       }
       program->settle(device);  // parameters gathered late (--overlap-param-gather) are complete
+      if (!o.checkpoint_path.empty()) save_cuda_checkpoint(device, *boot, strategy, o, first_iteration + total_iterations);
     } catch (const cpu::DivergedError&) {
       throw;
     } catch (const cpu::OpError& e) {

@@ -69,6 +69,32 @@ TEST(CudaRun, Fp32TrainingMatchesTheCpuBackendStepForStep) {
   }
 }
 
+// Checkpoints on the CUDA backend, in the CPU backend's format: a run saved after 2 iterations
+// and resumed for 2 more gives the uninterrupted 4-iteration run's losses (the same kernels on the
+// same GPU: bit for bit expected, compared at the equivalence tolerance), and the checkpoint a
+// GPU wrote resumes on the CPU backend too.
+TEST(CudaRun, ACheckpointResumesWhereTheRunStoppedOnTheGpuAndOnTheCpu) {
+  TANDEM_REQUIRE_GPU();
+  auto strategy = gpt_tiny_dp1(DType::fp32);
+  CudaRunExtras extras;
+  extras.math = kernels::cuda::MathMode::fp32;
+  const cpu::RunResult whole = run_cuda(*strategy, options_for(*strategy, 4), extras);
+  const std::string path = ::testing::TempDir() + "tandem-cuda-checkpoint.bin";
+  cpu::RunOptions first = options_for(*strategy, 2);
+  first.checkpoint_path = path;
+  run_cuda(*strategy, first, extras);
+  cpu::RunOptions rest = options_for(*strategy, 2);
+  rest.resume_path = path;
+  const cpu::RunResult resumed = run_cuda(*strategy, rest, extras);
+  ASSERT_EQ(resumed.first_iteration, 2);
+  ASSERT_EQ(resumed.iterations.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(resumed.iterations[i].loss, whole.iterations[i + 2].loss, kLossTolerance * std::abs(whole.iterations[i + 2].loss))
+        << "iteration " << i + 2;
+  const cpu::RunResult on_cpu = cpu::run_cpu(*strategy, rest);
+  EXPECT_NEAR(on_cpu.iterations[0].loss, whole.iterations[2].loss, kLossTolerance * std::abs(whole.iterations[2].loss));
+}
+
 TEST(CudaRun, Bf16LossCurveTracksFp32) {
   TANDEM_REQUIRE_GPU();
   auto strategy = gpt_tiny_dp1(DType::fp32);  // same parameters and data; only the GEMM math differs
