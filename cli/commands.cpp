@@ -8,6 +8,7 @@
 #include "cli/calibrate_command.hpp"
 #include "cli/check_command.hpp"
 #include "cli/compare_command.hpp"
+#include "cli/convergence_command.hpp"
 #include "cli/goodput_command.hpp"
 #include "cli/guarded.hpp"
 #include "cli/job_command.hpp"
@@ -42,6 +43,8 @@ int run(int argc, char** argv) {
   CLI::App* validate_cmd = add_validate_command(app, validate_options);
   GoodputOptions goodput_options;
   CLI::App* goodput_cmd = add_goodput_command(app, goodput_options);
+  ConvergenceOptions convergence_options;
+  CLI::App* convergence_cmd = add_convergence_command(app, convergence_options);
   CheckOptions check_options;
   CLI::App* check_cmd = add_check_command(app, check_options);
   FieldsOptions fields_options;
@@ -68,6 +71,7 @@ int run(int argc, char** argv) {
     if (report_cmd->parsed()) return run_report(report);
     if (validate_cmd->parsed()) return run_validate(validate_options);
     if (goodput_cmd->parsed()) return run_goodput(goodput_options);
+    if (convergence_cmd->parsed()) return run_convergence(convergence_options);
     if (fields_cmd->parsed()) return run_fields(fields_options);
     if (explain_cmd->parsed()) return run_explain(explain_options);
     return 0;

@@ -58,11 +58,6 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   return cmd;
 }
 
-namespace {
-
-// A real text for a language model (run --corpus): refused at the option when it cannot be read,
-// is not a regular file, is too large, is shorter than a sequence and its label, or feeds a
-// model that reads no text.
 std::shared_ptr<const exec::cpu::DataSource> corpus_source(const std::string& path, const Scenario& scenario) {
   if (scenario.model.kind != ModelSpec::Kind::transformer)
     throw InputError("command line", 0, "--corpus", "a corpus feeds language models; " + scenario.name + "'s model reads no text");
@@ -80,6 +75,8 @@ std::shared_ptr<const exec::cpu::DataSource> corpus_source(const std::string& pa
                          std::to_string(needed));
   return std::make_shared<exec::cpu::TextCorpus>(scenario.model.transformer.vocab_size, std::move(text));
 }
+
+namespace {
 
 
 // Per-rank compute slowdowns (RunOptions::compute_slowdown): the scenario's stragglers (their

@@ -11,8 +11,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "exec/cpu/data.hpp"
+#include "scenarios/scenario.hpp"
 
 namespace tandem::cli {
 
@@ -40,6 +44,11 @@ struct RunCommandOptions {
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);
+
+// A real text for a language model (--corpus): refused at the option when it cannot be read, is
+// not a regular file, is too large, is shorter than a sequence and its label, or feeds a model
+// that reads no text.
+std::shared_ptr<const exec::cpu::DataSource> corpus_source(const std::string& path, const Scenario& scenario);
 int run_run(const RunCommandOptions& options);
 
 }  // namespace tandem::cli

@@ -67,6 +67,21 @@ std::optional<int> steps_to_loss(const std::vector<double>& losses, double targe
   return std::nullopt;
 }
 
+void apply_convergence_fields(const std::string& text, const std::string& where, ParallelConfig& p) {
+  const YamlNode n = YamlNode::load_string("{" + text + "}", where);
+  if (!n.is_map()) n.fail("expected strategy fields (\"data_parallel_size: 4, local_sgd_steps: 4\")");
+  n.only_keys({"type", "data_parallel_size", "gradient_compression", "local_sgd_steps", "local_sgd_group_size",
+               "parameter_servers", "parameter_server_staleness"});
+  if (auto v = n.get("data_parallel_size")) p.data_parallel_size = static_cast<int>(v->count(limits::kParallelSize));
+  if (auto v = n.get("gradient_compression")) p.gradient_compression = read_gradient_compression(*v);
+  if (auto v = n.get("local_sgd_steps")) p.local_sgd_steps = static_cast<int>(v->count(limits::kLocalSgdSteps));
+  if (auto v = n.get("local_sgd_group_size"))
+    p.local_sgd_group_size = static_cast<int>(v->count(limits::kLocalSgdGroupSize));
+  if (auto v = n.get("parameter_servers")) p.parameter_servers = static_cast<int>(v->count(limits::kParameterServers));
+  if (auto v = n.get("parameter_server_staleness"))
+    p.parameter_server_staleness = static_cast<int>(v->count(limits::kParameterServerStaleness));
+}
+
 namespace {
 
 // A variant's `strategy`, written as a scenario's strategy fields ("data_parallel_size: 4,
@@ -74,18 +89,8 @@ namespace {
 ConvergenceKey read_strategy(const JsonFields& variant) {
   const std::string text = variant.string("strategy");
   try {
-    const YamlNode n = YamlNode::load_string("{" + text + "}", "strategy");
-    if (!n.is_map()) n.fail("expected strategy fields (\"data_parallel_size: 4, local_sgd_steps: 4\")");
-    n.only_keys({"type", "data_parallel_size", "gradient_compression", "local_sgd_steps", "local_sgd_group_size",
-                 "parameter_servers", "parameter_server_staleness"});
     ParallelConfig p;
-    if (auto v = n.get("gradient_compression")) p.gradient_compression = read_gradient_compression(*v);
-    if (auto v = n.get("local_sgd_steps")) p.local_sgd_steps = static_cast<int>(v->count(limits::kLocalSgdSteps));
-    if (auto v = n.get("local_sgd_group_size"))
-      p.local_sgd_group_size = static_cast<int>(v->count(limits::kLocalSgdGroupSize));
-    if (auto v = n.get("parameter_servers")) p.parameter_servers = static_cast<int>(v->count(limits::kParameterServers));
-    if (auto v = n.get("parameter_server_staleness"))
-      p.parameter_server_staleness = static_cast<int>(v->count(limits::kParameterServerStaleness));
+    apply_convergence_fields(text, "strategy", p);
     return convergence_key(p);
   } catch (const InputError& e) {
     variant.fail("strategy", (e.field().empty() ? "" : e.field() + ": ") + e.message());

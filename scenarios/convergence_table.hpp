@@ -32,6 +32,11 @@ struct ConvergenceKey {
 };
 
 ConvergenceKey convergence_key(const ParallelConfig& parallel);
+
+// Strategy fields as a convergence file's variants write them ("data_parallel_size: 4,
+// gradient_compression: int8"; the keys that change a step's maths, and type) applied to `p`;
+// an InputError placed in `where` (its line 1) for anything else.
+void apply_convergence_fields(const std::string& text, const std::string& where, ParallelConfig& p);
 // "local_sgd_steps=4", "int8", "parameter servers, staleness 1", "synchronous".
 std::string describe(const ConvergenceKey& key);
 
