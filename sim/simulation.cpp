@@ -70,8 +70,6 @@ void check_simulation(const Strategy& strategy, const Cluster& cluster, const Si
   if (options.warmup_iterations < 0) throw std::invalid_argument("negative warm-up iterations");
 }
 
-// The simulation itself, in this process; `note` (how the pipeline was treated) joins the
-// folding notes.
 // Storage writes alone (a synchronous checkpoint: training stopped): the writers on the job's
 // devices, nothing else.
 SimulationResult simulate_storage_alone(const Cluster& cluster, int world, const SimulationOptions& options) {
@@ -87,6 +85,8 @@ SimulationResult simulate_storage_alone(const Cluster& cluster, int world, const
   return result;
 }
 
+// The simulation itself, in this process; `note` (how the pipeline was treated) joins the
+// folding notes.
 SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster, const SimulationOptions& options,
                                const std::string& note) {
   const auto wall_start = std::chrono::steady_clock::now();
