@@ -186,6 +186,16 @@ for bad in ['0', 'nan', 'inf', '1e308', '-5']:
     outcome, err = run(['run', 'gpt-tiny-localhost', '--timeout', bad, '--iterations', '1'])
     record(f'run --timeout {bad}', outcome, err)
 
+for option, bads in [('--steps', ['0', '4', '-1', '4294967297', 'nan', 'x']), ('--target-loss', ['0', '-1', 'nan', 'inf', '1e308', 'x']),
+                     ('--variant', ['x', '=', 'a=b', 'a=gradient_compression: zip', 'a={', 'a=local_sgd_steps: 0']),
+                     ('--corpus', ['/dev/zero', '/nonexistent', work])]:
+    for bad in bads:
+        outcome, err = run(['convergence', 'gpt-tiny-localhost', '--steps', '5', option, bad], timeout=30)
+        record(f'convergence {option} {bad}', outcome, err)
+for option, bad in [('--interval', 'soon'), ('--trials', '0'), ('--horizon', '1e300d')]:
+    outcome, err = run(['goodput', 'goodput-gpt3-13b-shrink-replan', option, bad], timeout=30)
+    record(f'goodput shrink-replan {option} {bad}', outcome, err)
+
 print(f'{sum(counts.values())} inputs:')
 for outcome, n in counts.most_common():
     print(f'  {n:5}  {outcome}')
