@@ -9,6 +9,17 @@
 namespace tandem::sim_test::collectives {
 namespace {
 
+// The wall-time bound is generous for a plain build; under a sanitizer (tests/sanitize.sh) every
+// access and lock is many times slower, so it says nothing there and is not asserted.
+void expect_seconds_of_wall_time(double wall_s) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  std::printf("  (sanitizer build: the wall-time bound is not asserted)\n");
+  (void)wall_s;
+#else
+  EXPECT_LT(wall_s, 60.0);
+#endif
+}
+
 TEST(CollectiveScale, Ring4096AggregatedAllReduce) {
   const int n = 4096;
   const BytesPerSecond bw = 50e9;
@@ -26,7 +37,7 @@ TEST(CollectiveScale, Ring4096AggregatedAllReduce) {
   std::printf("  4096-rank aggregated ring all-reduce of 1 GB: simulated %.6f s (formula %.6f s), wall %.2f s\n",
               out.duration(), expected, out.wall_s);
   EXPECT_LT(relative_error(out.duration(), expected), 0.01);
-  EXPECT_LT(out.wall_s, 60.0);
+  expect_seconds_of_wall_time(out.wall_s);
 }
 
 TEST(CollectiveScale, Tree4096AggregatedSmallAllReduce) {
@@ -46,7 +57,7 @@ TEST(CollectiveScale, Tree4096AggregatedSmallAllReduce) {
   // 2·12 levels of 2 us latency at least, far below the ring's 2·4095 steps.
   EXPECT_GT(out.duration(), 24 * 2e-6);
   EXPECT_LT(out.duration(), 2 * 4095 * 2e-6 / 10);
-  EXPECT_LT(out.wall_s, 60.0);
+  expect_seconds_of_wall_time(out.wall_s);
 }
 
 TEST(CollectiveScale, Automatic4096PicksAggregated) {
