@@ -101,6 +101,15 @@ ReliabilityScenario load_reliability_scenario(const std::string& name_or_path) {
   std::optional<ReliabilitySpec> spec = load_reliability_section(rs.base);
   if (!spec) throw InputError(rs.base.file, 0, "reliability", "the scenario has no reliability section (see scenarios/reliability_spec.hpp)");
   rs.spec = std::move(*spec);
+  // The section's lines, so that what goodput finds later (a shrink no plan survives, a storage
+  // simulation that fails) names the line of its field, as the scenario's own fields do.
+  const YamlNode section = YamlNode::load_file(rs.base.file)["reliability"];
+  rs.base.lines["reliability"] = section.line();
+  for (const auto& [key, node] : section.entries()) {
+    rs.base.lines["reliability." + key] = node.line();
+    if (node.is_map())
+      for (const auto& [inner, value] : node.entries()) rs.base.lines["reliability." + key + "." + inner] = value.line();
+  }
   return rs;
 }
 

@@ -167,6 +167,19 @@ TEST(GoodputCli, ReplanningBySearchKeepsAJobWhoseReplicaSpansNodesRunningOnTheSu
   EXPECT_NE(text.out.find("`tandem search` it"), std::string::npos) << text.out;
 }
 
+// A search that finds nothing for the survivors is refused at the replan field, with its line.
+TEST(GoodputCli, ReplanningWithNoPlanForTheSurvivorsIsRefusedAtItsLine) {
+  const std::string path = scenario_with(
+      {{"strategy: { type: data_parallel, data_parallel_size: 8 }", kTensorPipelineJob},
+       {"policy: restart_on_spares", "policy: shrink\n  replan: search"},
+       {"restart: { relaunch_s: 60, init_s: 30 }",
+        "restart: { relaunch_s: 60, init_s: 30 }\nsearch: { tensor_model_parallel_size: [4], pipeline_model_parallel_size: [2] }"}});
+  const CliRun run = run_tandem("goodput " + path + kQuick);
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_NE(run.err.find(path + ":13: field 'reliability.replan'"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("no plan that fits on 1 surviving nodes"), std::string::npos) << run.err;
+}
+
 // Where the layout can shrink (two tensor-4 replicas, one per node), the search's plan for the
 // surviving node is at least as fast as the layout's one replica: that plan is in its space.
 TEST(GoodputCli, ReplanningBySearchIsNeverSlowerThanKeepingTheLayout) {
