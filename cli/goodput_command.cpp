@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "cli/option_ranges.hpp"
@@ -33,6 +34,9 @@ constexpr double kSweepSpan = 4;
 // Shrink: the survivors' iteration is simulated for this many smallest losses (1..4 replicas
 // down); wider losses scale linearly from there (one simulation each, seconds apiece).
 constexpr int kShrinkSimulated = 4;
+// A timeline's steps in --json at most (each a state or throughput change: failures, restarts,
+// shrinks, slowdown episodes; a week of a flaky job has hundreds).
+constexpr std::size_t kTimelinePoints = 20000;
 // Simulated years (trials x horizon) one run may play: see run_goodput.
 constexpr double kMaxTrialYears = 10000;
 // Slowdown episodes are events too, played by every trial of every pass (the sweep's intervals,
@@ -62,6 +66,7 @@ struct Report {
   double tokens_per_s_failure_free = 0;
   std::optional<ReplannedShrink> replanned;  // shrink re-planned by the search
   std::optional<SimulatedStorage> storage;   // the checkpoint's traffic simulated (multi-node jobs)
+  std::vector<rel::TimelinePoint> timeline;  // one trial's
 };
 
 nlohmann::json estimate_json(const rel::Estimate& e) {
@@ -95,6 +100,8 @@ nlohmann::json to_json(const ReliabilityScenario& rs, const GoodputOptions& o, c
   j["policy"] = rel::to_string(m.policy);
   if (!m.shrunk_throughput.empty()) j["shrunk_throughput"] = m.shrunk_throughput;
   j["shrink_unit"] = r.replanned ? "nodes" : "replicas";
+  for (const rel::TimelinePoint& p : r.timeline)
+    j["timeline"].push_back({{"t_s", p.t_s}, {"state", p.state}, {"throughput", p.throughput}, {"failures", p.failures}});
   if (r.replanned) {
     j["replanned_plans"] = r.replanned->plans;
     j["replanned_full_width_speedup"] = r.replanned->full_width_speedup;
@@ -321,6 +328,8 @@ int run_goodput(const GoodputOptions& o) {
   m.interval_s = std::max(1.0, std::round(chosen / m.iteration_s)) * m.iteration_s;  // whole iterations
   r.horizon = rel::estimate_horizon(m, spec.horizon_s, spec.trials, o.seed);
   if (spec.target_tokens > 0) r.train = rel::estimate_time_to_train(m, spec.target_tokens, spec.trials, o.seed);
+  // One trial's timeline (the seed's own stream), for plots: its state and throughput over time.
+  rel::run_trial(m, spec.horizon_s, o.seed, std::numeric_limits<double>::infinity(), &r.timeline, kTimelinePoints);
 
   // 4. Report.
   const nlohmann::json json = to_json(rs, o, r);

@@ -107,8 +107,14 @@ class Trial {
     for (const Slowdown& s : m.slowdowns) episodes_.push_back({false, false, episode_rng_.exponential(s.episodes_per_s), kNever});
   }
 
+  void record(std::vector<TimelinePoint>* timeline, std::size_t max_points) {
+    timeline_ = timeline;
+    max_points_ = max_points;
+  }
+
   GoodputTally play(Seconds horizon_s) {
     while (now_ < horizon_s && !tally_.reached_target) {
+      note();
       const Seconds regrow = regrows_.empty() ? kNever : regrows_.top().first;
       const Seconds episode = next_episode_change();
       if (state_ == State::running) {
@@ -151,6 +157,18 @@ class Trial {
 
  private:
   enum class State { running, waiting, restarting, regrowing };
+
+  // A step of the timeline when the state or the throughput changed.
+  void note() {
+    if (timeline_ == nullptr || timeline_->size() >= max_points_) return;
+    static constexpr const char* kNames[] = {"running", "waiting", "restarting", "regrowing"};
+    const std::string state = kNames[static_cast<int>(state_)];
+    const double throughput = state_ == State::running ? factor() : 0.0;
+    if (!timeline_->empty() && timeline_->back().state == state && timeline_->back().throughput == throughput) return;
+    timeline_->push_back({now_, state, throughput, tally_.failures});
+  }
+  std::vector<TimelinePoint>* timeline_ = nullptr;
+  std::size_t max_points_ = 0;
   static constexpr Seconds kNever = std::numeric_limits<double>::infinity();
 
   // The running job's throughput over the full-width, unslowed one: the survivors' share (shrink)
@@ -420,10 +438,12 @@ class Trial {
 
 }  // namespace
 
-GoodputTally run_trial(const GoodputModel& model, Seconds horizon_s, std::uint64_t seed, Seconds target_s) {
+GoodputTally run_trial(const GoodputModel& model, Seconds horizon_s, std::uint64_t seed, Seconds target_s,
+                       std::vector<TimelinePoint>* timeline, std::size_t max_points) {
   validate(model);
   if (model.failures.empty() && model.total_failure_rate_per_s() > 0) throw std::logic_error("rates without causes");
   Trial trial(model, seed, target_s);
+  trial.record(timeline, max_points);
   return trial.play(horizon_s);
 }
 

@@ -110,10 +110,22 @@ struct GoodputTally {
   double goodput() const { return duration_s > 0 ? useful_s / duration_s : 0; }
 };
 
+// One step of a trial's timeline: from `t_s` on, the job is in `state` ("running", "waiting",
+// "restarting", "regrowing") at `throughput` of its full-width, unslowed speed (0 unless running;
+// checkpoints' pauses are not steps), with `failures` so far.
+struct TimelinePoint {
+  Seconds t_s = 0;
+  std::string state;
+  double throughput = 0;
+  int failures = 0;
+};
+
 // Plays one trial from t = 0 (the job just started) until `horizon_s`, or until the useful work
-// reaches `target_s` of failure-free training (then duration_s is the time it took).
+// reaches `target_s` of failure-free training (then duration_s is the time it took). With
+// `timeline`, also its steps (at most `max_points`: the first ones).
 GoodputTally run_trial(const GoodputModel& model, Seconds horizon_s, std::uint64_t seed,
-                       Seconds target_s = std::numeric_limits<double>::infinity());
+                       Seconds target_s = std::numeric_limits<double>::infinity(),
+                       std::vector<TimelinePoint>* timeline = nullptr, std::size_t max_points = 0);
 
 // Checks a model before playing it (std::invalid_argument naming the field).
 void validate(const GoodputModel& model);

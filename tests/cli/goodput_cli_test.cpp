@@ -87,6 +87,35 @@ TEST(GoodputCli, TheCheckpointsWritesAreSimulatedBesideTraining) {
   EXPECT_NEAR(c["write_s"].get<double>(), c["bytes"].get<double>() / 2 / 50e9, 1e-3) << c.dump();
 }
 
+// One trial's timeline, for plots: steps in time order from a running start, each a state and the
+// throughput it runs at (0 unless running); failures only add up; a week of this flaky job has some,
+// each followed by a restart (or a shrink: running below full speed).
+TEST(GoodputCli, TheJsonCarriesOneTrialsTimeline) {
+  const CliRun run = run_tandem("goodput goodput-gpt2-124m-straggler --horizon 7d --trials 5 --sweep-points 9 --seed 3 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const auto& t = j["timeline"];
+  ASSERT_GE(t.size(), 3u) << t.dump();
+  EXPECT_EQ(t[0]["t_s"].get<double>(), 0);
+  EXPECT_EQ(t[0]["state"], "running");
+  int failures = 0;
+  double last = -1;
+  for (const auto& p : t) {
+    EXPECT_GT(p["t_s"].get<double>(), last) << p.dump();
+    last = p["t_s"].get<double>();
+    EXPECT_LE(p["t_s"].get<double>(), 7 * 86400.0);
+    const std::string state = p["state"];
+    EXPECT_TRUE(state == "running" || state == "waiting" || state == "restarting" || state == "regrowing") << state;
+    const double throughput = p["throughput"].get<double>();
+    EXPECT_GE(throughput, 0);
+    EXPECT_LE(throughput, 1);
+    if (state != "running") EXPECT_EQ(throughput, 0) << p.dump();
+    EXPECT_GE(p["failures"].get<int>(), failures);
+    failures = p["failures"].get<int>();
+  }
+  EXPECT_GE(failures, 1) << t.dump();
+}
+
 TEST(GoodputCli, TheJsonFileIsWrittenWhole) {
   const fs::path dir = cli_test::fresh_dir("tandem-goodput", "json");
   const std::string path = (dir / "goodput.json").string();
