@@ -247,20 +247,12 @@ std::set<std::string> CpuDevice::restore_global(const std::map<std::string, std:
   for (auto& [id, buffer] : buffers_) {
     if (!categories.count(buffer.category)) continue;
     TensorPlacement p = placement_locked(id);
-    auto it = global.find(p.name);
-    if (it == global.end()) throw std::runtime_error("the checkpoint has no tensor '" + p.name + "'");
-    if (static_cast<I64>(it->second.size()) != p.global_numel())
-      throw std::runtime_error("the checkpoint's '" + p.name + "' has " + std::to_string(it->second.size()) +
-                               " values, this run's has " + std::to_string(p.global_numel()));
+    restorable_values(global, p);
     plan.emplace_back(&buffer, std::move(p));
   }
   std::set<std::string> used;
   for (auto& [buffer, p] : plan) {
-    const std::vector<float>& values = global.at(p.name);
-    for (I64 i = 0; i < buffer->numel; ++i) {
-      const I64 g = p.global_index(i);
-      buffer->data[i] = g < 0 ? 0.0f : values[static_cast<std::size_t>(g)];
-    }
+    extract_part(global.at(p.name), p, buffer->data.get(), buffer->numel);
     used.insert(p.name);
   }
   return used;

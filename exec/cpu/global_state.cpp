@@ -56,6 +56,22 @@ Global assemble_global(const std::vector<std::vector<PlacedTensor>>& ranks) {
   return global;
 }
 
+const std::vector<float>& restorable_values(const Global& global, const TensorPlacement& p) {
+  auto it = global.find(p.name);
+  if (it == global.end()) throw std::runtime_error("the checkpoint has no tensor '" + p.name + "'");
+  if (static_cast<std::int64_t>(it->second.size()) != p.global_numel())
+    throw std::runtime_error("the checkpoint's '" + p.name + "' has " + std::to_string(it->second.size()) +
+                             " values, this run's has " + std::to_string(p.global_numel()));
+  return it->second;
+}
+
+void extract_part(const std::vector<float>& values, const TensorPlacement& p, float* out, std::int64_t numel) {
+  for (std::int64_t i = 0; i < numel; ++i) {
+    const std::int64_t g = p.global_index(i);
+    out[i] = g < 0 ? 0.0f : values[static_cast<std::size_t>(g)];
+  }
+}
+
 Global partial_global(const std::vector<PlacedTensor>& mine) {
   Global global;
   Seen seen;

@@ -26,6 +26,13 @@ struct PlacedTensor {
 std::map<std::string, std::vector<float>> assemble_global(
     const std::vector<std::vector<PlacedTensor>>& ranks);
 
+// Restoring a tensor placed at `p` from the global state: the logical tensor's values, checked
+// (std::runtime_error when the state lacks it or holds it at another size), and the tensor's part of
+// them written to `out` (`numel` values, padding 0). Both backends restore through these.
+const std::vector<float>& restorable_values(const std::map<std::string, std::vector<float>>& global,
+                                            const TensorPlacement& p);
+void extract_part(const std::vector<float>& values, const TensorPlacement& p, float* out, std::int64_t numel);
+
 // The same across processes (the CUDA backend: one process per GPU, none holding every rank's
 // parts). partial_global: one process's placed tensors in global form, every logical tensor it
 // holds any element of at its global size, NaN where it holds nothing (training values are

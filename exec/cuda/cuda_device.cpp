@@ -232,21 +232,13 @@ std::set<std::string> CudaDevice::restore_global(const std::map<std::string, std
     if (!categories.count(b.category)) continue;
     auto placed = placements_.find(id);
     TensorPlacement p = placed != placements_.end() ? placed->second : whole_tensor(names_.at(id), {b.numel});
-    auto it = global.find(p.name);
-    if (it == global.end()) throw std::runtime_error("the checkpoint has no tensor '" + p.name + "'");
-    if (static_cast<std::int64_t>(it->second.size()) != p.global_numel())
-      throw std::runtime_error("the checkpoint's '" + p.name + "' has " + std::to_string(it->second.size()) +
-                               " values, this run's has " + std::to_string(p.global_numel()));
+    cpu::restorable_values(global, p);
     plan.emplace_back(&b, std::move(p));
   }
   std::set<std::string> used;
   for (const auto& [b, p] : plan) {
-    const std::vector<float>& values = global.at(p.name);
     std::vector<float> part(static_cast<std::size_t>(b->numel));
-    for (std::int64_t i = 0; i < b->numel; ++i) {
-      const std::int64_t g = p.global_index(i);
-      part[static_cast<std::size_t>(i)] = g < 0 ? 0.0f : values[static_cast<std::size_t>(g)];
-    }
+    cpu::extract_part(global.at(p.name), p, part.data(), b->numel);
     CUDA_CHECK(cudaMemcpy(b->data, part.data(), sizeof(float) * part.size(), cudaMemcpyHostToDevice));
     used.insert(p.name);
   }
