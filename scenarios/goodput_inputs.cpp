@@ -16,8 +16,6 @@
 
 namespace tandem {
 
-namespace {
-
 sim::reliability::JobShape job_shape(const Cluster& cluster, int world) {
   std::set<int> nodes, leaves;
   for (int r = 0; r < world; ++r) {
@@ -31,6 +29,8 @@ sim::reliability::JobShape job_shape(const Cluster& cluster, int world) {
   job.nodes_per_leaf = (job.nodes + job.leaf_switches - 1) / job.leaf_switches;
   return job;
 }
+
+namespace {
 
 // The slowest path into storage among the job's nodes: its NICs (the scenario may say less).
 BytesPerSecond node_storage_bytes_per_s(const Cluster& cluster, int world) {

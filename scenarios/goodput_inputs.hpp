@@ -37,6 +37,9 @@ struct GoodputSetup {
   Seconds contention_s = 0;
 };
 
+// The devices, nodes and leaf switches ranks 0..world-1 of the cluster occupy.
+sim::reliability::JobShape job_shape(const Cluster& cluster, int world);
+
 // What a checkpoint of one device holds: its parameters and optimizer state (at its peak).
 Bytes snapshot_bytes(const MemoryUsage& at_peak);
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 
 #include "common/process_pool.hpp"
 #include "common/usable_cores.hpp"
+#include "scenarios/goodput_inputs.hpp"
 #include "scenarios/search_evaluator.hpp"
 #include "scenarios/search_spec.hpp"
 #include "sim/simulation.hpp"
@@ -13,12 +13,6 @@
 namespace tandem {
 
 namespace {
-
-int nodes_used(const Cluster& cluster, int world) {
-  std::set<int> nodes;
-  for (int r = 0; r < world; ++r) nodes.insert(cluster.global_node_of(r));
-  return static_cast<int>(nodes.size());
-}
 
 // The scenario's own plan at full width, without stragglers: tokens per second (in a child, since
 // SimGrid holds one engine per process and the caller has yet to start its own).
@@ -66,7 +60,7 @@ ReplannedShrink replan_shrink(const Scenario& base, int simulated) {
                                         std::to_string(cluster.groups.size()) + ")");
   const int world = make_strategy(spec.base)->world_size();
   ReplannedShrink out;
-  out.nodes = nodes_used(cluster, world);
+  out.nodes = job_shape(cluster, world).nodes;
   if (out.nodes < 2) base.fail("reliability.replan", "the job runs on one node: no node survives a node's failure");
   const int per_node = cluster.groups[0].devices_per_node;
   const double full = full_width_tokens_per_s(spec.base);
