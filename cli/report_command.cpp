@@ -16,6 +16,7 @@ CLI::App* add_report_command(CLI::App& app, ReportCommandOptions& o) {
   cmd->add_option("--prediction", o.files.prediction, "prediction JSON (tandem simulate --json)");
   cmd->add_option("--measured-summary", o.files.measured_summary, "measured run summary JSON (tandem run --json)");
   cmd->add_option("--search", o.files.search, "search results JSON (schema tandem-search/1)");
+  cmd->add_option("--goodput", o.files.goodput, "goodput estimate JSON (tandem goodput --json): timeline, time lost, interval sweep");
   cmd->add_option("-o,--output", o.output_path, "the HTML file to write (default report.html)");
   cmd->add_option("--perfetto", o.perfetto_path, "also write both traces as one Perfetto/Chrome-trace JSON to FILE");
   cmd->add_option("--measured-warmup", o.measured_warmup, "leave out the first N measured iterations from the comparison")

@@ -119,12 +119,24 @@ XyFrame xy_frame(Svg& svg, const std::string& title, const std::string& x_title,
 
 std::string line_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
                        const std::vector<LineSeries>& series, std::optional<double> y_mark,
-                       const ValueFormat& x_format, const ValueFormat& y_format) {
+                       const ValueFormat& x_format, const ValueFormat& y_format, const std::vector<XMark>& x_marks) {
   Svg svg(kWidthPx, kXyHeight, title);
   double x_max = 0, y_max = y_mark.value_or(0);
   for (const auto& s : series)
     for (const auto& [px, py] : s.points) x_max = std::max(x_max, px), y_max = std::max(y_max, py);
+  for (const XMark& m : x_marks) x_max = std::max(x_max, m.x);
   const XyFrame f = xy_frame(svg, title, x_title, y_title, x_max, y_max, x_format, y_format);
+  const double top = f.y(f.y.domain_max), bottom = f.y(0);
+  std::vector<double> labelled_px;  // marks already labelled: a close one's label goes a line lower
+  for (const XMark& m : x_marks) {
+    svg.line(f.x(m.x), top, f.x(m.x), bottom, "#c33", 1, /*dashed=*/true);
+    svg.circle(f.x(m.x), top, 3, "#c33", m.tooltip);
+    if (m.label.empty()) continue;
+    const auto close = std::count_if(labelled_px.begin(), labelled_px.end(),
+                                     [&](double px) { return std::abs(px - f.x(m.x)) < 60; });
+    svg.text(f.x(m.x) + 4, top + 12 + 12 * static_cast<double>(close), m.label, "start", 10, "#c33");
+    labelled_px.push_back(f.x(m.x));
+  }
   if (y_mark) {
     svg.line(f.x(0), f.y(*y_mark), f.x(f.x.domain_max), f.y(*y_mark), "#c33", 1, /*dashed=*/true);
     svg.text(f.x(f.x.domain_max) - 4, f.y(*y_mark) - 4, y_format(*y_mark), "end", 10, "#c33");

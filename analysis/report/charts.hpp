@@ -45,9 +45,17 @@ struct LineSeries {
   int colour = 0;
   std::vector<std::pair<double, double>> points;
 };
+// `x_marks`: dashed vertical lines at events (failures, a formula's optimum), each with a marker at
+// the top whose tooltip says what it is, and its label written beside it when it has one.
+struct XMark {
+  double x = 0;
+  std::string tooltip;
+  std::string label;
+};
 std::string line_chart(const std::string& title, const std::string& x_title, const std::string& y_title,
                        const std::vector<LineSeries>& series, std::optional<double> y_mark,
-                       const ValueFormat& x_format, const ValueFormat& y_format);
+                       const ValueFormat& x_format, const ValueFormat& y_format,
+                       const std::vector<XMark>& x_marks = {});
 
 // An HTML legend (not a plot): coloured swatches and names.
 std::string legend_html(const std::vector<std::pair<std::string, int>>& entries);

@@ -12,8 +12,8 @@ namespace tandem::report {
 
 ReportInputs load_report_inputs(const ReportFiles& f, const CompareOptions& compare_options) {
   if (f.predicted_trace.empty() && f.measured_trace.empty() && f.prediction.empty() && f.measured_summary.empty() &&
-      f.search.empty())
-    throw InputError("command line", 0, "", "the report needs at least one input (a trace, a prediction, a run summary or search results)");
+      f.search.empty() && f.goodput.empty())
+    throw InputError("command line", 0, "", "the report needs at least one input (a trace, a prediction, a run summary, search results or a goodput estimate)");
   ReportInputs in;
   if (!f.predicted_trace.empty()) in.predicted_trace = read_trace_json(f.predicted_trace);
   if (!f.measured_trace.empty()) in.measured_trace = read_trace_json(f.measured_trace);
@@ -22,6 +22,7 @@ ReportInputs load_report_inputs(const ReportFiles& f, const CompareOptions& comp
   if (!f.prediction.empty()) in.prediction = read_prediction_json(f.prediction);
   if (!f.measured_summary.empty()) in.measured = read_measured_summary_json(f.measured_summary);
   if (!f.search.empty()) in.search = read_search_json(f.search);
+  if (!f.goodput.empty()) in.goodput = read_goodput_json(f.goodput);
   return in;
 }
 
@@ -59,6 +60,7 @@ nlohmann::json embedded_data(const ReportInputs& in) {
   if (in.prediction) data["prediction"] = summary_json(*in.prediction);
   if (in.measured) data["measured"] = summary_json(*in.measured);
   if (in.search) data["search"] = search_json(*in.search);
+  if (in.goodput) data["goodput"] = in.goodput->document.empty() ? nlohmann::json::object() : nlohmann::json::parse(in.goodput->document);
   return data;
 }
 
@@ -126,7 +128,7 @@ std::string render_report_html(const ReportInputs& in) {
                      "</title><script>" + kErrorCatcher + "</script><style>" + kStyle + "</style></head><body>\n";
   html += "<h1>" + escape_html(title) + "</h1>\n";
   for (auto* make : {summary_section, plan_section, timelines_section, errors_section, breakdown_section, memory_section,
-                     search_section})
+                     search_section, goodput_section})
     html += make(in);
   html += "<script type=\"application/json\" id=\"tandem-report-data\">" + json_for_script(embedded_data(in).dump()) +
           "</script>\n<div id=\"plot-census\"></div>\n<script>" + kTimelineScript + kCensus + "</script>\n</body></html>\n";

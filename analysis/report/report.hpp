@@ -12,6 +12,8 @@
 //               prediction)
 //   memory      peak memory per device by category (a prediction or a measured run summary)
 //   search      the ranked candidates and the Pareto front (search results)
+//   goodput     goodput over a horizon: one trial's timeline with its failures, where the wall
+//               time went, the checkpoint-interval sweep (a goodput estimate)
 // Each section is a <section data-section="NAME"> holding at least one <svg class="plot">. The
 // inputs are embedded as JSON (<script type="application/json" id="tandem-report-data">), so the
 // numbers behind the plots can be inspected. Every string from the inputs is escaped.
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "analysis/compare.hpp"
+#include "analysis/report/goodput_summary.hpp"
 #include "analysis/report/run_summary.hpp"
 #include "analysis/report/search_results.hpp"
 #include "analysis/trace.hpp"
@@ -33,6 +36,7 @@ struct ReportFiles {
   std::string prediction;        // tandem simulate --json
   std::string measured_summary;  // tandem run --json
   std::string search;            // search results, schema tandem-search/1
+  std::string goodput;           // tandem goodput --json
 };
 
 struct ReportInputs {
@@ -42,6 +46,7 @@ struct ReportInputs {
   std::optional<RunSummary> prediction;
   std::optional<RunSummary> measured;
   std::optional<SearchResults> search;
+  std::optional<GoodputSummary> goodput;
 };
 
 // Reads the files given (at least one; InputError otherwise, or on any malformed file) and

@@ -47,6 +47,7 @@ std::string summary_section(const ReportInputs& in) {
   if (in.prediction) scenario = in.prediction->scenario, strategy = in.prediction->strategy;
   if (in.measured && scenario.empty()) scenario = in.measured->scenario, strategy = in.measured->strategy;
   if (in.search && scenario.empty()) scenario = in.search->scenario;
+  if (in.goodput && scenario.empty()) scenario = in.goodput->scenario;
   for (const auto* trace : {&in.predicted_trace, &in.measured_trace})
     if (*trace && scenario.empty()) scenario = (*trace)->scenario;
   cards += html_card("scenario", scenario.empty() ? "(unnamed)" : scenario);
@@ -84,7 +85,8 @@ std::string summary_section(const ReportInputs& in) {
                                   std::abs(in.search->heterogeneity->gain_percent)));
     rows.push_back({"search: best", {best.iteration_time_s}, ""});
   }
-  const std::string plot = grouped_bar_chart("Iteration time", {"iteration time"}, rows, human_seconds);
+  if (in.goodput && in.goodput->iteration_s) rows.push_back({"goodput: failure-free", {*in.goodput->iteration_s}, ""});
+  const std::string plot = rows.empty() ? "" : grouped_bar_chart("Iteration time", {"iteration time"}, rows, human_seconds);
   return html_section("summary", "Summary", "<div class=\"cards\">" + cards + "</div>" + plot);
 }
 

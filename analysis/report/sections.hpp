@@ -14,5 +14,6 @@ std::string errors_section(const ReportInputs& inputs);
 std::string breakdown_section(const ReportInputs& inputs);
 std::string memory_section(const ReportInputs& inputs);
 std::string search_section(const ReportInputs& inputs);
+std::string goodput_section(const ReportInputs& inputs);  // goodput_section.cpp
 
 }  // namespace tandem::report

@@ -98,6 +98,14 @@ void resume_cuda(CudaDevice& device, Bootstrap& boot, const cpu::Checkpoint& res
 cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, CudaRunExtras& extras) {
   const auto wall_start = std::chrono::steady_clock::now();
   check_options(o);
+  // The checkpoint is read before any device is probed: a file that cannot resume this run is
+  // refused the same way on a machine with or without a GPU.
+  cpu::Checkpoint resume;
+  int first_iteration = 0;
+  if (!o.resume_path.empty()) {
+    resume = cpu::load_resume_checkpoint(strategy, o);
+    first_iteration = resume.next_iteration;
+  }
   const int devices = cuda_device_count();
   if (devices < 1) throw cpu::RunError("no CUDA device is visible to this process");
   auto boot = make_bootstrap();
@@ -118,12 +126,6 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
   const std::int64_t tokens_per_iteration = strategy.sequences_per_iteration() * o.seq_length;
   const std::vector<std::int64_t> offsets = cpu::micro_batch_offsets(strategy, o);
 
-  cpu::Checkpoint resume;
-  int first_iteration = 0;
-  if (!o.resume_path.empty()) {
-    resume = cpu::load_resume_checkpoint(strategy, o);
-    first_iteration = resume.next_iteration;
-  }
   const int total_iterations = o.warmup_iterations + o.iterations;
 
   cpu::RunResult result;

@@ -170,7 +170,7 @@ TEST_F(ReportInChromium, RendersEverySectionsPlotWithoutConsoleErrorsAndSavesASc
       << "the census script did not run";
   EXPECT_EQ(census[2].str(), "0") << "script errors on the page";
   const std::string plots = census[1];
-  for (const char* section : {"summary", "plan", "timelines", "errors", "breakdown", "memory", "search"}) {
+  for (const char* section : {"summary", "plan", "timelines", "errors", "breakdown", "memory", "search", "goodput"}) {
     std::smatch count;
     ASSERT_TRUE(std::regex_search(plots, count, std::regex(std::string(section) + "=([0-9]+)"))) << section << " missing: " << plots;
     EXPECT_GE(std::stoi(count[1]), 1) << section << " has no drawn plot: " << plots;

@@ -23,6 +23,38 @@ inline report::SearchCandidate search_candidate(int rank, const std::string& str
   return c;
 }
 
+// A week's goodput estimate: one trial with two failures (a restart, then a wait for a repair
+// running shrunk), the time by use and cause, and a checkpoint-interval sweep.
+inline report::GoodputSummary week_of_goodput() {
+  constexpr double kDay = 86400;
+  report::GoodputSummary g;
+  g.scenario = "synthetic";
+  g.policy = "shrink";
+  g.devices = 64;
+  g.horizon_s = 7 * kDay;
+  g.trials = 100;
+  g.goodput = {0.95, 0.94, 0.96};
+  g.tokens_per_s = {9.5e5, 9.4e5, 9.6e5};
+  g.failures = {2.1, 1.8, 2.4};
+  g.failure_free_tokens_per_s = 1e6;
+  g.iteration_s = 2.5;
+  g.checkpoint_interval_s = 1800;
+  g.time_s = {{"useful", 0.95 * g.horizon_s}, {"checkpoint", 0.01 * g.horizon_s}, {"degraded", 0.02 * g.horizon_s}};
+  g.by_cause["gpu"] = {0.01 * g.horizon_s, 0.005 * g.horizon_s, 0.005 * g.horizon_s};
+  g.timeline = {{0, "running", 1, 0},
+                {2 * kDay, "restarting", 0, 1},
+                {2 * kDay + 600, "running", 1, 1},
+                {5 * kDay, "restarting", 0, 2},
+                {5 * kDay + 600, "running", 0.5, 2},
+                {6 * kDay, "running", 1, 2}};
+  g.best_interval_s = 1800;
+  g.young_s = 1750;
+  g.daly_s = 1700;
+  for (double interval : {600.0, 1200.0, 1800.0, 3600.0, 7200.0})
+    g.sweep.push_back({interval, 0.95 - 1e-6 * (interval - 1800) * (interval - 1800) / 1800});
+  return g;
+}
+
 inline report::ReportInputs full_report_inputs(const std::string& op_label = "a") {
   report::ReportInputs in;
   in.predicted_trace = trace_of("sim", {gemm(0, 0, op_label, 0, 1), all_reduce(0, 0, "ar", 1, 2),
@@ -55,6 +87,7 @@ inline report::ReportInputs full_report_inputs(const std::string& op_label = "a"
   search.candidates.push_back(search_candidate(2, "tp=2", 3, 700, 0.3, 2e9, true));
   search.candidates.push_back(search_candidate(3, "pp=2", 4, 500, 0.2, 2.5e9, false));
   in.search = search;
+  in.goodput = week_of_goodput();
   return in;
 }
 
@@ -144,6 +177,7 @@ inline report::ReportInputs heterogeneous_report_inputs(int world, bool measured
   }
   search.heterogeneity = report::HeterogeneityComparison{names[0], names[4], 0.16, 0.30, 46.7};
   in.search = search;
+  in.goodput = week_of_goodput();
   return in;
 }
 

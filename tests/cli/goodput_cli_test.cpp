@@ -384,5 +384,26 @@ TEST(GoodputCli, BadCommandLineValuesAndMissingSectionsExitTwo) {
   EXPECT_NE(plain.err.find("reliability"), std::string::npos) << plain.err;
 }
 
+// `goodput --json` feeds `report --goodput`: the page draws the trial the JSON holds, one marked
+// event per failure of its timeline.
+TEST(GoodputCli, TheReportDrawsTheEstimatesTimelineWithEachFailureMarked) {
+  const fs::path dir = cli_test::fresh_dir("tandem-goodput-report", "timeline");
+  const std::string json = (dir / "goodput.json").string(), html = (dir / "report.html").string();
+  const CliRun estimate = run_tandem("goodput goodput-gpt2-124m-straggler" + kQuick + " --json " + json);
+  ASSERT_EQ(estimate.status, 0) << estimate.err;
+  const CliRun report = run_tandem("report --goodput " + json + " -o " + html);
+  ASSERT_EQ(report.status, 0) << report.err;
+  std::ifstream in_json(json);
+  const nlohmann::json j = nlohmann::json::parse(in_json);
+  const int failures = j["timeline"].back()["failures"].get<int>();
+  const std::string page = cli_test::read_file(html);
+  EXPECT_NE(page.find("data-section=\"goodput\""), std::string::npos);
+  int marked = 0;
+  for (std::size_t at = page.find("<title>failure "); at != std::string::npos; at = page.find("<title>failure ", at + 1))
+    ++marked;
+  EXPECT_EQ(marked, failures);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tandem

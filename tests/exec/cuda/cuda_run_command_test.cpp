@@ -1,6 +1,6 @@
-// `tandem run --backend cuda` refusals that hold with or without a GPU: checkpoints (the CPU
-// backend's hold logical tensors, which no process of a multi-GPU run has) exit 2 naming the
-// option, before any device is probed.
+// `tandem run --backend cuda` refusals that hold with or without a GPU: a checkpoint that cannot be
+// written or read is refused with exit 2 naming the option or the file, before any device is
+// probed (so the same message reaches a user on a machine without a GPU).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,13 +13,25 @@ namespace {
 using cli_test::CliRun;
 using cli_test::run_tandem;
 
-TEST(CudaRunCli, RefusesCheckpointAndResumeWithExitTwoNamingTheOption) {
-  for (const std::string option : {"--checkpoint", "--resume"}) {
-    const CliRun run = run_tandem("run gpt-tiny-localhost --backend cuda --iterations 1 " + option + " /tmp/x.ck");
-    EXPECT_EQ(run.status, 2) << option;
-    EXPECT_NE(run.err.find(option), std::string::npos) << run.err;
-    EXPECT_NE(run.err.find("cpu backend only"), std::string::npos) << run.err;
-  }
+TEST(CudaRunCli, ACheckpointInAMissingFolderIsRefusedWithExitTwoNamingTheOption) {
+  const CliRun run = run_tandem("run gpt-tiny-localhost --backend cuda --iterations 1 --checkpoint /no-such-folder/x.ck");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("--checkpoint"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("/no-such-folder"), std::string::npos) << run.err;
+}
+
+TEST(CudaRunCli, AMissingResumeFileIsRefusedWithExitTwoNamingTheFileBeforeAnyDeviceIsProbed) {
+  // One rank, so that this process alone is the whole launch and the run reaches its checkpoint.
+  const std::string scenario = cli_test::write_in_fresh_dir("tandem-cuda-resume", "one-rank", "one-rank.yaml",
+                                                            "name: one-rank\n"
+                                                            "model: {type: mlp, input_size: 8, hidden_sizes: [8], output_size: 4}\n"
+                                                            "cluster: localhost\n"
+                                                            "training: {global_batch_size: 4, micro_batch_size: 4, seq_length: 1, precision: fp32}\n"
+                                                            "strategy: {type: data_parallel, data_parallel_size: 1}\n");
+  const CliRun run = run_tandem("run " + scenario + " --backend cuda --iterations 1 --resume /tmp/tandem-no-such.ck");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("/tmp/tandem-no-such.ck"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("CUDA device"), std::string::npos) << run.err;
 }
 
 }  // namespace
