@@ -130,21 +130,24 @@ int run_run(const RunCommandOptions& o) {
 #endif
   const bool cuda = o.backend == "cuda";
 #ifdef TANDEM_HAVE_CUDA
-  // Checkpoints hold logical tensors assembled from every rank's parts, which no process of a
-  // multi-GPU run holds (exec/cuda/cuda_run.hpp): refused before anything else is probed.
-  if (cuda && exec::cuda::cuda_device_count() < 1)
-    throw InputError("command line", 0, "--backend", "backend 'cuda': no CUDA device is visible to this process");
   if (o.backend != "cpu" && !cuda)
 #else
   if (o.backend != "cpu")
 #endif
     throw InputError("command line", 0, "--backend",
                      "backend '" + o.backend + "' is not available (this build runs: " + available + ")");
+  // The files named on the command line are checked before any device is probed: a user on a
+  // machine without a GPU hears about a bad path first, as one with a GPU does.
   OutputSet outputs;
   OutputSet::check_writable(o.json_path, "--json");
   OutputSet::check_writable(o.trace_path, "--trace");
   OutputSet::check_writable(o.chrome_trace_path, "--chrome-trace");
   OutputSet::check_writable(o.checkpoint_path, "--checkpoint");
+  if (!o.resume_path.empty()) check_input_file(o.resume_path, kMaxCheckpointBytes);
+#ifdef TANDEM_HAVE_CUDA
+  if (cuda && exec::cuda::cuda_device_count() < 1)
+    throw InputError("command line", 0, "--backend", "backend 'cuda': no CUDA device is visible to this process");
+#endif
   Scenario scenario = load_scenario(o.scenario);
   // This machine's cores as devices: one node of CPU devices (localhost, or a calibrated copy of
   // it under any name: `tandem calibrate --cluster-out` writes one where it is told).

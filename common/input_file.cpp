@@ -31,9 +31,12 @@ struct Descriptor {
 
 }  // namespace
 
-std::string read_input_file(const std::string& path, std::uint64_t max_bytes) {
+namespace {
+
+// Opens `path` for reading and checks it is a regular file of at most `max_bytes`; its size.
+std::uint64_t open_input_file(const std::string& path, std::uint64_t max_bytes, Descriptor& file) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise block before fstat can refuse it.
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (file.fd < 0) refuse(path, std::string("cannot open the file: ") + std::strerror(errno));
   struct stat info {};
   if (::fstat(file.fd, &info) != 0) refuse(path, std::string("cannot stat the file: ") + std::strerror(errno));
@@ -44,6 +47,19 @@ std::string read_input_file(const std::string& path, std::uint64_t max_bytes) {
   if (size > max_bytes)
     refuse(path, "the file is " + std::to_string(size) + " bytes; inputs of this kind are at most " +
                                       megabytes(max_bytes));
+  return size;
+}
+
+}  // namespace
+
+void check_input_file(const std::string& path, std::uint64_t max_bytes) {
+  Descriptor file;
+  open_input_file(path, max_bytes, file);
+}
+
+std::string read_input_file(const std::string& path, std::uint64_t max_bytes) {
+  Descriptor file;
+  const std::uint64_t size = open_input_file(path, max_bytes, file);
   std::string text(static_cast<std::size_t>(size), '\0');
   std::size_t done = 0;
   while (done < text.size()) {

@@ -33,6 +33,8 @@ inline constexpr const char* kWholeFileField = "(file)";
 // opened, is not a regular file (FIFO, device, directory, socket), is larger than `max_bytes`, or
 // cannot be read.
 std::string read_input_file(const std::string& path, std::uint64_t max_bytes);
+// The same checks without reading: a file a later step reads, refused before anything costly.
+void check_input_file(const std::string& path, std::uint64_t max_bytes);
 
 // Whether `path` names something that exists: false, never an exception, when the name cannot be
 // a path at all (a component longer than the file system allows, found by fuzzing a scenario's

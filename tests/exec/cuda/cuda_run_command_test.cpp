@@ -21,14 +21,7 @@ TEST(CudaRunCli, ACheckpointInAMissingFolderIsRefusedWithExitTwoNamingTheOption)
 }
 
 TEST(CudaRunCli, AMissingResumeFileIsRefusedWithExitTwoNamingTheFileBeforeAnyDeviceIsProbed) {
-  // One rank, so that this process alone is the whole launch and the run reaches its checkpoint.
-  const std::string scenario = cli_test::write_in_fresh_dir("tandem-cuda-resume", "one-rank", "one-rank.yaml",
-                                                            "name: one-rank\n"
-                                                            "model: {type: mlp, input_size: 8, hidden_sizes: [8], output_size: 4}\n"
-                                                            "cluster: localhost\n"
-                                                            "training: {global_batch_size: 4, micro_batch_size: 4, seq_length: 1, precision: fp32}\n"
-                                                            "strategy: {type: data_parallel, data_parallel_size: 1}\n");
-  const CliRun run = run_tandem("run " + scenario + " --backend cuda --iterations 1 --resume /tmp/tandem-no-such.ck");
+  const CliRun run = run_tandem("run gpt-tiny-localhost --backend cuda --iterations 1 --resume /tmp/tandem-no-such.ck");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("/tmp/tandem-no-such.ck"), std::string::npos) << run.err;
   EXPECT_EQ(run.err.find("CUDA device"), std::string::npos) << run.err;
