@@ -185,6 +185,10 @@ int run_run(const RunCommandOptions& o) {
   options.compute_slowdown = injected_slowdowns(scenario, o.slow_ranks, strategy->world_size());
   if (cuda && std::any_of(options.compute_slowdown.begin(), options.compute_slowdown.end(), [](double f) { return f != 1; }))
     throw InputError("command line", 0, "--slow-rank", "straggler injection is built for the cpu backend only");
+  if (cuda && scenario.parallel.offload_optimizer)
+    scenario.fail("strategy.offload_optimizer",
+                  "the cuda backend keeps every tensor in device memory: offloading runs on the cpu backend (and "
+                  "is simulated)");
   const bool quiet = o.json_path == "-";
   if (!quiet) {
     std::cout << "scenario    " << scenario.name << "\n"

@@ -29,6 +29,7 @@ inline constexpr Range kPeakTflops{1e-3, 1e5, "TFLOP/s"};
 inline constexpr Range kMemoryBandwidthGbPerS{0.1, 1e5, "GB/s"};
 // Memory capacity of one device: 1 MB to 100 TB (500x a B200's 192 GB).
 inline constexpr Range kMemoryCapacityGb{1e-3, 1e5, "GB"};
+inline constexpr Range kHostMemoryGb{1e-3, 1e6, "GB"};  // a node's host memory (DGX H100: 2,000)
 // Power of one device: 0 to 100 kW (a whole GB200 NVL72 rack draws ~120 kW for 72 GPUs).
 inline constexpr Range kPowerW{0, 1e5, "W"};
 // Price of one device-hour: 0 to $100,000.

@@ -417,6 +417,17 @@ Cluster load_cluster(const std::string& path, const std::string& devices_dir) {
       nic->only_keys(cluster_fields::kPort);
       group.nic = port(*nic, true);
     }
+    if (auto host = g.get("host")) {
+      host->only_keys(cluster_fields::kHost);
+      group.host.memory_bytes = (*host)["memory_gb"].in(limits::kHostMemoryGb) * kGB;
+      group.host.memory_bandwidth_bytes_per_s = (*host)["memory_bandwidth_gb_per_s"].in(limits::kLinkBandwidthGbPerS) * kGB;
+      const YamlNode link = (*host)["device_link"];
+      link.only_keys(cluster_fields::kPort);
+      group.host.device_link = port(link, true);
+      // SimGrid shares a link among flows in inverse proportion to their routes' latencies: a
+      // copy without one would wait for every other flow on the link to end.
+      if (group.host.device_link.latency_s <= 0) link["latency_us"].fail("must be above 0");
+    }
     cluster.groups.push_back(std::move(group));
   }
 

@@ -36,6 +36,16 @@ struct CollectiveCost {
   Seconds seconds(Bytes bytes) const { return latency_s + bytes / bandwidth_bytes_per_s; }
 };
 
+// A node's host as offloading sees it (ParallelConfig::offload_optimizer): its memory, the rate
+// its CPUs stream through it, and each device's own link to it (PCIe). Not given: 0s, and a
+// strategy that offloads is refused on the group.
+struct HostSpec {
+  Bytes memory_bytes = 0;
+  BytesPerSecond memory_bandwidth_bytes_per_s = 0;
+  LinkSpec device_link;
+  bool given() const { return memory_bytes > 0; }
+};
+
 struct NodeGroup {
   std::string name;
   DeviceProfile device;
@@ -63,6 +73,7 @@ struct NodeGroup {
   int shared_cores = 0;
   double background_load = 0;
   std::vector<CollectiveCost> collective_costs;  // shared_memory fabric only; may be empty
+  HostSpec host;
 
   // The measured cost of `kind` over `ranks` of one node's devices, if there is one.
   const CollectiveCost* collective_cost(const std::string& kind, int ranks) const;

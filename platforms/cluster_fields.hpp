@@ -36,6 +36,16 @@ inline constexpr FieldDoc kNodeGroup[] = {
     {"shared_cores", "count", "0 (own processor)", "CPU devices as threads: cores they share",
      nullptr, &limits::kClusterDevices},
     {"background_load", "cores", "0", "cores' worth kept busy by other programs (below shared_cores)"},
+    {"host", "section", "-", "the node's host (CPUs, memory): what offload_optimizer uses"},
+};
+
+inline constexpr FieldDoc kHost[] = {
+    {"memory_gb", "GB", "required", "the node's host memory (1e9 bytes)", &limits::kHostMemoryGb},
+    {"memory_bandwidth_gb_per_s", "GB/s", "required",
+     "achievable host memory bandwidth of the node (its CPUs together): what the host's optimizer step streams at",
+     &limits::kLinkBandwidthGbPerS},
+    {"device_link", "section", "required",
+     "each device's own link to the host (PCIe), per direction; its latency (above 0) starts every copy"},
 };
 
 inline constexpr FieldDoc kIntraNode[] = {
@@ -74,6 +84,8 @@ inline constexpr FieldSection kSections[] = {
     {"node_groups[].intra_node.bus", kLink},
     {"node_groups[].intra_node.collectives[]", kCollective},
     {"node_groups[].nic", kPort},
+    {"node_groups[].host", kHost},
+    {"node_groups[].host.device_link", kPort},
     {"network", kNetwork},
 };
 

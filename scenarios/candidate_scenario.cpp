@@ -16,6 +16,7 @@ void each_knob(S& s, C& c, F&& f) {
   f(s.training.micro_batch_size, c.micro_batch_size);
   f(s.parallel.sequence_parallel, c.sequence_parallel);
   f(s.parallel.zero_stage, c.zero_stage);
+  f(s.parallel.offload_optimizer, c.offload_optimizer);
   f(s.parallel.recompute_granularity, c.recompute);
   f(s.parallel.batch_split, c.batch_split);
   f(s.parallel.local_sgd_steps, c.local_sgd_steps);

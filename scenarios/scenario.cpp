@@ -302,6 +302,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     if (v < 0 || v > 3) n.fail("must be 0, 1, 2 or 3");
     return static_cast<int>(v);
   });
+  r.flag("offload_optimizer", p.offload_optimizer);
   r.choice("recompute_granularity", [&](const std::string& v) {
     if (v == "none") p.recompute_granularity = Recompute::none;
     else if (v == "selective") p.recompute_granularity = Recompute::selective;
@@ -408,6 +409,13 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<dou
       devices.push_back({speed, d.memory_capacity_bytes,
                          s.cluster.locate(r).global_node, d.name});
     }
+    if (s.parallel.offload_optimizer)
+      for (int r = 0; r < world; r += s.cluster.group_of(r).devices_per_node)
+        if (!s.cluster.group_of(r).host.given())
+          throw StrategyError("strategy.offload_optimizer",
+                              "offloading needs the node's host: cluster '" + s.cluster.name + "' does not describe node group '" +
+                                  s.cluster.group_of(r).name + "''s (node_groups[].host: memory_gb, memory_bandwidth_gb_per_s, "
+                                  "device_link)");
     if (s.strategy_type != "hybrid" && s.parallel.context_parallel_size > 1)
       throw StrategyError("strategy.context_parallel_size", "context parallelism needs strategy type hybrid");
     if (s.strategy_type != "hybrid" && s.parallel.expert_model_parallel_size > 1)

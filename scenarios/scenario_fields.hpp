@@ -96,6 +96,9 @@ inline constexpr FieldDoc kStrategy[] = {
     {"sequence_parallel", "bool", "false", "Megatron sequence parallelism"},
     {"tp_comm_overlap", "bool", "false", "GEMMs pipelined with SP's collectives (Megatron-Core --tp-comm-overlap)"},
     {"zero_stage", "0 | 1 | 2 | 3", "0", "ZeRO optimizer / gradient / parameter sharding"},
+    {"offload_optimizer", "bool", "false",
+     "ZeRO-Offload (DeepSpeed's offload_optimizer, device cpu): optimizer state in the node's host memory, stepped "
+     "by the host's CPU, gradients and parameters copied over PCIe (the cluster's node_groups[].host)"},
     {"recompute_granularity", "none | selective | full", "none", "activation recomputation"},
     {"overlap_grad_reduce", "bool", "true", "gradient reduction overlapped with backward"},
     {"parameter_servers", "count", "0",

@@ -193,6 +193,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     const YamlNode& n = *section;
     n.only_keys({"devices", "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
                  "micro_batch_size", "pipeline_schedule", "virtual_pipeline_model_parallel_size", "zero_stage",
+                 "offload_optimizer",
                  "recompute_granularity", "sequence_parallel", "rank_order", "pipeline_partition", "batch_split",
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
                  "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8",
@@ -222,6 +223,7 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     read_list(n, "pipeline_schedule", s.schedule, choice<PipelineSchedule>(parse_pipeline_schedule));
     read_list(n, "recompute_granularity", s.recompute, choice<Recompute>(parse_recompute));
     read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
+    read_list(n, "offload_optimizer", s.offload_optimizer, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
     read_list(n, "rank_order", s.order, choice<RankOrder>(parse_rank_order));
     read_list(n, "fp8", s.fp8, choice<Fp8Recipe>(parse_fp8_recipe));
     const bool refined = read_partitions(n, s.partition);

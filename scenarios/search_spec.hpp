@@ -21,6 +21,8 @@
 //     parameter_servers: [0, 8]                  # server ranks taken from the devices (data
 //                                                # parallelism alone, ZeRO 0); default 0
 //     parameter_server_staleness: [0, 1]         # their update staleness (plans with servers)
+//     offload_optimizer: [false, true]           # ZeRO-Offload (plans with ZeRO >= 1 or one replica, on clusters
+//                                                # describing their nodes' host); default false
 //     fp8: [none, hybrid]                        # FP8 GEMMs (training.fp8); devices without FP8
 //                                                # tensor cores drop it; default: the scenario's
 //     pipeline_partition: [uniform, proportional, refined]

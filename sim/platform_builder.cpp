@@ -41,10 +41,12 @@ struct NodeLinks {
   std::vector<s4u::Link*> loop;   // per device: a copy to itself
   s4u::Link* bus = nullptr;       // shared: PCIe root complex, memory bus
   s4u::Link* uplink = nullptr;    // into the (leaf) switch, split-duplex; multi-node clusters only
+  std::vector<s4u::Link*> pcie;   // node hosts only: per device, its link to the host, split-duplex
+  s4u::Link* host_latency = nullptr;  // node hosts only: the device link's latency, host routes only
 };
 
 NodeLinks create_node_links(const Cluster& cluster, s4u::NetZone* owner, int group_index, int node,
-                            int global_node, bool multi_node) {
+                            int global_node, bool multi_node, bool node_hosts) {
   const NodeGroup& group = cluster.groups[group_index];
   const std::string name = node_name(group_index, node);
   const int count = group.devices_per_node;
@@ -70,6 +72,18 @@ NodeLinks create_node_links(const Cluster& cluster, s4u::NetZone* owner, int gro
       links.nic.push_back(owner->create_split_duplex_link(name + "nic" + std::to_string(k), group.nic.bandwidth_bytes_per_s)
                               ->set_latency(group.nic.latency_s));
   }
+  if (node_hosts) {
+    if (!group.host.given())
+      throw std::invalid_argument("node group '" + group.name + "' of cluster '" + cluster.name +
+                                  "' does not describe its host (node_groups[].host): offloading needs its memory, "
+                                  "its memory bandwidth and each device's link to it");
+    // The PCIe link carries no latency of its own: a NIC's measured latency already includes
+    // its crossing; copies to the host add the link's latency on a link of their own.
+    for (int d = 0; d < count; ++d)
+      links.pcie.push_back(owner->create_split_duplex_link(name + "d" + std::to_string(d) + "-pcie",
+                                                           group.host.device_link.bandwidth_bytes_per_s));
+    links.host_latency = owner->create_link(name + "-host-latency", 1e15)->set_latency(group.host.device_link.latency_s);
+  }
   if (multi_node) {
     // Half a switch latency on each node's uplink: node -> switch -> node crosses two.
     links.uplink = owner->create_split_duplex_link(name + "-uplink", cluster.node_uplink_bytes_per_s(global_node))
@@ -92,7 +106,7 @@ void use_models_of(const s4u::NetZone* parent, s4u::NetZone* zone) {
 // One node: a FullZone of its devices (and gateway router), with all routes explicit. With a
 // parent, the zone is left out of the tree (attach_node puts it in).
 BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_index, int node,
-                     const NodeLinks& links, std::vector<s4u::Host*>& hosts) {
+                     const NodeLinks& links, std::vector<s4u::Host*>& hosts, s4u::Host** node_host) {
   const NodeGroup& group = cluster.groups[group_index];
   const std::string name = node_name(group_index, node);
   const int first_rank = cluster.first_rank(group_index) + node * group.devices_per_node;
@@ -129,6 +143,13 @@ BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_ind
     devices[d] = host;
     hosts[first_rank + d] = host;
   }
+  // The node's host: one core running executions priced in seconds of its memory bandwidth.
+  s4u::Host* cpu = nullptr;
+  if (!links.pcie.empty()) {
+    cpu = built.zone->create_host(name + "-host", kSimHostSpeedFlopsPerS);
+    cpu->set_core_count(1);
+    *node_host = cpu;
+  }
 
   for (int i = 0; i < count; ++i) {
     NetPoint* src = devices[i]->get_netpoint();
@@ -140,8 +161,12 @@ BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_ind
       // symmetrical: j -> i takes the same links in reverse order, directions swapped
       built.zone->add_route(src, devices[j]->get_netpoint(), nullptr, nullptr, route, true);
     }
+    if (cpu != nullptr)
+      built.zone->add_route(src, cpu->get_netpoint(), nullptr, nullptr,
+                            {s4u::LinkInRoute(links.pcie[i], Direction::UP), s4u::LinkInRoute(links.host_latency)}, true);
     if (needs_gateway) {
       std::vector<s4u::LinkInRoute> route;
+      if (!links.pcie.empty()) route.emplace_back(links.pcie[i], Direction::UP);
       if (links.bus != nullptr && group.fabric == IntraNodeFabric::pcie) route.emplace_back(links.bus);
       route.emplace_back(links.nic[i / group.devices_per_nic()], Direction::UP);
       built.zone->add_route(src, built.gateway, nullptr, nullptr, route, true);
@@ -155,12 +180,12 @@ BuiltNode build_node(const Cluster& cluster, s4u::NetZone* parent, int group_ind
 // the root, or its leaf) with its uplink: every host exists before any node joins the tree (see
 // build_node), so the platform is built in time linear in its size.
 void add_nodes(const Cluster& cluster, const std::vector<s4u::NetZone*>& zone_of_node, const std::vector<NodeLinks>& links,
-               std::vector<s4u::Host*>& hosts) {
+               std::vector<s4u::Host*>& hosts, std::vector<s4u::Host*>& node_hosts) {
   std::vector<BuiltNode> built;
   built.reserve(zone_of_node.size());
   for (int g = 0, global = 0; g < static_cast<int>(cluster.groups.size()); ++g)
     for (int n = 0; n < cluster.groups[g].node_count; ++n, ++global)
-      built.push_back(build_node(cluster, zone_of_node[global], g, n, links[global], hosts));
+      built.push_back(build_node(cluster, zone_of_node[global], g, n, links[global], hosts, &node_hosts[global]));
   for (std::size_t global = 0; global < built.size(); ++global) {
     s4u::NetZone* zone = zone_of_node[global];
     built[global].zone->set_parent(zone);
@@ -187,7 +212,7 @@ std::string host_name(const Cluster& cluster, int rank) {
   return node_name(loc.group, loc.node) + "d" + std::to_string(loc.local);
 }
 
-BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* storage) {
+BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* storage, bool node_hosts) {
   if (!s4u::Engine::is_initialized()) throw std::logic_error("build_platform: create the s4u::Engine first");
   s4u::Engine* engine = s4u::Engine::get_instance();
   if (engine->get_netzone_root() != nullptr) {
@@ -200,13 +225,15 @@ BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* stor
   BuiltPlatform out;
   out.hosts.assign(cluster.device_count(), nullptr);
   const int nodes = cluster.node_count();
+  out.node_hosts.assign(node_hosts ? nodes : 0, nullptr);
+  s4u::Host* unused = nullptr;
 
   if (nodes == 1 && storage != nullptr)
     throw std::logic_error("build_platform: a storage endpoint needs a multi-node cluster");
   if (nodes == 1) {
     out.root = s4u::create_full_zone(node_name(0, 0));  // the first zone created becomes the root
-    const NodeLinks links = create_node_links(cluster, out.root, 0, 0, 0, false);
-    build_node(cluster, nullptr, 0, 0, links, out.hosts);
+    const NodeLinks links = create_node_links(cluster, out.root, 0, 0, 0, false, node_hosts);
+    build_node(cluster, nullptr, 0, 0, links, out.hosts, node_hosts ? &out.node_hosts[0] : &unused);
     return out;
   }
 
@@ -216,7 +243,7 @@ BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* stor
   links.reserve(nodes);
   for (int g = 0, global = 0; g < static_cast<int>(cluster.groups.size()); ++g) {
     for (int n = 0; n < cluster.groups[g].node_count; ++n, ++global) {
-      links.push_back(create_node_links(cluster, out.root, g, n, global, true));
+      links.push_back(create_node_links(cluster, out.root, g, n, global, true, node_hosts));
     }
   }
   s4u::Link* storage_link = nullptr;
@@ -252,7 +279,9 @@ BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* stor
       for (int n = leaf * per_leaf; n < std::min(nodes, (leaf + 1) * per_leaf); ++n) zone_of_node[n] = zone;
     }
   }
-  add_nodes(cluster, zone_of_node, links, out.hosts);
+  std::vector<s4u::Host*> built_hosts(nodes, nullptr);
+  add_nodes(cluster, zone_of_node, links, out.hosts, built_hosts);
+  if (node_hosts) out.node_hosts = built_hosts;
   for (std::size_t leaf = 0; leaf < leaves.size(); ++leaf) {
     auto [zone, router] = leaves[leaf];
     zone->seal();

@@ -48,6 +48,7 @@ struct BuiltPlatform {
   std::vector<simgrid::s4u::Host*> hosts;  // index = global rank
   simgrid::s4u::NetZone* root = nullptr;
   simgrid::s4u::Host* storage = nullptr;  // with a StorageEndpoint: the file system's host
+  std::vector<simgrid::s4u::Host*> node_hosts;  // with node hosts: per global node, its host's CPU
 };
 
 // Where checkpoints go (sim/storage_traffic.hpp): a host "storage" in a zone of its own, attached
@@ -71,7 +72,15 @@ void use_neutral_network_model();
 // Builds the cluster's platform. Call once per process, after creating the s4u::Engine (and after
 // sg_host_energy_plugin_init() when energy is wanted), before any other zone exists; throws
 // std::logic_error if the engine already has a platform.
-BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* storage = nullptr);
+//
+// With `node_hosts` (a strategy that offloads to the host, Strategy::uses_host), every node also
+// gets a host "g<G>n<N>-host" (its CPUs: one core whose executions are priced in seconds of the
+// node's host memory bandwidth, so the node's ranks share it) and every device its own
+// split-duplex PCIe link "g<G>n<N>d<D>-pcie" (the node's host.device_link): device -> host routes
+// are [pcie UP, host latency], and the device's NIC route starts on its PCIe link too (GPUDirect
+// RDMA crosses it), so copies to the host and network traffic share it. Needs every node group's
+// `host` (std::invalid_argument naming the group otherwise).
+BuiltPlatform build_platform(const Cluster& cluster, const StorageEndpoint* storage = nullptr, bool node_hosts = false);
 
 // The host name of a rank, "g<group>n<node>d<device>".
 std::string host_name(const Cluster& cluster, int rank);

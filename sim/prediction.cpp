@@ -91,6 +91,22 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
     }
     gm.out_of_memory = gm.out_of_memory || rr.out_of_memory;
   }
+  // Host memory (offload): each node's ranks together, the fullest node of each group.
+  std::map<int, std::pair<int, Bytes>> host_per_node;  // global node -> (its group, bytes)
+  for (int r = 0; r < p.devices; ++r) {
+    const DeviceLocation where = cluster.locate(r);
+    auto& [group, bytes] = host_per_node[where.global_node];
+    group = where.group;
+    bytes += result.ranks[r].host_peak_bytes;
+  }
+  for (const auto& [node, held] : host_per_node) {
+    const auto& [g, bytes] = held;
+    GroupMemory& gm = groups.at(g);
+    gm.host_per_node_bytes = std::max(gm.host_per_node_bytes, bytes);
+    gm.host_capacity_bytes = cluster.groups[g].host.memory_bytes;
+    gm.host_out_of_memory = gm.host_capacity_bytes > 0 && gm.host_per_node_bytes > gm.host_capacity_bytes;
+    gm.out_of_memory = gm.out_of_memory || gm.host_out_of_memory;
+  }
   for (auto& [g, gm] : groups) {
     p.out_of_memory = p.out_of_memory || gm.out_of_memory;
     p.memory.push_back(gm);
@@ -113,7 +129,8 @@ nlohmann::json to_json(const Prediction& p) {
     memory.push_back({{"group", g.group}, {"device", g.device}, {"device_basis", g.device_basis}, {"ranks", g.ranks},
                       {"capacity_bytes", g.capacity_bytes}, {"peak_min_bytes", g.peak_min_bytes},
                       {"peak_max_bytes", g.peak_max_bytes}, {"at_peak_bytes", at_peak},
-                      {"out_of_memory", g.out_of_memory}});
+                      {"out_of_memory", g.out_of_memory}, {"host_per_node_bytes", g.host_per_node_bytes},
+                      {"host_capacity_bytes", g.host_capacity_bytes}, {"host_out_of_memory", g.host_out_of_memory}});
   }
   return {{"scenario", p.scenario},
           {"strategy", p.strategy},
@@ -169,6 +186,9 @@ std::string to_text(const Prediction& p) {
       out << to_string(static_cast<MemCategory>(c)) << " " << human_bytes(g.at_peak.by_category[c]) << "; ";
     }
     out << ")\n";
+    if (g.host_per_node_bytes > 0)
+      out << "    host memory per node (offloaded optimizer)  " << human_bytes(g.host_per_node_bytes) << " of "
+          << human_bytes(g.host_capacity_bytes) << (g.host_out_of_memory ? "  OUT OF MEMORY" : "  ok") << "\n";
   }
   // What the prediction rests on: each device profile's basis (datasheet, published
   // measurements and the validation suite's error, or a calibration's machine and date).

@@ -31,6 +31,11 @@ struct GroupMemory {
   Bytes peak_max_bytes = 0;
   MemoryUsage at_peak;  // breakdown on the rank with the largest peak
   bool out_of_memory = false;
+  // Offload: the host memory a node's ranks hold together (the fullest node of the group), and
+  // the node's host memory (0: the cluster does not say).
+  Bytes host_per_node_bytes = 0;
+  Bytes host_capacity_bytes = 0;
+  bool host_out_of_memory = false;
 };
 
 struct Prediction {

@@ -71,6 +71,17 @@ Tensor SimDevice::alloc(std::string_view, std::vector<std::int64_t> shape, DType
 void SimDevice::release(const Tensor& tensor) { memory_.release(tensor.id); }
 
 void SimDevice::reacquire(const Tensor& tensor, MemCategory category) {
+  // Its previous storage may still wait for an op in flight (release_after: a ZeRO-2 gradient's
+  // reduce-scatter, reacquired by the next micro-batch's backward): as a caching allocator does,
+  // the tensor gets new memory and the old is freed when that op ends, both counted meanwhile.
+  if (memory_.holds(tensor.id)) {
+    const int stale = next_stale_id_++;
+    const MemCategory held = memory_.category_of(tensor.id);
+    if (!ops_.rename_release(tensor.id, stale))
+      throw std::logic_error("tensor " + std::to_string(tensor.id) + " reacquired while allocated");
+    memory_.release(tensor.id);
+    memory_.allocate(stale, tensor.bytes(), held);
+  }
   memory_.allocate(tensor.id, tensor.bytes(), category);
 }
 
@@ -105,6 +116,7 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
     block_on(h.id);
     if (last_blocked_.end_s > waited.end_s) waited = last_blocked_;
   }
+  if (runs_on_host(op)) return run_on_host(op);
   const Seconds duration = compute_cost(op, device_).seconds * compute_slowdown_;
   ++compute_ops_;
   if (measuring()) totals_.compute_s += duration;
@@ -140,6 +152,30 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
                               start + duration));
   if (context_.options.compute_fidelity == ComputeFidelity::per_op) run_pending_compute();
   return Handle{};  // the compute stream is the host's own timeline: complete once issued
+}
+
+Handle SimDevice::run_on_host(const ComputeOp& op) {
+  if (context_.node_hosts.empty())
+    throw std::logic_error("op " + op.label + " runs on the node's host, which the platform does not have");
+  flush_compute();
+  s4u::Host* cpu = context_.node_hosts.at(static_cast<std::size_t>(context_.cluster->global_node_of(rank_)));
+  s4u::Host* device = context_.hosts[rank_];
+  const Seconds start = s4u::Engine::get_clock();
+  if (const auto* copy = std::get_if<MemcpyArgs>(&op.args)) {
+    // Over the device's PCIe link (shared with its NIC's traffic) to or from the host.
+    const bool to_host = copy->host == HostCopy::to_host;
+    s4u::Comm::sendto(to_host ? device : cpu, to_host ? cpu : device, static_cast<std::uint64_t>(op.bytes));
+  } else {
+    // Streaming through host memory: alone, its bytes over the node's host memory bandwidth; the
+    // node's ranks stepping at once share it (the host's one core).
+    const BytesPerSecond bandwidth = context_.cluster->group_of(rank_).host.memory_bandwidth_bytes_per_s;
+    s4u::this_actor::exec_init(op.bytes / bandwidth * kSimHostSpeedFlopsPerS)->set_host(cpu)->wait();
+  }
+  const Seconds end = s4u::Engine::get_clock();
+  ++compute_ops_;
+  if (measuring()) totals_.compute_s += end - start;
+  if (context_.options.record_trace) add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, start, end));
+  return Handle{};
 }
 
 void SimDevice::flush_compute() {

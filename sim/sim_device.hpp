@@ -37,6 +37,8 @@ struct SimulationContext {
   SimulationOptions options;
   const FoldPlan* fold = nullptr;          // which ranks run an actor; the others are ghosts
   std::vector<simgrid::s4u::Host*> hosts;  // by global rank, ghosts included
+  // Per global node, its host's CPU (Strategy::uses_host); empty otherwise.
+  std::vector<simgrid::s4u::Host*> node_hosts;
   TopologyView topology;
 
   // Which members have arrived at one collective; ghosts (folded replicas) wait here for the
@@ -150,6 +152,9 @@ class SimDevice final : public Runtime, public PointToPoint {
   };
 
   void flush_compute();  // executes the fused compute block (a chunked GEMM's deferred part included)
+  // An op of the node's host (ZeRO-Offload): a copy over the device's PCIe link, or the host
+  // CPU's optimizer step, after the device's queued kernels; the compute stream waits for it.
+  Handle run_on_host(const ComputeOp& op);
   void run_pending_compute();  // the same, leaving a chunked GEMM's deferred part for the next collective
   Seconds kernel_start(Seconds op_start, Seconds op_end) const;  // after the launch overhead
   // Shared cores (core_turns.hpp): takes a core, paying the hand-off when it came from another rank.
@@ -252,6 +257,16 @@ class SimDevice final : public Runtime, public PointToPoint {
       }();
       return handle >= base_ ? ops_[static_cast<std::size_t>(handle - base_)] : kDropped;
     }
+    // Renames a tensor an op frees when it completes; false if none frees it.
+    bool rename_release(int from, int to) {
+      for (OpState& op : ops_)
+        for (int& id : op.release_on_completion)
+          if (id == from) {
+            id = to;
+            return true;
+          }
+      return false;
+    }
     void drop_completed_front() {
       while (!ops_.empty() && ops_.front().done && ops_.front().release_on_completion.empty()) {
         ops_.pop_front();
@@ -276,6 +291,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   Seconds tensor_busy_until_s_ = 0;       // end of its last collective priced on issue
   std::deque<std::int64_t> priced_;       // ops priced on issue, not yet complete, in issue order
   int releasing_in_flight_ = 0;           // ops run by a stream's actor that free memory when done
+  int next_stale_id_ = 1 << 30;           // ledger ids of storage a reacquired tensor left to an op in flight
   std::int64_t tensor_started_ = 0;      // and started so far
 
   int iteration_ = -1;

@@ -100,17 +100,23 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
   // (Storage writes leave replicas alike: every device, ghosts included, writes its shard, so the
   // storage's link carries them all, and a simulated rank's NIC carries its own beside training.)
   const bool stragglers = !options.stragglers.empty();
-  FoldPlan fold = plan_replica_folding(strategy, cluster, stragglers ? FoldingMode::off : options.replica_folding,
+  // Ranks that offload to their node's host share it (its CPU, and their PCIe links with their
+  // NICs): a ghost's share would be missing, so nothing is mirrored.
+  const bool host = strategy.uses_host();
+  const bool unalike = stragglers || host;
+  FoldPlan fold = plan_replica_folding(strategy, cluster, unalike ? FoldingMode::off : options.replica_folding,
                                        options.record_trace);
-  plan_tensor_folding(strategy, cluster, stragglers ? FoldingMode::off : options.tensor_folding, options.record_trace,
+  plan_tensor_folding(strategy, cluster, unalike ? FoldingMode::off : options.tensor_folding, options.record_trace,
                       fold);
   if (stragglers) fold.note += " (stragglers: ranks differ)";
+  if (host) fold.note += " (ranks share their node's host)";
   SimulationContext context;
   context.cluster = &cluster;
   context.options = options;
   context.fold = &fold;
-  BuiltPlatform platform = build_platform(cluster, storage ? &*storage : nullptr);
+  BuiltPlatform platform = build_platform(cluster, storage ? &*storage : nullptr, host);
   context.hosts.assign(platform.hosts.begin(), platform.hosts.begin() + world);
+  context.node_hosts = platform.node_hosts;
   std::optional<StorageWriters> writers;
   // The writes start with the first measured iteration, so that the measured ones run beside them.
   if (storage) writers.emplace(context.hosts, platform.storage, *options.storage_writes, /*start_now=*/false);
@@ -254,6 +260,7 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
     rr.peak_memory_bytes = dev.memory().peak();
     rr.memory_at_peak = dev.memory().at_peak();
     rr.out_of_memory = rr.peak_memory_bytes > cluster.device_of(r).memory_capacity_bytes;
+    rr.host_peak_bytes = dev.memory().host_peak();
     rr.energy_j = dev.shares_cores() ? sg_host_get_consumed_energy(context.hosts[fold.mirror_of[r]])
                                      : dev.energy_j(s4u::Engine::get_clock());
     energy += rr.energy_j;

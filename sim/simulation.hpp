@@ -69,6 +69,7 @@ struct RankResult {
   Bytes peak_memory_bytes = 0;
   MemoryUsage memory_at_peak;
   bool out_of_memory = false;
+  Bytes host_peak_bytes = 0;  // what it keeps in its node's host memory (offload), at its peak
   Joules energy_j = 0;  // over the whole simulated run
 };
 

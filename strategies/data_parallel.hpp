@@ -37,6 +37,7 @@ class DataParallel final : public Strategy {
   // Every rank is a replica.
   std::optional<ReplicaStructure> replica_structure() const override;
   int iteration_period() const override { return parallel_.local_sgd_steps; }
+  bool uses_host() const override { return parallel_.offload_optimizer; }
   int irregular_iterations() const override { return parallel_.parameter_server_staleness; }
   // Every rank a replica of the whole model (layers -1: not split), with its batch share.
   std::vector<RankRole> rank_roles() const override;

@@ -101,13 +101,15 @@ void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vec
     const std::string base = owner + ".p" + std::to_string(states.size());
     const TensorPlacement part = shard_placement(placements[j], p.numel(), shards_, shard_index);
     std::vector<Tensor> s;
+    const MemCategory category = offload_ ? MemCategory::host_optimizer_state : MemCategory::optimizer_state;
     auto state = [&](const char* what) {
-      s.push_back(rt.alloc(base + "." + what, {n}, DType::fp32, MemCategory::optimizer_state));
+      s.push_back(rt.alloc(base + "." + what, {n}, DType::fp32, category));
       TensorPlacement where = part;
       where.name += std::string(".") + what;
       rt.place(s.back(), where);
     };
-    if (p.dtype != DType::fp32) state("master");
+    // Offloaded, an fp32 parameter also gets its host copy: the one the host's CPU steps.
+    if (p.dtype != DType::fp32 || offload_) state("master");
     state("exp_avg");
     state("exp_avg_sq");
     states.push_back(std::move(s));
@@ -117,6 +119,7 @@ void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vec
 
 std::vector<Tensor> ShardedAdam::masters(const std::string& owner, const std::vector<Tensor>& params) const {
   if (shards_ != 1) throw std::logic_error("ShardedAdam::masters: the optimizer is sharded");
+  if (offload_) throw std::logic_error("ShardedAdam::masters: the optimizer is offloaded to the host");
   const auto& states = states_.at(owner);
   std::vector<Tensor> out;
   for (std::size_t j = 0; j < params.size(); ++j) out.push_back(params[j].dtype == DType::fp32 ? params[j] : states.at(j).front());
@@ -142,8 +145,42 @@ void ShardedAdam::step(Runtime& rt, const std::string& owner, const std::vector<
     args.weight_decay = training.weight_decay;
     args.grad_scale = grad_scale;
     args.step = static_cast<std::int64_t>(iteration) + 1;  // iteration may be INT_MAX
-    ops::adamw(rt, owner + ".p" + std::to_string(j) + ".adamw", params[j], grads[j], states[j], args);
+    const std::string label = owner + ".p" + std::to_string(j);
+    if (!offload_) {
+      ops::adamw(rt, label + ".adamw", params[j], grads[j], states[j], args);
+      continue;
+    }
+    auto& staging = staging_[owner];
+    if (staging.size() <= j) {
+      const std::string base = label + ".host";
+      HostStaging s;
+      s.grad = rt.alloc(base + ".grad", {args.numel}, grads[j].dtype, MemCategory::host_buffers);
+      if (params[j].dtype != DType::fp32)
+        s.param = rt.alloc(base + ".param", {args.numel}, params[j].dtype, MemCategory::host_buffers);
+      staging.push_back(s);
+    }
+    offloaded_step(rt, label, params[j], grads[j], states[j], staging[j], args);
   }
+}
+
+void ShardedAdam::offloaded_step(Runtime& rt, const std::string& label, const Tensor& param, const Tensor& grad,
+                                 const std::vector<Tensor>& states, HostStaging& staging, OptimizerArgs args) {
+  // A whole tensor is read at this shard's offset; a ZeRO-2/3 part is the shard itself.
+  const auto offset_in = [&](const Tensor& t) { return t.numel() >= args.offset + args.numel ? args.offset : 0; };
+  ops::copy_host(rt, Phase::optimizer, label + ".grad_to_host", grad, offset_in(grad), staging.grad, 0, args.numel,
+                 HostCopy::to_host);
+  // On the host the shard is whole: the update reads everything from its start.
+  const std::int64_t param_offset = offset_in(param);
+  args.offset = 0;
+  args.on_host = true;
+  // states = {master, m, v}: a 16-bit parameter's host shard is written from the master; an fp32
+  // one is the master itself.
+  const bool fp32 = param.dtype == DType::fp32;
+  const Tensor& host_param = fp32 ? states[0] : staging.param;
+  std::vector<Tensor> host_states(fp32 ? states.begin() + 1 : states.begin(), states.end());
+  ops::adamw(rt, label + ".adamw", host_param, staging.grad, std::move(host_states), args);
+  ops::copy_host(rt, Phase::optimizer, label + ".param_from_host", host_param, 0, param, param_offset, args.numel,
+                 HostCopy::from_host);
 }
 
 }  // namespace tandem

@@ -75,9 +75,15 @@ class GradientBuckets {
   std::vector<std::pair<CodecBucket, Handle>> coded_;  // buckets in a codec's hands, their last collective
 };
 
+//
+// Offloaded (ZeRO-Offload, Ren et al. 2021, arXiv 2101.06840; DeepSpeed's offload_optimizer with
+// device cpu): the state (an fp32 master for every parameter, m, v) lives in the host's memory and
+// the host's CPU steps it. Per parameter a step copies this rank's gradient shard to the host,
+// runs AdamW there and copies the updated shard of the parameter back, all on the compute stream
+// (DeepSpeed's default: the copies do not overlap backward). The device keeps no optimizer state.
 class ShardedAdam {
  public:
-  explicit ShardedAdam(int shards = 1) : shards_(shards) {}
+  explicit ShardedAdam(int shards = 1, bool offload = false) : shards_(shards), offload_(offload) {}
   // Allocates master (unless parameters are fp32), m and v for each parameter, 1/shards each:
   // member `shard_index`'s part, placed as "<parameter>.master|exp_avg|exp_avg_sq" of the
   // parameters' logical tensors (`placements`, parallel to params).
@@ -89,6 +95,7 @@ class ShardedAdam {
             const std::vector<Tensor>& grads, const TrainingConfig& training, float grad_scale,
             int iteration, int shard_index);
   int shards() const { return shards_; }
+  bool offloaded() const { return offload_; }
   // The fp32 values each parameter of `owner` is stepped in: its master copy, or the parameter
   // itself when it is fp32 (`params` as given to allocate; unsharded optimizers only).
   std::vector<Tensor> masters(const std::string& owner, const std::vector<Tensor>& params) const;
@@ -96,7 +103,18 @@ class ShardedAdam {
   std::vector<Tensor> moments(const std::string& owner) const;
 
  private:
+  // Offloaded: the step's staging buffers in host memory, one pair per parameter (allocated at
+  // the first step, when the gradients' dtype is known): the gradient shard and, for a 16-bit
+  // parameter, its updated shard in that dtype.
+  struct HostStaging {
+    Tensor grad, param;
+  };
+  void offloaded_step(Runtime& rt, const std::string& label, const Tensor& param, const Tensor& grad,
+                      const std::vector<Tensor>& states, HostStaging& staging, OptimizerArgs args);
+
   int shards_;
+  bool offload_ = false;
+  std::map<std::string, std::vector<HostStaging>> staging_;  // owner -> [param]
   std::map<std::string, std::vector<std::vector<Tensor>>> states_;  // owner -> [param][state]
   // owner -> [param] elements of the whole parameter (a ZeRO-3 step gets its partitions only).
   std::map<std::string, std::vector<std::int64_t>> numels_;

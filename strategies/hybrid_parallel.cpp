@@ -79,7 +79,7 @@ class HybridRank final : public RankProgram {
     if (p > 1) boundaries_ = boundary_tensors(*plan_.model, plan_.batch, ctx_);
     const int zero = plan_.parallel.zero_stage;
     const int n = zero >= 1 ? data_group_.size() : 1;
-    optimizer_ = ShardedAdam(n);
+    optimizer_ = ShardedAdam(n, plan_.parallel.offload_optimizer);
     chunks_.resize(v);
     for (int c = 0; c < v; ++c) {
       const int k = c * p + me_.pp;

@@ -84,6 +84,7 @@ class HybridParallel final : public Strategy {
   // 1F1B and interleaved pipelines whose replicas run equal micro-batch counts.
   std::optional<PipelineStructure> pipeline_structure() const override;
   int iteration_period() const override { return parallel_.local_sgd_steps; }
+  bool uses_host() const override { return parallel_.offload_optimizer; }
   // Stage = pp coordinate, replica = dp coordinate, layers = its chunks' layers, sequences =
   // its replica's micro-batches x micro-batch size.
   std::vector<RankRole> rank_roles() const override;

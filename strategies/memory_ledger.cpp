@@ -35,6 +35,11 @@ void MemoryLedger::allocate(int tensor_id, Bytes bytes, MemCategory category) {
   if (entry.tensor_id == tensor_id) throw std::logic_error("tensor " + std::to_string(tensor_id) + " allocated twice");
   entry = Entry{tensor_id, category, bytes};
   ++live_;
+  if (in_host_memory(category)) {
+    host_current_ += bytes;
+    host_peak_ = std::max(host_peak_, host_current_);
+    return;
+  }
   current_.by_category[static_cast<std::size_t>(category)] += bytes;
   current_total_ += bytes;
   if (current_total_ > peak_) {
@@ -43,13 +48,23 @@ void MemoryLedger::allocate(int tensor_id, Bytes bytes, MemCategory category) {
   }
 }
 
+MemCategory MemoryLedger::category_of(int tensor_id) const {
+  const Entry& entry = slots_[slot_of(tensor_id)];
+  if (entry.tensor_id != tensor_id) throw std::logic_error("tensor " + std::to_string(tensor_id) + " is not allocated");
+  return entry.category;
+}
+
 void MemoryLedger::release(int tensor_id) {
   std::size_t hole = tensor_id < 0 ? 0 : slot_of(tensor_id);
   if (tensor_id < 0 || slots_[hole].tensor_id != tensor_id)
     throw std::logic_error("tensor " + std::to_string(tensor_id) + " released but not allocated");
   const Entry entry = slots_[hole];
-  current_.by_category[static_cast<std::size_t>(entry.category)] -= entry.bytes;
-  current_total_ -= entry.bytes;
+  if (in_host_memory(entry.category)) {
+    host_current_ -= entry.bytes;
+  } else {
+    current_.by_category[static_cast<std::size_t>(entry.category)] -= entry.bytes;
+    current_total_ -= entry.bytes;
+  }
   --live_;
   // Backward-shift deletion: pull later entries of the probe run into the hole, so that every
   // entry stays reachable from its home slot without tombstones.

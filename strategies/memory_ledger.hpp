@@ -25,10 +25,17 @@ class MemoryLedger {
  public:
   void allocate(int tensor_id, Bytes bytes, MemCategory category);
   void release(int tensor_id);  // unknown ids are a strategy bug: std::logic_error
+  // Whether `tensor_id` holds memory now, and in which category (std::logic_error if it does not).
+  bool holds(int tensor_id) const { return slots_[slot_of(tensor_id)].tensor_id == tensor_id; }
+  MemCategory category_of(int tensor_id) const;
 
+  // The device's memory: every category but the host's (in_host_memory).
   const MemoryUsage& current() const { return current_; }
   const MemoryUsage& at_peak() const { return at_peak_; }
   Bytes peak() const { return peak_; }
+  // The host memory this rank holds (offloaded state and staging buffers): now and at its peak.
+  Bytes host_current() const { return host_current_; }
+  Bytes host_peak() const { return host_peak_; }
 
  private:
   struct Entry {
@@ -47,6 +54,8 @@ class MemoryLedger {
   MemoryUsage at_peak_;
   Bytes current_total_ = 0;
   Bytes peak_ = 0;
+  Bytes host_current_ = 0;
+  Bytes host_peak_ = 0;
 };
 
 }  // namespace tandem

@@ -7,6 +7,9 @@ namespace tandem {
 void check_local_sgd(const ParallelConfig& parallel) {
   if (parallel.local_sgd_steps < 1)
     throw StrategyError("strategy.local_sgd_steps", "local SGD averages every H >= 1 steps");
+  if (parallel.local_sgd_steps > 1 && parallel.offload_optimizer)
+    throw StrategyError("strategy.offload_optimizer",
+                        "local SGD averages the replicas' fp32 masters on the device: not with offload_optimizer");
   if (parallel.local_sgd_steps > 1 && (parallel.zero_stage != 0 || parallel.gradient_compression.enabled()))
     throw StrategyError("strategy.local_sgd_steps",
                         "local SGD keeps each replica's whole optimizer state and replaces the gradient "

@@ -7,6 +7,12 @@
 
 namespace tandem {
 
+bool runs_on_host(const ComputeOp& op) {
+  if (const auto* copy = std::get_if<MemcpyArgs>(&op.args)) return copy->host != HostCopy::none;
+  if (const auto* step = std::get_if<OptimizerArgs>(&op.args)) return step->on_host;
+  return false;
+}
+
 const char* to_string(OpKind kind) {
   switch (kind) {
     case OpKind::gemm: return "gemm";

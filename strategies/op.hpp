@@ -140,7 +140,12 @@ struct OptimizerArgs {  // AdamW on a flat shard
   // ZeRO: the update covers elements [offset, offset + numel) of the parameter and gradient;
   // the state tensors hold just those numel elements.
   std::int64_t offset = 0;
+  // ZeRO-Offload: every tensor is in host memory and the host's CPU runs the update.
+  bool on_host = false;
 };
+// A copy between the device's memory and the host's (over the device's host link, PCIe), or
+// within the device's memory (none).
+enum class HostCopy : std::uint8_t { none, to_host, from_host };
 struct MemcpyArgs {
   std::int64_t numel = 0;
   // A strided copy of columns (cudaMemcpy2D's shape) when rows > 0: `rows` rows of `cols`
@@ -148,6 +153,7 @@ struct MemcpyArgs {
   // column dst_col of a destination dst_ld wide; numel = rows·cols. Context parallelism takes the
   // K|V columns out of the packed qkv rows this way (and puts their gradient back).
   std::int64_t rows = 0, cols = 0, src_ld = 0, src_col = 0, dst_ld = 0, dst_col = 0;
+  HostCopy host = HostCopy::none;
 };
 // Mixture of experts (Megatron-Core's --num-experts / --moe-router-topk with an expert capacity,
 // --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity, as GShard and Switch run
@@ -192,6 +198,9 @@ struct ComputeOp {
   Bytes bytes = 0;        // bytes read + written from device memory
   DType compute_dtype = DType::bf16;  // selects the device's peak (tensor core or not)
 };
+// An op the node's host takes part in (ZeRO-Offload): a copy to or from host memory, or the host
+// CPU's optimizer step.
+bool runs_on_host(const ComputeOp& op);
 
 // A communicator: a set of global ranks. Group ids are assigned by the strategy and must be the
 // same on every member (backends key their channels/communicators on it).

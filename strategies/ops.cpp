@@ -375,6 +375,25 @@ Handle copy_columns(Runtime& rt, Phase phase, std::string label, const Tensor& s
                        issue);
 }
 
+Handle copy_host(Runtime& rt, Phase phase, std::string label, const Tensor& src, std::int64_t src_offset,
+                 const Tensor& dst, std::int64_t dst_offset, std::int64_t numel, HostCopy direction,
+                 const Issue& issue) {
+  // One row of the columns form: a range of each side.
+  MemcpyArgs args;
+  args.rows = 1;
+  args.cols = numel;
+  args.numel = numel;
+  args.src_ld = src.numel();
+  args.src_col = src_offset;
+  args.dst_ld = dst.numel();
+  args.dst_col = dst_offset;
+  args.host = direction;
+  const DType dt = dtype_or(src, DType::bf16);
+  // Read once on one side, written once on the other: the bytes cross the host link once.
+  const Cost cost{0.0, static_cast<double>(numel) * dtype_bytes(dt)};
+  return issue_compute(rt, OpKind::memcpy, phase, std::move(label), args, {src}, {dst}, cost, dt, issue);
+}
+
 // ---------------------------------------------------------------- communication builders
 
 Handle all_reduce(Runtime& rt, Phase phase, std::string label, const Tensor& buffer,

@@ -115,6 +115,11 @@ Handle moe(Runtime& rt, Phase phase, std::string label, std::vector<Tensor> inpu
 // MemcpyArgs' strided column copy (rows, cols, src_ld, src_col, dst_ld, dst_col set; numel filled).
 Handle copy_columns(Runtime& rt, Phase phase, std::string label, const Tensor& src, const Tensor& dst,
                     MemcpyArgs args, const Issue& issue = {});
+// Elements [src_offset, src_offset + numel) of `src` into [dst_offset, ...) of `dst`, one side in
+// the host's memory (ZeRO-Offload): bytes = numel x src's dtype over the device's host link.
+Handle copy_host(Runtime& rt, Phase phase, std::string label, const Tensor& src, std::int64_t src_offset,
+                 const Tensor& dst, std::int64_t dst_offset, std::int64_t numel, HostCopy direction,
+                 const Issue& issue = {});
 
 // ---- communication builders (bytes per nccl-tests; see the header comment) ----
 // `buffer` is the in-place buffer for all-reduce, the full (concatenated) input for

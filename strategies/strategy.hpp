@@ -48,6 +48,9 @@ struct ParallelConfig {
   // Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers): needs sequence_parallel.
   bool tp_comm_overlap = false;
   int zero_stage = 0;
+  // ZeRO-Offload (DeepSpeed's zero_optimization.offload_optimizer.device: cpu): the optimizer's
+  // state in the host's memory, stepped by the host's CPU (strategies/gradient_sync.hpp).
+  bool offload_optimizer = false;
   // Local SGD (periodic model averaging, PyTorch's PostLocalSGD `period`): with H > 1 each
   // data-parallel replica steps on its own gradients, and the replicas average their parameters
   // every H steps instead of reducing gradients every step. 1: synchronous data parallelism.
@@ -189,6 +192,9 @@ class Strategy {
   virtual int irregular_iterations() const { return 0; }
   // One role per rank; empty when the strategy does not say.
   virtual std::vector<RankRole> rank_roles() const { return {}; }
+  // Its ranks keep state in their node's host memory and step it on the host's CPU
+  // (ParallelConfig::offload_optimizer): a backend then models or provides the node's host.
+  virtual bool uses_host() const { return false; }
 };
 
 // The micro-batch shape every strategy derives from the training configuration.

@@ -44,6 +44,8 @@ const char* to_string(MemCategory category) {
     case MemCategory::activations: return "activations";
     case MemCategory::comm_buffers: return "comm_buffers";
     case MemCategory::workspace: return "workspace";
+    case MemCategory::host_optimizer_state: return "host_optimizer_state";
+    case MemCategory::host_buffers: return "host_buffers";
   }
   return "?";
 }

@@ -29,9 +29,17 @@ enum class MemCategory : std::uint8_t {
   activations,
   comm_buffers,
   workspace,
+  // In the host's memory, not the device's (ZeRO-Offload, ParallelConfig::offload_optimizer):
+  // optimizer state (fp32 master, m, v: training state, checkpointed) and the staging buffers a
+  // step copies gradients and parameters through. Counted apart from the device's memory.
+  host_optimizer_state,
+  host_buffers,
 };
-inline constexpr int kMemCategoryCount = 6;
+inline constexpr int kMemCategoryCount = 8;
 const char* to_string(MemCategory category);
+inline bool in_host_memory(MemCategory category) {
+  return category == MemCategory::host_optimizer_state || category == MemCategory::host_buffers;
+}
 
 // A tensor's dimensions, held inline: strategies copy tensors into every op they issue (millions
 // per simulated iteration at cluster scale), and a heap-allocated vector per copy was a fifth of

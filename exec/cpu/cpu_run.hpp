@@ -139,7 +139,8 @@ TrainingSettings training_settings(const Strategy& strategy, const RunOptions& o
 
 // What a checkpoint holds: the parameters and optimizer state (weights, fp32 masters, AdamW
 // moments); the rest is recomputed or zeroed every step (checkpoint.hpp).
-inline const std::set<MemCategory> kTrainingState{MemCategory::parameters, MemCategory::optimizer_state};
+inline const std::set<MemCategory> kTrainingState{MemCategory::parameters, MemCategory::optimizer_state,
+                                                  MemCategory::host_optimizer_state};
 // A checkpoint of this run after `next_iteration` iterations holding `tensors` (global form).
 Checkpoint checkpoint_of(const Strategy& strategy, const RunOptions& options, int next_iteration,
                          std::map<std::string, std::vector<float>> tensors);

@@ -95,7 +95,8 @@ bool init_placed_tensor(MemCategory category, const TensorPlacement& placement, 
     init_placed(placement, placement.name, data, n, seed, std_dev);
     return true;
   }
-  if (category == MemCategory::optimizer_state && ends_with(placement.name, kMaster)) {
+  if ((category == MemCategory::optimizer_state || category == MemCategory::host_optimizer_state) &&
+      ends_with(placement.name, kMaster)) {
     const std::string_view param(placement.name.data(), placement.name.size() - kMaster.size());
     init_placed(placement, param, data, n, seed, std_dev);
     return true;

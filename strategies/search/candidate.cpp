@@ -23,6 +23,7 @@ nlohmann::json to_json(const Candidate& c) {
           {"pipeline_schedule", tandem::to_string(c.schedule)},
           {"virtual_pipeline_model_parallel_size", c.virtual_stages},
           {"zero_stage", c.zero_stage},
+          {"offload_optimizer", c.offload_optimizer},
           {"recompute_granularity", tandem::to_string(c.recompute)},
           {"sequence_parallel", c.sequence_parallel},
           {"rank_order", tandem::to_string(c.order)},
@@ -49,6 +50,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.schedule = parse_pipeline_schedule(j.at("pipeline_schedule").get<std::string>());
   c.virtual_stages = j.at("virtual_pipeline_model_parallel_size").get<int>();
   c.zero_stage = j.at("zero_stage").get<int>();
+  if (j.contains("offload_optimizer")) c.offload_optimizer = j.at("offload_optimizer").get<bool>();
   const std::string recompute = j.at("recompute_granularity").get<std::string>();
   c.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
   c.sequence_parallel = j.at("sequence_parallel").get<bool>();
@@ -78,7 +80,7 @@ std::string Candidate::key() const {
   std::string k = "tp=" + std::to_string(tp) + " pp=" + std::to_string(pp) + " dp=" + std::to_string(dp) +
                   " mbs=" + std::to_string(micro_batch_size) + " " + tandem::to_string(schedule);
   if (virtual_stages > 1) k += " v=" + std::to_string(virtual_stages);
-  k += " zero=" + std::to_string(zero_stage) + " rc=" + tandem::to_string(recompute);
+  k += " zero=" + std::to_string(zero_stage) + (offload_optimizer ? " offload" : "") + " rc=" + tandem::to_string(recompute);
   if (sequence_parallel) k += " sp";
   k += std::string(" order=") + tandem::to_string(order) + " stages=" + partition_text(*this) +
        " batch=" + to_string(batch_split);

@@ -27,6 +27,7 @@ struct Candidate {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;
   int zero_stage = 0;
+  bool offload_optimizer = false;  // ZeRO-Offload (with ZeRO >= 1, as DeepSpeed has it)
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   RankOrder order = RankOrder::tp_dp_pp;

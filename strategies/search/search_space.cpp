@@ -98,6 +98,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.schedule.empty()) s.schedule = {PipelineSchedule::one_f_one_b};
   if (s.virtual_stages.empty()) s.virtual_stages = {2};
   if (s.zero_stage.empty()) s.zero_stage = {0, 1};
+  if (s.offload_optimizer.empty()) s.offload_optimizer = {0};
   if (s.recompute.empty()) s.recompute = {Recompute::none, Recompute::selective, Recompute::full};
   if (s.sequence_parallel.empty()) s.sequence_parallel = {0};
   if (s.order.empty()) s.order = {RankOrder::tp_dp_pp};
@@ -195,9 +196,11 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
     }
     const bool mixed = heterogeneous_prefix(set.cluster, world);
     bool fp8_capable = true;  // every device of the set has FP8 tensor cores (GPUs; CPUs emulate)
+    bool hosts_described = true;  // every node of the set describes its host (offloading)
     for (int r = 0; r < world; ++r) {
       const DeviceProfile& d = set.cluster.device_of(r);
       fp8_capable = fp8_capable && (!d.is_gpu() || d.peak_fp8_flops_per_s > 0);
+      hosts_described = hosts_described && set.cluster.group_of(r).host.given();
     }
     for (int tp : s.tp) {
       if (tp > min_devices_per_node(set.cluster, world)) {
@@ -246,6 +249,14 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                   continue;
                 }
                 for (int zero : relevant(s.zero_stage, dp > 1, ints)) {
+                  static const std::vector<int> on_device{0};
+                  // Offloading with ZeRO >= 1, as DeepSpeed has it, or without replicas (where ZeRO
+                  // shards nothing).
+                  for (int offload : zero >= 1 || dp == 1 ? s.offload_optimizer : on_device) {
+                  if (offload && !hosts_described) {
+                    drop("offloading on a cluster whose nodes do not describe their host");
+                    continue;
+                  }
                   for (Recompute recompute : s.recompute) {
                     std::vector<int> sps;
                     for (int sp : relevant(s.sequence_parallel, tp > 1, sps)) {
@@ -277,6 +288,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                             Candidate c;
                             c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch_size = mbs;
                             c.schedule = schedule, c.virtual_stages = v, c.zero_stage = zero;
+                            c.offload_optimizer = offload != 0;
                             c.recompute = recompute, c.sequence_parallel = sp != 0, c.order = order;
                             c.partition = partition, c.batch_split = split, c.nodes = set.nodes;
                             c.local_sgd_steps = h;
@@ -291,6 +303,7 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
                       }
                     }
                   }
+                }
                 }
               }
             }

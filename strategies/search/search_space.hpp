@@ -29,6 +29,9 @@ struct SearchSpace {
   std::vector<PipelineSchedule> schedule;
   std::vector<int> virtual_stages;  // used by the interleaved schedule only
   std::vector<int> zero_stage;
+  // ZeRO-Offload (0 / 1), with ZeRO >= 1 or a single replica; default {0}: a search tries it when
+  // asked, on a cluster whose nodes describe their host.
+  std::vector<int> offload_optimizer;
   std::vector<Recompute> recompute;
   std::vector<int> sequence_parallel;  // 0 / 1
   std::vector<RankOrder> order;

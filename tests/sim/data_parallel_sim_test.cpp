@@ -15,6 +15,7 @@
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
+#include "tests/sim/data_parallel_setup.hpp"
 #include "tests/sim/sim_test_support.hpp"
 #include "tests/strategies/recording_runtime.hpp"
 
@@ -36,49 +37,10 @@ std::string one_node_cluster() {
   return path.string();
 }
 
-struct DpSetup {
-  TrainingConfig training;
-  ParallelConfig parallel;
-  std::shared_ptr<const Model> model;
-};
-
-DpSetup gpt2_setup(int dp, bool overlap) {
-  DpSetup s;
-  s.model = std::make_shared<TransformerModel>(transformer_preset("gpt2-124m"));
-  s.training.global_batch_size = 8 * dp;
-  s.training.micro_batch_size = 4;
-  s.training.seq_length = 1024;
-  s.parallel.data_parallel_size = dp;
-  s.parallel.overlap_grad_reduce = overlap;
-  return s;
-}
-
-DataParallel make_dp(const DpSetup& s, const Cluster& cluster) {
-  std::vector<double> speeds;
-  for (int r = 0; r < s.parallel.data_parallel_size; ++r)
-    speeds.push_back(cluster.device_of(r).peak_flops_per_s(s.training.precision));
-  return DataParallel(s.model, s.training, s.parallel, speeds);
-}
-
-// Simulates in a child process and returns the prediction as JSON.
-nlohmann::json simulate_json(const DpSetup& setup, const std::string& cluster_path,
-                             sim::SimulationOptions options) {
-  auto child = sim_test::run_in_child([&] {
-    const Cluster cluster = load_cluster(cluster_path);
-    DataParallel dp = make_dp(setup, cluster);
-    const sim::SimulationResult result = sim::simulate(dp, cluster, options);
-    sim::PredictionInputs in;
-    in.model = setup.model->describe();
-    in.sequences_per_iteration = dp.sequences_per_iteration();
-    in.seq_length = setup.training.seq_length;
-    nlohmann::json j = sim::to_json(sim::summarize(result, cluster, in));
-    j["iteration_time_exact"] = result.iteration_time_s;  // full precision for bitwise checks
-    j["compute_executions"] = result.compute_executions;
-    return j.dump();
-  });
-  if (!child.ok) throw std::runtime_error(child.describe());
-  return nlohmann::json::parse(child.output);
-}
+using sim_test::DpSetup;
+using sim_test::gpt2_setup;
+using sim_test::make_dp;
+using sim_test::simulate_json;
 
 // The hand computation: the rank's compute ops costed one by one, plus each bucket's ring
 // all-reduce 2(n-1)(alpha + S/(n beta)) when nothing overlaps.
@@ -89,29 +51,13 @@ struct Hand {
 };
 
 Hand hand_computation(const DpSetup& setup, const Cluster& cluster) {
-  DataParallel dp = make_dp(setup, cluster);
-  testing::RecordingRuntime rt(0, setup.parallel.data_parallel_size);
-  auto program = dp.program_for(0);
-  program->setup(rt);
-  rt.begin_iteration(0);
-  program->train_step(rt, 0);
   Hand hand;
   const int n = setup.parallel.data_parallel_size;
   const Seconds alpha = cluster.path_latency_s(0, 1);
   const BytesPerSecond beta = cluster.path_bandwidth_bytes_per_s(0, 1);
-  for (const auto& op : rt.ops()) {
+  for (const auto& op : sim_test::recorded_step(setup, cluster)) {
     if (!op.is_comm) {
-      ComputeOp c;
-      c.kind = op.kind;
-      c.flops = op.flops;
-      c.bytes = op.bytes;
-      c.compute_dtype = op.compute_dtype;
-      // The kernel's shapes and tensors too: a GPU profile's kernel model costs a GEMM by its
-      // tiles and an optimizer step by its tensors' dtypes (sim/gpu_kernel_model.hpp).
-      c.args = op.args;
-      c.inputs = op.inputs;
-      c.outputs = op.outputs;
-      hand.compute_s += sim::compute_cost(c, cluster.device_of(0)).seconds;
+      hand.compute_s += sim::compute_cost(sim_test::compute_op_of(op), cluster.device_of(0)).seconds;
     } else {
       EXPECT_EQ(op.kind, OpKind::all_reduce);
       hand.allreduce_s += 2.0 * (n - 1) * (alpha + op.bytes / (n * beta));

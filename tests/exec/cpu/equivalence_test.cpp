@@ -168,6 +168,12 @@ INSTANTIATE_TEST_SUITE_P(
                       named("tp2_sp_tp_comm_overlap", {.tp = 2, .sp = true, .tp_comm_overlap = true}),
                       named("dp2_zero2", {.dp = 2, .zero = 2, .precision = DType::bf16}),
                       named("dp2_zero3", {.dp = 2, .zero = 3, .precision = DType::bf16}),
+                      // ZeRO-Offload: the same AdamW on the host's copies, gradients and
+                      // parameters copied through host buffers.
+                      named("dp2_zero1_offload", {.dp = 2, .zero = 1, .offload = true, .precision = DType::bf16}),
+                      named("dp2_zero2_offload", {.dp = 2, .zero = 2, .offload = true, .precision = DType::bf16}),
+                      named("tp2_dp2_zero3_offload", {.tp = 2, .dp = 2, .zero = 3, .offload = true}),
+                      named("pp2_dp2_offload", {.pp = 2, .dp = 2, .offload = true}),
                       named("dp4_zero3", {.dp = 4, .zero = 3}),
                       named("dp2_tp2", {.tp = 2, .dp = 2}),
                       named("pp2_dp2", {.pp = 2, .dp = 2}),
@@ -228,6 +234,13 @@ void expect_resumable(const Shape& first, const Shape& second) {
 
 TEST(EquivalentCheckpoint, DataParallelCheckpointResumesUnderTensorParallel) {
   expect_resumable(named("dp2", {.dp = 2}), named("tp2", {.tp = 2}));
+}
+
+// The offloaded state (host masters and moments) is training state: saved, and restored into a
+// run that keeps it on the device.
+TEST(EquivalentCheckpoint, OffloadedOptimizerCheckpointResumesOnTheDevice) {
+  expect_resumable(named("dp2_zero2_offload", {.dp = 2, .zero = 2, .offload = true, .precision = DType::bf16}),
+                   named("tp2_bf16", {.tp = 2, .precision = DType::bf16}));
 }
 
 TEST(EquivalentCheckpoint, ZeroThreeCheckpointResumesUnderPipeline) {

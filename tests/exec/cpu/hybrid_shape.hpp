@@ -18,6 +18,7 @@ struct HybridShape {
   int cp = 1;                         // context_parallel_size
   bool sp = false;
   int zero = 0;
+  bool offload = false;               // ZeRO-Offload: the optimizer on the host
   bool tp_comm_overlap = false;       // Megatron-Core's --tp-comm-overlap
   bool overlap_param_gather = false;  // Megatron-Core's --overlap-param-gather
   int local_sgd_steps = 1;            // local SGD's averaging period
@@ -75,6 +76,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.context_parallel_size = s.cp;
   parallel.sequence_parallel = s.sp;
   parallel.zero_stage = s.zero;
+  parallel.offload_optimizer = s.offload;
   parallel.tp_comm_overlap = s.tp_comm_overlap;
   parallel.overlap_param_gather = s.overlap_param_gather;
   parallel.local_sgd_steps = s.local_sgd_steps;
