@@ -36,7 +36,8 @@ GoodputSummary read_goodput_json(const std::string& path) {
   if (g.horizon_s <= 0) doc.fail("horizon_s", "must be positive");
   g.trials = static_cast<int>(doc.whole("trials", 1, 1LL << 30));
   g.goodput = interval(doc, "goodput");
-  if (!(g.goodput.low >= 0 && g.goodput.high <= 1.0 + 1e-9)) doc.fail("goodput", "must lie within [0, 1]");
+  if (!(g.goodput.low >= 0 && g.goodput.high <= 1))
+    doc.object("goodput").fail(g.goodput.low < 0 ? "ci95_low" : "ci95_high", "a share: must lie within [0, 1]");
   g.tokens_per_s = interval(doc, "effective_tokens_per_s");
   g.failures = interval(doc, "failures_per_trial");
   g.failure_free_tokens_per_s = non_negative(doc, "failure_free_tokens_per_s");
@@ -49,14 +50,21 @@ GoodputSummary read_goodput_json(const std::string& path) {
   }
   if (doc.has("checkpoint")) g.checkpoint_interval_s = non_negative(doc.object("checkpoint"), "interval_s");
 
+  // Mean seconds per trial, each within the horizon.
   const JsonFields time = doc.object("time_s");
-  for (const char* part : {"useful", "checkpoint", "degraded", "slowed", "regrow"})
-    if (time.has(part)) g.time_s[part] = non_negative(time, part);
+  const auto within_horizon = [&](const JsonFields& object, const char* key) {
+    const Seconds s = non_negative(object, key);
+    if (s > g.horizon_s * (1 + 1e-9)) object.fail(key, "longer than the horizon (horizon_s)");
+    return s;
+  };
+  g.time_s["useful"] = within_horizon(time, "useful");
+  for (const char* part : {"checkpoint", "degraded", "slowed", "regrow"})
+    if (time.has(part)) g.time_s[part] = within_horizon(time, part);
   if (time.has("by_cause")) {
     const JsonFields causes = time.object("by_cause");
     for (const auto& item : causes.json().items()) {
       const JsonFields c = causes.object(item.key().c_str());
-      g.by_cause[item.key()] = {non_negative(c, "lost_work"), non_negative(c, "restart"), non_negative(c, "waiting")};
+      g.by_cause[item.key()] = {within_horizon(c, "lost_work"), within_horizon(c, "restart"), within_horizon(c, "waiting")};
     }
   }
 
@@ -80,6 +88,7 @@ GoodputSummary read_goodput_json(const std::string& path) {
       for (std::size_t i = 0; i < s.array("points").size(); ++i) {
         const JsonFields p = s.element("points", i);
         g.sweep.push_back({non_negative(p, "interval_s"), non_negative(p, "goodput")});
+        if (g.sweep.back().goodput > 1) p.fail("goodput", "a share: must lie within [0, 1]");
       }
   }
   if (doc.has("time_to_train")) {

@@ -24,7 +24,7 @@ double quantile(std::vector<double> sorted, double q) {
 }
 }  // namespace
 
-Estimate estimate_of(const std::vector<double>& samples) {
+Estimate estimate_of(const std::vector<double>& samples, double lowest, double highest) {
   Estimate e;
   e.samples = static_cast<int>(samples.size());
   if (samples.empty()) return e;
@@ -35,8 +35,8 @@ Estimate estimate_of(const std::vector<double>& samples) {
   for (double x : samples) squares += (x - e.mean) * (x - e.mean);
   e.stddev = e.samples > 1 ? std::sqrt(squares / (e.samples - 1)) : 0;
   const double half = kZ95 * e.stddev / std::sqrt(static_cast<double>(e.samples));
-  e.low = e.mean - half;
-  e.high = e.mean + half;
+  e.low = std::max(lowest, e.mean - half);
+  e.high = std::min(highest, e.mean + half);
   return e;
 }
 
@@ -67,7 +67,7 @@ HorizonEstimate estimate_horizon(const GoodputModel& model, Seconds horizon_s, i
       h.waiting_s[c] += t.waiting_by_cause[c] / trials;
     }
   }
-  h.goodput = estimate_of(goodput);
+  h.goodput = estimate_of(goodput, 0, 1);
   h.tokens_per_s = estimate_of(tokens);
   h.failures = estimate_of(failures);
   return h;

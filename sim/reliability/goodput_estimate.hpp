@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@ struct Estimate {
   double stddev = 0;
   int samples = 0;
 };
-Estimate estimate_of(const std::vector<double>& samples);
+// The interval is clipped to [lowest, highest], what the quantity can be (a share: [0, 1]): the
+// normal approximation would put it past a bound that the samples sit close to.
+Estimate estimate_of(const std::vector<double>& samples, double lowest = 0,
+                     double highest = std::numeric_limits<double>::infinity());
 
 struct HorizonEstimate {
   Seconds horizon_s = 0;

@@ -119,6 +119,12 @@ probe_file('cluster', 'platforms/clusters/tiny-h100.yaml',
            lambda bad: ['simulate', write('s2.yaml', read('scenarios/search-tiny-h100.yaml').replace('cluster: tiny-h100', 'cluster: c2.yaml')),
                         ] if write('c2.yaml', bad) else [])
 probe_file('device', 'platforms/devices/cpu-generic.yaml', with_device)
+# The cluster's host (node_groups[].host) as an offloading scenario builds it into the platform.
+offload = ('name: offload-probe\nmodel: gpt2-124m\ncluster: c3.yaml\n'
+           'training: {global_batch_size: 16, micro_batch_size: 2, seq_length: 1024, precision: bf16}\n'
+           'strategy: {type: hybrid, data_parallel_size: 8, zero_stage: 1, offload_optimizer: true}\n')
+probe_file('cluster (offload)', 'platforms/clusters/tiny-h100.yaml',
+           lambda bad: ['simulate', write('s3.yaml', offload)] if write('c3.yaml', bad) else [])
 
 # Traces: compare a good trace with a mutated one. A small tandem-trace/1 file written here (the
 # schema of one object per record, which every reader version reads), so mutations name fields.
@@ -153,6 +159,30 @@ for label, text in [('empty', ''), ('list', '[]'), ('number overflow', '{"record
                     ('truncated', open(good).read()[:500]), ('schema', '{"schema": 1}')]:
     outcome, err = run(['compare', good, write('bad.json', text)])
     record(f'trace {label}', outcome, err)
+
+# Goodput estimates (tandem goodput --json) read by `report --goodput`: every number and the
+# timeline's order.
+estimate_path = os.path.join(work, 'goodput.json')
+subprocess.run([tandem, 'goodput', 'goodput-gpt2-124m-straggler', '--horizon', '2d', '--trials', '5',
+                '--json', estimate_path], capture_output=True, cwd=work)
+estimate = json.load(open(estimate_path))
+def report_goodput(doc):
+    return run(['report', '--goodput', write('bad-goodput.json', json.dumps(doc, indent=1)), '-o',
+                os.path.join(work, 'r.html')])
+for path in [('horizon_s',), ('trials',), ('devices',), ('goodput', 'mean'), ('goodput', 'ci95_high'),
+             ('effective_tokens_per_s', 'mean'), ('time_s', 'useful'), ('timeline', 1, 't_s'),
+             ('timeline', 1, 'failures'), ('sweep', 'points', 0, 'goodput'), ('time_to_train', 'wall_s', 'mean')]:
+    for bad in [-1, 4294967297, 1e300, 'x', None, [1]]:
+        doc = json.loads(json.dumps(estimate))
+        node = doc
+        try:
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = bad
+        except (KeyError, IndexError, TypeError):
+            continue
+        outcome, err = report_goodput(doc)
+        record(f'goodput json {".".join(map(str, path))}={bad}', outcome, err)
 
 # Checkpoints: resuming from damaged copies of a real one (each error names a field and a byte).
 ck = os.path.join(work, 'ck.bin')
