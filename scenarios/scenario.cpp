@@ -316,6 +316,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.count("parameter_servers", p.parameter_servers, limits::kParameterServers);
   r.count("parameter_server_partition_bytes", p.parameter_server_partition_bytes, limits::kPartitionBytes);
   r.count("parameter_server_staleness", p.parameter_server_staleness, limits::kParameterServerStaleness);
+  r.flag("parameter_server_optimizer", p.parameter_server_optimizer);
   r.read("outer_lr", p.outer_lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterLearningRate)); });
   r.read("outer_momentum", p.outer_momentum,
          [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterMomentum)); });

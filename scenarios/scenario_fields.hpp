@@ -110,6 +110,9 @@ inline constexpr FieldDoc kStrategy[] = {
     {"parameter_server_staleness", "steps", "0",
      "stale-synchronous servers: step t applies the sum of step t - s, pulled while step t computes (0: synchronous)",
      nullptr, &limits::kParameterServerStaleness},
+    {"parameter_server_optimizer", "bool", "false",
+     "the servers step the optimizer (Li et al. 2014: they hold fp32 parameters and Adam's moments; workers pull "
+     "parameters and keep no optimizer state); synchronous only"},
     {"local_sgd_steps", "steps", "1", "local SGD: replicas average parameters every H steps (data_parallel; 1: synchronous)",
      nullptr, &limits::kLocalSgdSteps},
     {"local_sgd_group_size", "replicas", "1",

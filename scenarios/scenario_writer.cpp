@@ -154,6 +154,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
     y << YAML::Key << "parameter_servers" << YAML::Value << p.parameter_servers;
     y << YAML::Key << "parameter_server_partition_bytes" << YAML::Value << p.parameter_server_partition_bytes;
     y << YAML::Key << "parameter_server_staleness" << YAML::Value << p.parameter_server_staleness;
+    if (p.parameter_server_optimizer) y << YAML::Key << "parameter_server_optimizer" << YAML::Value << true;
   }
   y << YAML::Key << "local_sgd_steps" << YAML::Value << p.local_sgd_steps;
   y << YAML::Key << "local_sgd_group_size" << YAML::Value << p.local_sgd_group_size;

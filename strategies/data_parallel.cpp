@@ -1,6 +1,8 @@
 #include "strategies/data_parallel.hpp"
 
+#include <map>
 #include <numeric>
+#include <optional>
 
 #include "strategies/gradient_sync.hpp"
 #include "strategies/model_averaging.hpp"
@@ -24,11 +26,18 @@ class DataParallelRank final : public RankProgram {
 
   void setup(Runtime& rt) override {
     layers_ = model_->build_layers(batch_, ParallelContext{});
+    // Servers that step the optimizer send parameters back: no optimizer here, the pulls go into
+    // the parameters.
+    const bool servers_step = codec_ && codec_->updates_parameters();
+    std::map<int, Tensor> parameter_of;
     for (auto& layer : layers_) {
       layer->allocate(rt, /*with_gradients=*/true);
-      optimizer_.allocate(rt, layer->name(), layer->parameters(), layer->placements(), 0);
+      if (!servers_step) optimizer_.allocate(rt, layer->name(), layer->parameters(), layer->placements(), 0);
+      for (std::size_t j = 0; j < layer->gradients().size(); ++j)
+        parameter_of[layer->gradients()[j].id] = layer->parameters()[j];
     }
-    outer_.allocate(rt, optimizer_, layer_pointers());
+    if (servers_step) codec_->set_parameters(std::move(parameter_of));
+    else outer_.allocate(rt, optimizer_, layer_pointers());
   }
 
   void train_step(Runtime& rt, int iteration) override {
@@ -59,7 +68,7 @@ class DataParallelRank final : public RankProgram {
     // A stale exchange's gradients are those of step iteration - delay: the optimizer makes that
     // step's update (none before the first one arrives).
     const int delay = codec_ ? codec_->update_delay() : 0;
-    if (iteration >= delay)
+    if (iteration >= delay && !(codec_ && codec_->updates_parameters()))
       optimizer_step(rt, iteration - delay,
                      1.0f / static_cast<float>(local ? block_micro_batches_ : all_micro_batches_));
     if (local && ++steps_since_average_ == parallel_.local_sgd_steps) average_parameters(rt, false);
@@ -168,6 +177,7 @@ std::string DataParallel::name() const {
          (parallel_.parameter_server_staleness > 0
               ? " with staleness " + std::to_string(parallel_.parameter_server_staleness)
               : "") +
+         (parallel_.parameter_server_optimizer ? " stepping the optimizer" : "") +
          ")";
 }
 
@@ -198,15 +208,22 @@ int DataParallel::world_size() const { return parallel_.data_parallel_size + par
 std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   const int workers = parallel_.data_parallel_size;
   if (rank >= workers)
+  {
+    std::optional<ServerOptimizer> optimizer;
+    if (parallel_.parameter_server_optimizer) {
+      const std::int64_t all = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
+      optimizer = ServerOptimizer{training_, 1.0f / static_cast<float>(all)};
+    }
     return make_server_program([this] { return program_for(0); }, rank, workers, world_size(),
-                               parallel_.parameter_server_staleness);
+                               parallel_.parameter_server_staleness, std::move(optimizer));
+  }
   // The gradients' exchange: through the servers, or the all-reduce (plain or compressed).
   std::unique_ptr<GradientCodec> codec;
   if (parallel_.parameter_servers > 0) {
     std::vector<int> servers(static_cast<std::size_t>(parallel_.parameter_servers));
     std::iota(servers.begin(), servers.end(), workers);
     codec = make_push_pull_exchange(std::move(servers), parallel_.parameter_server_partition_bytes,
-                                    parallel_.parameter_server_staleness);
+                                    parallel_.parameter_server_staleness, parallel_.parameter_server_optimizer);
   } else {
     codec = make_gradient_codec(parallel_.gradient_compression);
   }

@@ -14,11 +14,18 @@ class NullRuntime final : public Runtime {
   explicit NullRuntime(int world_size = 1) : world_size_(world_size) {}
   std::function<void(const ComputeOp&)> on_compute;     // optional: sees every compute op
   std::function<void(const CommOp&)> on_communicate;    // optional: sees every communication op
+  std::function<void(std::string_view, const Tensor&)> on_alloc;             // optional: every allocation
+  std::function<void(const Tensor&, const TensorPlacement&)> on_place;       // optional: every placement
 
   int rank() const override { return 0; }
   int world_size() const override { return world_size_; }
-  Tensor alloc(std::string_view, std::vector<std::int64_t> shape, DType dtype, MemCategory) override {
-    return Tensor{next_id_++, std::move(shape), dtype};
+  Tensor alloc(std::string_view name, std::vector<std::int64_t> shape, DType dtype, MemCategory) override {
+    Tensor t{next_id_++, std::move(shape), dtype};
+    if (on_alloc) on_alloc(name, t);
+    return t;
+  }
+  void place(const Tensor& tensor, const TensorPlacement& placement) override {
+    if (on_place) on_place(tensor, placement);
   }
   void release(const Tensor&) override {}
   void reacquire(const Tensor&, MemCategory) override {}

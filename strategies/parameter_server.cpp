@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "strategies/null_runtime.hpp"
 #include "strategies/ops.hpp"
@@ -31,9 +33,12 @@ struct Piece {
 
 class PushPullExchange final : public GradientCodec {
  public:
-  PushPullExchange(std::vector<int> servers, std::int64_t partition_bytes, int staleness)
+  PushPullExchange(std::vector<int> servers, std::int64_t partition_bytes, int staleness, bool servers_step)
       : servers_(std::move(servers)), partition_bytes_(partition_bytes), staleness_(staleness),
-        load_(servers_.size(), 0) {}
+        servers_step_(servers_step), load_(servers_.size(), 0) {}
+
+  bool updates_parameters() const override { return servers_step_; }
+  void set_parameters(std::map<int, Tensor> parameter_of) override { parameter_of_ = std::move(parameter_of); }
 
   // Round 0 pushes (during backward); synchronous: round 1 pulls (once backward is issued).
   int rounds() const override { return staleness_ > 0 ? 1 : 2; }
@@ -45,6 +50,12 @@ class PushPullExchange final : public GradientCodec {
       // A bucket first seen in a stale step (the first step of a resumed run) pulls here.
       if (stale_step() && bucket.pulled_at != iteration_) pull_stale(rt, bucket);
       return transfer(rt, true, bucket, b.gradients, on_dp_stream(rt));
+    }
+    // Servers that step the optimizer send the parameters back: pulled into them.
+    if (servers_step_) {
+      std::vector<Tensor> parameters;
+      for (const Tensor& g : b.gradients) parameters.push_back(parameter_of_.at(g.id));
+      return transfer(rt, false, bucket, parameters, Issue{Stream::dp_comm, {previous}});
     }
     return transfer(rt, false, bucket, b.gradients, Issue{Stream::dp_comm, {previous}});
   }
@@ -146,6 +157,8 @@ class PushPullExchange final : public GradientCodec {
   std::vector<int> servers_;
   std::int64_t partition_bytes_;
   int staleness_;
+  bool servers_step_;
+  std::map<int, Tensor> parameter_of_;  // servers_step_: gradient id -> its parameter
   int iteration_ = 0;
   std::vector<std::int64_t> load_;  // elements given to each server so far
   std::deque<Bucket> order_;        // per bucket, in first-reduction order (stable references)
@@ -163,13 +176,23 @@ struct OwnedBucket {
   std::vector<std::int64_t> offsets; // where each partition sits in the bucket's elements
   std::vector<std::vector<Tensor>> sums;  // per slot (one per step in flight), per partition
   std::vector<Tensor> scratch;
+  // Servers that step the optimizer: per partition, the worker's gradient it is part of, where
+  // in it, and the partition's optimizer (the parameter's values it sends back, and AdamW's state).
+  std::vector<int> gradient_ids;
+  std::vector<std::int64_t> gradient_offsets;
+  struct Step {
+    Tensor values;                     // the partition's parameters as the workers hold them
+    std::vector<Tensor> states;        // {master (16-bit parameters only), exp_avg, exp_avg_sq}
+  };
+  std::vector<Step> steps;
 };
 
 class ServerProgram final : public RankProgram {
  public:
   ServerProgram(std::function<std::unique_ptr<RankProgram>()> make_worker, int rank, int workers, int world,
-                int staleness)
-      : make_worker_(std::move(make_worker)), rank_(rank), workers_(workers), world_(world), staleness_(staleness) {}
+                int staleness, std::optional<ServerOptimizer> optimizer)
+      : make_worker_(std::move(make_worker)), rank_(rank), workers_(workers), world_(world), staleness_(staleness),
+        optimizer_(std::move(optimizer)) {}
 
   void setup(Runtime& rt) override {
     // 1. What worker 0 pushes here in one step, bucket by bucket (every worker pushes the same),
@@ -177,6 +200,15 @@ class ServerProgram final : public RankProgram {
     //    element order (PushPullExchange::partition), whichever server they go to.
     NullRuntime null(world_);
     std::map<std::string, std::map<std::int64_t, std::int64_t>> sizes;  // bucket -> partition -> elements
+    // What the worker allocates and places: each gradient's parameter, by name ("<p>.grad" is p's).
+    std::map<int, std::string> names;
+    std::map<std::string, Tensor> by_name;
+    std::map<int, TensorPlacement> placements;
+    null.on_alloc = [&](std::string_view name, const Tensor& t) {
+      names[t.id] = std::string(name);
+      by_name[std::string(name)] = t;
+    };
+    null.on_place = [&](const Tensor& t, const TensorPlacement& p) { placements[t.id] = p; };
     null.on_communicate = [&](const CommOp& op) {
       if (op.kind != OpKind::send || op.tag != kPushTag) return;
       const std::size_t at = op.label.rfind(".push");
@@ -188,6 +220,8 @@ class ServerProgram final : public RankProgram {
       buckets_.back().shapes.push_back({op.buffer_range().second});  // the part this server sums
       buckets_.back().dtypes.push_back(op.buffer.dtype);
       buckets_.back().pieces.push_back(piece);
+      buckets_.back().gradient_ids.push_back(op.buffer.id);
+      buckets_.back().gradient_offsets.push_back(op.buffer_range().first);
     };
     const std::unique_ptr<RankProgram> worker = make_worker_();
     worker->setup(null);
@@ -219,6 +253,7 @@ class ServerProgram final : public RankProgram {
         }
         b.scratch.push_back(rt.alloc(name + ".scratch", b.shapes[t], b.dtypes[t], MemCategory::comm_buffers));
       }
+      if (optimizer_) allocate_optimizer(rt, b, names, by_name, placements);
     }
   }
 
@@ -252,14 +287,67 @@ class ServerProgram final : public RankProgram {
                                        {sums[t]}, add, Issue{Stream::compute, {got}});
         }
       });
-      // Synchronous: the pulls, in the same order, each sum once it is complete.
-      if (staleness_ == 0) send_sums(rt, b, sums, summed);
+      // Servers that step the optimizer: AdamW on each partition once its sum is complete, then
+      // its parameters to every worker. Synchronous: the pulls, in the same order, each sum once it
+      // is complete.
+      if (optimizer_) {
+        std::vector<Tensor> values;
+        for (std::size_t t = 0; t < sums.size(); ++t) {
+          const OwnedBucket::Step& step = b.steps[t];
+          OptimizerArgs args;
+          args.numel = sums[t].numel();
+          args.lr = optimizer_->training.lr;
+          args.weight_decay = optimizer_->training.weight_decay;
+          args.grad_scale = optimizer_->grad_scale;
+          args.step = static_cast<std::int64_t>(iteration) + 1;
+          summed[t] = ops::adamw(rt, b.label + ".served" + std::to_string(t) + ".adamw", step.values, sums[t],
+                                 step.states, args, Issue{Stream::compute, {summed[t]}});
+          values.push_back(step.values);
+        }
+        send_sums(rt, b, values, summed);
+      } else if (staleness_ == 0) {
+        send_sums(rt, b, sums, summed);
+      }
     }
     // The sums are next step's receive buffers: every pull must have left.
     rt.synchronize();
   }
 
  private:
+  // Each partition's optimizer, placed as its part of the parameter's logical tensors (so that a
+  // checkpoint holds the same tensors as a data-parallel run's): an fp32 parameter's values are
+  // the parameter itself, a 16-bit one's are stepped from an fp32 "<p>.master".
+  void allocate_optimizer(Runtime& rt, OwnedBucket& b, const std::map<int, std::string>& names,
+                          const std::map<std::string, Tensor>& by_name, const std::map<int, TensorPlacement>& placements) {
+    for (std::size_t t = 0; t < b.shapes.size(); ++t) {
+      const std::string& gradient = names.at(b.gradient_ids[t]);
+      constexpr std::string_view kGrad = ".grad";
+      if (gradient.size() <= kGrad.size() || gradient.compare(gradient.size() - kGrad.size(), kGrad.size(), kGrad) != 0)
+        throw std::logic_error("parameter server: pushed tensor '" + gradient + "' is no parameter's gradient");
+      const Tensor& parameter = by_name.at(gradient.substr(0, gradient.size() - kGrad.size()));
+      TensorPlacement part = placements.at(parameter.id);
+      part.flat_offset += b.gradient_offsets[t];
+      const std::string name = b.label + ".served" + std::to_string(t);
+      auto placed = [&](const std::string& what, DType dtype, MemCategory category) {
+        const Tensor tensor = rt.alloc(name + "." + what, b.shapes[t], dtype, category);
+        TensorPlacement where = part;
+        if (!what.empty() && what != "values") where.name += "." + what;
+        rt.place(tensor, where);
+        return tensor;
+      };
+      OwnedBucket::Step step;
+      if (parameter.dtype == DType::fp32) {
+        step.values = placed("values", DType::fp32, MemCategory::parameters);
+      } else {
+        step.values = rt.alloc(name + ".values", b.shapes[t], parameter.dtype, MemCategory::comm_buffers);
+        step.states.push_back(placed("master", DType::fp32, MemCategory::optimizer_state));
+      }
+      step.states.push_back(placed("exp_avg", DType::fp32, MemCategory::optimizer_state));
+      step.states.push_back(placed("exp_avg_sq", DType::fp32, MemCategory::optimizer_state));
+      b.steps.push_back(std::move(step));
+    }
+  }
+
   // Every worker's pull of the bucket's sums, in the exchange's order, each after `ready` (its
   // sum's last addition; none: complete already).
   void send_sums(Runtime& rt, const OwnedBucket& b, const std::vector<Tensor>& sums, const std::vector<Handle>& ready) {
@@ -282,22 +370,33 @@ class ServerProgram final : public RankProgram {
 
   std::function<std::unique_ptr<RankProgram>()> make_worker_;
   int rank_, workers_, world_, staleness_;
+  std::optional<ServerOptimizer> optimizer_;
   std::vector<OwnedBucket> buckets_;
 };
 
 }  // namespace
 
 std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes,
-                                                       int staleness) {
-  return std::make_unique<PushPullExchange>(std::move(servers), partition_bytes, staleness);
+                                                       int staleness, bool servers_step) {
+  return std::make_unique<PushPullExchange>(std::move(servers), partition_bytes, staleness, servers_step);
 }
 
 std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<RankProgram>()> make_worker,
-                                                 int rank, int workers, int world, int staleness) {
-  return std::make_unique<ServerProgram>(std::move(make_worker), rank, workers, world, staleness);
+                                                 int rank, int workers, int world, int staleness,
+                                                 std::optional<ServerOptimizer> optimizer) {
+  return std::make_unique<ServerProgram>(std::move(make_worker), rank, workers, world, staleness, std::move(optimizer));
 }
 
 void check_parameter_servers(const ParallelConfig& parallel) {
+  if (parallel.parameter_server_optimizer) {
+    if (parallel.parameter_servers == 0)
+      throw StrategyError("strategy.parameter_server_optimizer", "servers that step the optimizer need parameter_servers");
+    if (parallel.parameter_server_staleness != 0)
+      throw StrategyError("strategy.parameter_server_optimizer",
+                          "servers that step the optimizer are built synchronous (parameter_server_staleness 0)");
+    if (parallel.offload_optimizer)
+      throw StrategyError("strategy.parameter_server_optimizer", "the workers keep no optimizer to offload");
+  }
   if (parallel.parameter_servers == 0) {
     if (parallel.parameter_server_staleness != 0)
       throw StrategyError("strategy.parameter_server_staleness", "bounded staleness needs parameter_servers");

@@ -34,6 +34,12 @@
 // backend: tests/exec/cpu/parameter_server_training_test.cpp). A server keeps s + 1 sums per
 // partition (step t's in slot t mod (s + 1)); those of the s steps not yet pulled are training
 // state, saved in checkpoints as "ps.pending<slot>.<bucket>" (the bucket's elements in order).
+// Servers that step the optimizer (ParallelConfig::parameter_server_optimizer, synchronous only):
+// each server runs AdamW on its partitions of the sums once complete (it holds their fp32 values,
+// and for 16-bit parameters an fp32 master, and the moments, placed as the parameters' parts) and
+// sends the partitions' parameters back; the workers pull them into their parameters and make no
+// optimizer step (GradientCodec::updates_parameters). It learns each pushed gradient's parameter
+// from the names the worker allocates on its NullRuntime ("<p>.grad" is p's) and their placements.
 // Not modeled: a worker running ahead of a slower one (the server takes each step's pushes in a
 // fixed order, as in the synchronous exchange), and asynchronous servers (no bound).
 //
@@ -43,6 +49,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "strategies/compression/gradient_codec.hpp"
@@ -55,14 +62,24 @@ inline constexpr int kPushTag = 0x5053;  // "PS"
 inline constexpr int kPullTag = 0x5054;
 
 // The worker's side: `servers` are the server ranks; gradients go in partitions of at most
-// `partition_bytes`; updates `staleness` steps old (0: synchronous).
+// `partition_bytes`; updates `staleness` steps old (0: synchronous); `servers_step`: the servers
+// step the optimizer and the pulls bring parameters (GradientCodec::updates_parameters).
 std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes,
-                                                       int staleness);
+                                                       int staleness, bool servers_step = false);
+
+// Servers that step the optimizer (ParallelConfig::parameter_server_optimizer): AdamW's settings
+// and the gradients' scale (1 / micro-batches in the global batch, as a worker's step has it).
+struct ServerOptimizer {
+  TrainingConfig training;
+  float grad_scale = 1.0f;
+};
 
 // The server's program. `make_worker` makes worker 0's program (played once on a NullRuntime to
-// learn the pushes); `workers` are ranks 0..workers-1; `world` every rank.
+// learn the pushes and, with an optimizer, each pushed gradient's parameter); `workers` are ranks
+// 0..workers-1; `world` every rank.
 std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<RankProgram>()> make_worker,
-                                                 int rank, int workers, int world, int staleness);
+                                                 int rank, int workers, int world, int staleness,
+                                                 std::optional<ServerOptimizer> optimizer = std::nullopt);
 
 // Throws StrategyError("strategy.parameter_servers") for what synchronous parameter servers do not
 // combine with: gradient compression and local SGD (they replace the same all-reduce). ZeRO is

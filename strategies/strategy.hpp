@@ -85,6 +85,10 @@ struct ParallelConfig {
   // worker applies in step t is the servers' sum of step t - s, pulled during step t (overlapped
   // with its forward and backward) instead of at its end. 0: synchronous.
   int parameter_server_staleness = 0;
+  // The servers step the optimizer (the classic parameter server, Li et al. 2014: servers hold the
+  // parameters' fp32 values and Adam's moments, workers pull parameters instead of sums and keep no
+  // optimizer state). Synchronous only. false: BytePS's design, servers only sum.
+  bool parameter_server_optimizer = false;
   Recompute recompute_granularity = Recompute::none;
   bool overlap_grad_reduce = true;
   std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)

@@ -50,6 +50,12 @@ class GradientCodec {
   // The gradients finish() leaves in step t are those of step t - update_delay(); before step
   // update_delay() there are none, and the optimizer does not step.
   virtual int update_delay() const { return 0; }
+  // Whether finish() leaves the parameters updated (servers that step the optimizer send back
+  // parameters, not sums): the rank then makes no optimizer step of its own. Such a codec is told
+  // each gradient's parameter (`parameter_of`: gradient tensor id -> its parameter) before the
+  // first round.
+  virtual bool updates_parameters() const { return false; }
+  virtual void set_parameters(std::map<int, Tensor> parameter_of) { (void)parameter_of; }
 };
 
 // The codec of a configuration; nullptr for Compression::none.

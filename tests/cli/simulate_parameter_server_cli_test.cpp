@@ -109,5 +109,29 @@ TEST(SimulateParameterServerCli, WhereServersDoNotApplyTheFieldIsNamed) {
   EXPECT_NE(negative.err.find("strategy.parameter_servers"), std::string::npos) << negative.err;
 }
 
+// Servers that step the optimizer (strategy.parameter_server_optimizer): the workers' memory
+// loses the optimizer state, which the servers hold a share each of; the workers' AdamW leaves their
+// step. Refused where it cannot apply, at its field.
+TEST(SimulateParameterServerCli, ServersSteppingTheOptimizerTakeItsStateAndItsStepFromTheWorkers) {
+  const cli_test::CliRun sums = simulate("sums", scenario(8, 8), " --json -");
+  const cli_test::CliRun steps = simulate("steps", scenario(8, 8, "  parameter_server_optimizer: true\n"), " --json -");
+  ASSERT_EQ(sums.status, 0) << sums.err;
+  ASSERT_EQ(steps.status, 0) << steps.err;
+  const auto optimizer_bytes = [](const cli_test::CliRun& run) {
+    return nlohmann::json::parse(run.out)["memory"][0]["at_peak_bytes"]["optimizer_state"].get<double>();
+  };
+  // The group's fullest device: a worker with the whole optimizer state, or (servers stepping)
+  // a worker with none of it.
+  EXPECT_GT(optimizer_bytes(sums), 12 * 1.5e9 * 0.9);
+  EXPECT_EQ(optimizer_bytes(steps), 0);
+  EXPECT_LT(iteration_s(steps), iteration_s(sums));
+  const auto refused = [](const cli_test::CliRun& run) {
+    EXPECT_EQ(run.status, 2) << run.err;
+    EXPECT_NE(run.err.find("strategy.parameter_server_optimizer"), std::string::npos) << run.err;
+  };
+  refused(simulate("no-servers", scenario(8, 0, "  parameter_server_optimizer: true\n")));
+  refused(simulate("stale-servers", scenario(8, 2, "  parameter_server_optimizer: true\n  parameter_server_staleness: 1\n")));
+}
+
 }  // namespace
 }  // namespace tandem

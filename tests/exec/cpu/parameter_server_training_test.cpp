@@ -21,7 +21,7 @@ namespace {
 
 using testing::gpt_tiny;
 
-DataParallel strategy(int workers, int servers, DType precision, int staleness = 0) {
+DataParallel strategy(int workers, int servers, DType precision, int staleness = 0, bool servers_step = false) {
   const TrainingConfig training = testing::gpt_tiny_training(precision);
   ParallelConfig parallel;
   parallel.data_parallel_size = workers;
@@ -29,6 +29,7 @@ DataParallel strategy(int workers, int servers, DType precision, int staleness =
   parallel.ddp_bucket_size = 20'000;  // several buckets, so pushes overlap backward and each other
   parallel.parameter_server_partition_bytes = 4'000;  // tensors cut into parts: pushes of parts at offsets
   parallel.parameter_server_staleness = staleness;
+  parallel.parameter_server_optimizer = servers_step;
   return DataParallel(gpt_tiny(), training, parallel, {});
 }
 
@@ -155,6 +156,43 @@ TEST(ParameterServerTraining, StalerUpdatesTrainSlowerButStillTrain) {
   }
   EXPECT_LT(last[0], last[1]);
   EXPECT_LT(last[1], last[2]);
+}
+
+// Servers that step the optimizer (the classic parameter server): they apply AdamW to their
+// partitions of the summed gradients and send parameters back; workers hold no optimizer state.
+// The same update as every worker's own step: exactly so with two workers in fp32, within the
+// equivalence tolerance in bf16 (the fp32 masters sit on the servers).
+TEST(ParameterServerTraining, ServersSteppingTheOptimizerTrainAsDataParallel) {
+  const RunResult reference = train(strategy(2, 0, DType::fp32), 3);
+  for (int servers : {1, 2}) {
+    const RunResult ps = train(strategy(2, servers, DType::fp32, 0, /*servers_step=*/true), 3);
+    ASSERT_EQ(ps.iterations.size(), reference.iterations.size());
+    for (std::size_t i = 0; i < ps.iterations.size(); ++i)
+      EXPECT_EQ(ps.iterations[i].loss, reference.iterations[i].loss) << servers << " server(s), step " << i;
+    EXPECT_EQ(max_difference(ps, reference, 3), 0.0) << servers << " server(s)";
+    // The workers keep no optimizer state; the servers hold it all.
+    EXPECT_EQ(ps.ranks[0].memory_at_peak.by_category[static_cast<int>(MemCategory::optimizer_state)], 0);
+    EXPECT_GT(ps.ranks[2].memory_at_peak.by_category[static_cast<int>(MemCategory::optimizer_state)], 0);
+  }
+  const RunResult bf16 = train(strategy(4, 0, DType::bf16), 3);
+  const RunResult ps = train(strategy(4, 2, DType::bf16, 0, true), 3);
+  for (std::size_t i = 0; i < ps.iterations.size(); ++i)
+    EXPECT_NEAR(ps.iterations[i].loss, bf16.iterations[i].loss, 1e-5 * std::abs(bf16.iterations[i].loss)) << i;
+  EXPECT_LE(max_difference(ps, bf16, 3), 1.0);
+}
+
+// The servers' optimizer is training state, under the data-parallel run's names: a checkpoint of
+// one resumes as the other.
+TEST(ParameterServerTraining, AServersOptimizerCheckpointResumesAsDataParallel) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("tandem-ps-opt-" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  const RunResult straight = train(strategy(2, 0, DType::bf16), 4);
+  train(strategy(2, 2, DType::bf16, 0, true), 2, dir + "/ps.ck");
+  const RunResult resumed = train(strategy(2, 0, DType::bf16), 2, "", dir + "/ps.ck");
+  ASSERT_EQ(resumed.iterations.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(resumed.iterations[i].loss, straight.iterations[i + 2].loss, 1e-5 * std::abs(straight.iterations[i + 2].loss));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
