@@ -21,6 +21,7 @@
 //     parameter_servers: [0, 8]                  # server ranks taken from the devices (data
 //                                                # parallelism alone, ZeRO 0); default 0
 //     parameter_server_staleness: [0, 1]         # their update staleness (plans with servers)
+//     parameter_server_optimizer: [false, true]  # the servers step the optimizer (synchronous plans)
 //     offload_optimizer: [false, true]           # ZeRO-Offload (plans with ZeRO >= 1 or one replica, on clusters
 //                                                # describing their nodes' host); default false
 //     fp8: [none, hybrid]                        # FP8 GEMMs (training.fp8); devices without FP8

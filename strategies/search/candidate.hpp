@@ -45,6 +45,7 @@ struct Candidate {
   // workers, and the staleness of their updates (strategies/parameter_server.hpp).
   int parameter_servers = 0;
   int parameter_server_staleness = 0;
+  bool parameter_server_optimizer = false;  // the servers step the optimizer (synchronous plans)
   // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks
   // 0..world-1 of the whole cluster.
   std::vector<int> nodes;

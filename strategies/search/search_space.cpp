@@ -109,6 +109,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.fp8.empty()) s.fp8 = {training.fp8};
   if (s.parameter_servers.empty()) s.parameter_servers = {0};
   if (s.parameter_server_staleness.empty()) s.parameter_server_staleness = {0};
+  if (s.parameter_server_optimizer.empty()) s.parameter_server_optimizer = {0};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
@@ -167,14 +168,20 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
               drop("FP8 on devices without FP8 tensor cores");
               continue;
             }
-            for (int staleness : s.parameter_server_staleness) {
-              Candidate c;
-              c.dp = dp, c.micro_batch_size = mbs, c.recompute = recompute, c.fp8 = fp8, c.nodes = nodes;
-              c.parameter_servers = servers;
-              c.parameter_server_staleness = staleness;
-              out.candidates.push_back(c);
-              ++out.combinations;
-            }
+            for (int staleness : s.parameter_server_staleness)
+              for (int server_optimizer : s.parameter_server_optimizer) {
+                if (server_optimizer && staleness > 0) {
+                  drop("servers that step the optimizer are synchronous");
+                  continue;
+                }
+                Candidate c;
+                c.dp = dp, c.micro_batch_size = mbs, c.recompute = recompute, c.fp8 = fp8, c.nodes = nodes;
+                c.parameter_servers = servers;
+                c.parameter_server_staleness = staleness;
+                c.parameter_server_optimizer = server_optimizer != 0;
+                out.candidates.push_back(c);
+                ++out.combinations;
+              }
           }
       }
     }

@@ -62,5 +62,33 @@ TEST(SearchParameterServerCli, AServerCountOutOfRangeIsRefusedAtItsField) {
   EXPECT_NE(run.err.find("parameter_server_staleness"), std::string::npos) << run.err;
 }
 
+// With the servers stepping the optimizer as a knob: the synchronous 8 + 8 plan comes both ways
+// (the stale one only with summing servers), and the servers' optimizer step makes it no slower.
+TEST(SearchParameterServerCli, ServersSteppingTheOptimizerAreAKnobOfSynchronousPlans) {
+  const auto dir = cli_test::fresh_dir("tandem-search-ps", "server-optimizer");
+  const std::string scenario = (dir / "search-ps.yaml").string();
+  std::string text = kScenario;
+  text.replace(text.find("  top_k: 3"), 10, "  parameter_server_optimizer: [false, true]\n  top_k: 4");
+  std::ofstream(scenario) << text;
+  const cli_test::CliRun run = cli_test::run_tandem("search " + scenario + " --workers 2 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  ASSERT_EQ(report["ranked"].size(), 4u) << report["ranked"];
+  double sums_s = 0, steps_s = 0;
+  for (const auto& r : report["ranked"]) {
+    const auto& k = r["knobs"];
+    if (k["parameter_servers"].get<int>() == 0) continue;
+    if (k["parameter_server_optimizer"].get<bool>()) {
+      EXPECT_EQ(k["parameter_server_staleness"].get<int>(), 0) << r["candidate"];
+      steps_s = r["prediction"]["iteration_time_s"].get<double>();
+    } else if (k["parameter_server_staleness"].get<int>() == 0) {
+      sums_s = r["prediction"]["iteration_time_s"].get<double>();
+    }
+  }
+  ASSERT_GT(sums_s, 0);
+  ASSERT_GT(steps_s, 0);
+  EXPECT_LE(steps_s, sums_s);
+}
+
 }  // namespace
 }  // namespace tandem
