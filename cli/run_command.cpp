@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "analysis/chrome_trace.hpp"
 #include "analysis/trace.hpp"
@@ -22,6 +23,9 @@
 
 #ifdef TANDEM_HAVE_CUDA
 #include "exec/cuda/cuda_run.hpp"
+#endif
+#ifdef TANDEM_HAVE_MPI
+#include "distributed/mpi_cpu_run.hpp"
 #endif
 
 namespace tandem::cli {
@@ -78,6 +82,31 @@ std::shared_ptr<const exec::cpu::DataSource> corpus_source(const std::string& pa
 
 namespace {
 
+#ifdef TANDEM_HAVE_MPI
+using distributed::launched_cpu_processes;
+using distributed::launched_process_rank;
+using distributed::run_cpu_processes;
+using distributed::start_processes;
+#else
+void start_processes() {}
+int launched_cpu_processes() { return 1; }  // without MPI no process has peers
+int launched_process_rank() { return 0; }
+exec::cpu::RunResult run_cpu_processes(const Strategy&, const exec::cpu::RunOptions&) {
+  throw std::logic_error("ranks as processes need MPI, which this build has not");
+}
+#endif
+
+// std::cout into nothing while it lives.
+class SilencedOutput {
+ public:
+  SilencedOutput() : saved_(std::cout.rdbuf(nullptr)) {}
+  ~SilencedOutput() { std::cout.rdbuf(saved_); }
+  SilencedOutput(const SilencedOutput&) = delete;
+  SilencedOutput& operator=(const SilencedOutput&) = delete;
+
+ private:
+  std::streambuf* saved_;
+};
 
 // Per-rank compute slowdowns (RunOptions::compute_slowdown): the scenario's stragglers (their
 // drawn values, as `simulate` uses them) and --slow-rank R:F, which wins for its rank.
@@ -169,6 +198,26 @@ int run_run(const RunCommandOptions& o) {
                          std::to_string(exec::cuda::launched_processes()) + " process(es) were launched)");
 #endif
 
+  // Under mpirun, the cpu backend's ranks are the launched processes (one rank each).
+  const int cpu_processes = cuda ? 1 : launched_cpu_processes();
+  const bool processes = cpu_processes > 1;
+  if (processes) {
+    start_processes();
+    if (strategy->world_size() != cpu_processes)
+      throw InputError("command line", 0, "--backend",
+                       "under mpirun the cpu backend runs one rank per process: this strategy has " +
+                           std::to_string(strategy->world_size()) + " rank(s) and " + std::to_string(cpu_processes) +
+                           " process(es) were launched (mpirun -np " + std::to_string(strategy->world_size()) + ")");
+    if (!o.trace_path.empty() || !o.chrome_trace_path.empty())
+      throw InputError("command line", 0, o.trace_path.empty() ? "--chrome-trace" : "--trace",
+                       "ranks as processes write no trace yet: run without mpirun (ranks as threads) for one");
+    if (o.rebalance_after)
+      throw InputError("command line", 0, "--rebalance-after", "re-balancing runs with ranks as threads (without mpirun)");
+  }
+  // Only the first process speaks: the others' output would repeat it.
+  std::optional<SilencedOutput> silenced;
+  if (processes && launched_process_rank() != 0) silenced.emplace();
+
   exec::cpu::RunOptions options;
   if (o.seed) options.seed = *o.seed;
   exec::cpu::configure_for_model(options, *model, scenario.training.seq_length);
@@ -221,10 +270,12 @@ int run_run(const RunCommandOptions& o) {
   try {
 #ifdef TANDEM_HAVE_CUDA
     if (cuda) result = exec::cuda::run_cuda(*strategy, options, extras);
+    else if (processes) result = run_cpu_processes(*strategy, options);
     else if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
     else result = exec::cpu::run_cpu(*strategy, options);
 #else
-    if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
+    if (processes) result = run_cpu_processes(*strategy, options);
+    else if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
     else result = exec::cpu::run_cpu(*strategy, options);
 #endif
     if (rebalanced) result = rebalanced->after;
@@ -264,6 +315,7 @@ int run_run(const RunCommandOptions& o) {
     trace.ranks = trace_ranks(scenario.cluster, strategy->world_size(), strategy->rank_roles());
     anomalies = to_text(find_anomalies(trace));
   }
+  if (silenced) return 0;  // the first process writes the outputs
   if (!o.json_path.empty() && !quiet) outputs.stage(o.json_path, summary.dump(2) + "\n");
   stage_trace_outputs(outputs, std::move(trace), scenario.cluster, *strategy, traces);
   outputs.commit();

@@ -28,9 +28,12 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 // ---------------------------------------------------------------- run context
 
 CpuRunContext::CpuRunContext(int world_size, DeviceSettings settings)
+    : CpuRunContext(world_size, settings, std::make_unique<SharedMemoryComm>(settings.timeout)) {}
+
+CpuRunContext::CpuRunContext(int world_size, DeviceSettings settings, std::unique_ptr<RankComm> comm)
     : world_(world_size),
       settings_(std::move(settings)),
-      comm_(settings_.timeout),
+      comm_(std::move(comm)),
       gate_(settings_.cores > 0 ? settings_.cores
                                 : usable_cores()),
       epoch_(std::chrono::steady_clock::now()) {}
@@ -49,7 +52,7 @@ bool CpuRunContext::fail(int rank, const std::string& op_label, const std::strin
       first = true;
     }
   }
-  comm_.abort();
+  comm_->abort();
   return first;
 }
 
@@ -408,7 +411,7 @@ void write_part(float* part, const float* src, I64 n, bool accumulate) {
 }  // namespace
 
 void CpuDevice::sharded_collective(const CommOp& op, const std::string& key) {
-  SharedMemoryComm& comm = context_.comm();
+  RankComm& comm = context_.comm();
   const int members = op.group.size(), me = op.group.index_of(rank_);
   const std::vector<Tensor> full = op.bucket.empty() ? std::vector<Tensor>{op.buffer} : op.bucket;
   const CommShards& parts = op.shards;
@@ -513,7 +516,7 @@ void CpuDevice::run_comm(PendingComm& pending) {
   const CommOp& op = pending.op;
   try {
     check_injection(op.label, pending.iteration);  // (iteration_ belongs to the host thread)
-    SharedMemoryComm& comm = context_.comm();
+    RankComm& comm = context_.comm();
     const double start = context_.now_s();
     const bool out_of_place = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::all_gather) &&
                               !op.shards.tensors.empty();

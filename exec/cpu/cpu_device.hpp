@@ -105,10 +105,13 @@ struct DeviceSettings : TrainingSettings {
 // What a run's devices share: settings, the communicator, the clock, the first failure.
 class CpuRunContext {
  public:
+  // Ranks as threads of this process: a SharedMemoryComm joins them.
   CpuRunContext(int world_size, DeviceSettings settings);
+  // Ranks as processes (one rank here): `comm` reaches the others (distributed/mpi_rank_comm.hpp).
+  CpuRunContext(int world_size, DeviceSettings settings, std::unique_ptr<RankComm> comm);
 
   const DeviceSettings& settings() const { return settings_; }
-  SharedMemoryComm& comm() { return comm_; }
+  RankComm& comm() { return *comm_; }
   CoreGate& gate() { return gate_; }
   int world_size() const { return world_; }
   double now_s() const;  // seconds since the run's epoch
@@ -116,7 +119,7 @@ class CpuRunContext {
   // Records a failure (the first one wins) and aborts the run. True when this failure is the
   // one recorded (the first), so a caller can keep details of its own about it.
   bool fail(int rank, const std::string& op_label, const std::string& message);
-  bool aborted() const { return comm_.aborted(); }
+  bool aborted() const { return comm_->aborted(); }
   bool failed() const;
   // "rank 1 failed in op mb0.layer0.attn.qkv.fwd: ..." (empty when nothing failed).
   std::string failure() const;
@@ -124,7 +127,7 @@ class CpuRunContext {
  private:
   int world_;
   DeviceSettings settings_;
-  SharedMemoryComm comm_;
+  std::unique_ptr<RankComm> comm_;
   CoreGate gate_;
   std::chrono::steady_clock::time_point epoch_;
   mutable std::mutex mutex_;

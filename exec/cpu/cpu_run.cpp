@@ -330,18 +330,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   result.iterations = board.results();
   result.first_iteration = first_iteration;
   result.tokens_per_iteration = tokens_per_iteration;
-  double measured_time = 0;
-  int measured = 0;
-  for (const IterationStats& s : result.iterations) {
-    if (s.warmup) continue;
-    measured_time += s.time_s;
-    ++measured;
-  }
-  if (measured > 0) {
-    result.iteration_time_s = measured_time / measured;
-    result.tokens_per_s =
-        measured_time > 0 ? static_cast<double>(tokens_per_iteration) * measured / measured_time : 0;
-  }
+  set_measured_rates(result);
   result.trace.source = "cpu";
   for (int r = 0; r < world; ++r) {
     const CpuDevice& d = *devices[r];
@@ -367,6 +356,20 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   result.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
+}
+
+void set_measured_rates(RunResult& result) {
+  double measured_time = 0;
+  int measured = 0;
+  for (const IterationStats& s : result.iterations) {
+    if (s.warmup) continue;
+    measured_time += s.time_s;
+    ++measured;
+  }
+  if (measured == 0) return;
+  result.iteration_time_s = measured_time / measured;
+  result.tokens_per_s =
+      measured_time > 0 ? static_cast<double>(result.tokens_per_iteration) * measured / measured_time : 0;
 }
 
 nlohmann::json to_json(const RunResult& r) {

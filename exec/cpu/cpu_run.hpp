@@ -152,6 +152,9 @@ Checkpoint load_resume_checkpoint(const Strategy& strategy, const RunOptions& op
 // std::invalid_argument for bad options.
 RunResult run_cpu(const Strategy& strategy, const RunOptions& options);
 
+// iteration_time_s and tokens_per_s of a result from its measured (not warm-up) iterations.
+void set_measured_rates(RunResult& result);
+
 nlohmann::json to_json(const RunResult& result);
 
 }  // namespace tandem::exec::cpu

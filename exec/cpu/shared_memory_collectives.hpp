@@ -70,61 +70,46 @@
 #include <vector>
 
 #include "exec/cpu/core_gate.hpp"
+#include "exec/cpu/flat_buffer.hpp"
+#include "exec/cpu/rank_comm.hpp"
 #include "strategies/op.hpp"
 
 namespace tandem::exec::cpu {
 
-struct Span {
-  float* data = nullptr;
-  std::int64_t size = 0;  // floats
-};
-using FlatBuffer = std::vector<Span>;
-std::int64_t flat_size(const FlatBuffer& buffer);
-
-// The run was aborted (another rank failed): not a failure of the op that sees it.
-class AbortedError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// [begin, end) of member `index`'s slice of a flat buffer of `size` elements over `members`.
-std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t size, int members, int index);
-
-class SharedMemoryComm {
+class SharedMemoryComm final : public RankComm {
  public:
   explicit SharedMemoryComm(std::chrono::milliseconds timeout = std::chrono::seconds(60));
   SharedMemoryComm(const SharedMemoryComm&) = delete;
   SharedMemoryComm& operator=(const SharedMemoryComm&) = delete;
 
   // Unblocks every waiter (they throw AbortedError); later calls throw at once.
-  void abort();
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  void abort() override;
+  bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   // A collective by global rank `rank` (a member of `group`). `key` identifies this instance
   // (the same on every member); `label` names the op in errors. `root` is a global rank.
   void all_reduce(const std::string& key, const std::string& label, const Group& group, int rank,
-                  const FlatBuffer& buffer, ReduceOp reduce);
+                  const FlatBuffer& buffer, ReduceOp reduce) override;
   void reduce_scatter(const std::string& key, const std::string& label, const Group& group,
-                      int rank, const FlatBuffer& buffer, ReduceOp reduce);
+                      int rank, const FlatBuffer& buffer, ReduceOp reduce) override;
   void all_gather(const std::string& key, const std::string& label, const Group& group, int rank,
-                  const FlatBuffer& buffer);
+                  const FlatBuffer& buffer) override;
   void broadcast(const std::string& key, const std::string& label, const Group& group, int rank,
-                 const FlatBuffer& buffer, int root);
+                 const FlatBuffer& buffer, int root) override;
   void all_to_all(const std::string& key, const std::string& label, const Group& group, int rank,
-                  const FlatBuffer& buffer);
+                  const FlatBuffer& buffer) override;
 
   // Point-to-point between global ranks.
-  void send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
-  void recv(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer);
+  void send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer) override;
+  void recv(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer) override;
   // A send that nobody waits for: the message is copied at once when its receive is posted,
   // else left in the mailbox for the receiver to copy when it arrives. `done` is called once the
   // message is in the receiver's buffer (on this thread, or on the receiver's), with "" or the
   // receiver's error. `buffer` must stay valid until then. Why: a pipeline stage's send needs no
   // thread of its own; handing it to a stream worker cost a core hand-off per message, and on
   // shared cores every extra wake-up waits for a core.
-  using SendDone = std::function<void(const std::string& error)>;
-  void post_send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer, SendDone done);
+  void post_send(int src, int dst, int tag, const std::string& label, const FlatBuffer& buffer, SendDone done) override;
 
   // Instances currently in the rendezvous table (0 after a clean run).
   std::size_t pending() const;

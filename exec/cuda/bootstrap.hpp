@@ -7,20 +7,16 @@
 #include <memory>
 #include <vector>
 
+#include "exec/common/process_run.hpp"
+
 namespace tandem::exec::cuda {
 
-class Bootstrap {
+class Bootstrap : public ProcessGroup {
  public:
-  virtual ~Bootstrap() = default;
-  virtual int rank() const = 0;
-  virtual int world_size() const = 0;
   virtual int local_rank() const = 0;
   // `bytes` (size n) on members[0] is copied to every other member of `members` (global ranks,
   // the caller among them). `tag` distinguishes concurrent exchanges (the group id).
   virtual void share(void* bytes, int n, const std::vector<int>& members, int tag) = 0;
-  // Element-wise sum / max over all processes, in place.
-  virtual void sum(std::vector<double>& values) = 0;
-  virtual void max(std::vector<double>& values) = 0;
 };
 
 // MPI when this build has it and the process was launched by mpirun (MPI initialised here and

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "exec/common/process_run.hpp"
 #include "exec/cpu/checkpoint.hpp"
 #include "exec/cpu/diverged.hpp"
 #include "exec/cpu/global_state.hpp"
@@ -35,62 +36,6 @@ void check_options(const cpu::RunOptions& o) {
   if (o.warmup_iterations < 0) throw std::invalid_argument("run_cuda: negative warm-up");
   if (!o.data) throw std::invalid_argument("run_cuda: RunOptions::data is required (configure_for_model)");
   if (o.fail_rank >= 0) throw std::invalid_argument("run_cuda: failure injection is a CPU-backend feature");
-}
-
-// The iteration statistics of this process, joined over processes.
-cpu::IterationStats join_iteration(Bootstrap& boot, int iteration, bool warmup, std::pair<double, double> window,
-                                   const std::vector<cpu::LossRecord>& losses, std::int64_t tokens) {
-  std::map<std::int64_t, float> by_mb;  // distinct micro-batches of this rank
-  for (const cpu::LossRecord& l : losses)
-    if (l.iteration == iteration) by_mb[l.micro_batch] = l.value;
-  std::vector<double> sums{0.0, static_cast<double>(by_mb.size())};
-  for (const auto& [mb, v] : by_mb) sums[0] += v;
-  boot.sum(sums);
-  std::vector<double> time{window.second - window.first};
-  boot.max(time);
-  cpu::IterationStats s;
-  s.iteration = iteration;
-  s.warmup = warmup;
-  s.time_s = time[0];
-  s.tokens_per_s = s.time_s > 0 ? static_cast<double>(tokens) / s.time_s : 0;
-  s.micro_batches = static_cast<std::int64_t>(by_mb.size());
-  s.loss = sums[1] > 0 ? sums[0] / sums[1] : std::numeric_limits<double>::quiet_NaN();
-  return s;
-}
-
-// Every process's part of the training state into one checkpoint (the CPU backend's format): alone,
-// directly; otherwise each process saves its part in global form (NaN where it holds nothing) beside
-// the target, and the first merges them, saves the checkpoint atomically and removes the parts.
-void save_cuda_checkpoint(CudaDevice& device, Bootstrap& boot, const Strategy& strategy, const cpu::RunOptions& o,
-                          int next_iteration) {
-  const std::vector<cpu::PlacedTensor> mine = device.placed_snapshot(cpu::kTrainingState);
-  if (boot.world_size() == 1) {
-    cpu::save_checkpoint(cpu::checkpoint_of(strategy, o, next_iteration, cpu::assemble_global({mine})), o.checkpoint_path);
-    return;
-  }
-  const auto part_path = [&](int rank) { return o.checkpoint_path + ".part" + std::to_string(rank); };
-  cpu::save_checkpoint(cpu::checkpoint_of(strategy, o, next_iteration, cpu::partial_global(mine)), part_path(boot.rank()));
-  std::vector<double> barrier{0};
-  boot.sum(barrier);  // every part is on disk
-  if (boot.rank() == 0) {
-    std::vector<std::map<std::string, std::vector<float>>> parts;
-    for (int r = 0; r < boot.world_size(); ++r) parts.push_back(cpu::load_checkpoint(part_path(r)).tensors);
-    cpu::save_checkpoint(cpu::checkpoint_of(strategy, o, next_iteration, cpu::merge_partials(parts)), o.checkpoint_path);
-    for (int r = 0; r < boot.world_size(); ++r) std::remove(part_path(r).c_str());
-  }
-  boot.sum(barrier);  // the checkpoint is whole before anyone goes on
-}
-
-// Every process restores its part of the checkpoint; each of its tensors must have found a place
-// in some process.
-void resume_cuda(CudaDevice& device, Bootstrap& boot, const cpu::Checkpoint& resume) {
-  const std::set<std::string> used = device.restore_global(resume.tensors, cpu::kTrainingState);
-  std::vector<double> found;  // per checkpoint tensor (the same order everywhere: the same file)
-  for (const auto& [name, values] : resume.tensors) found.push_back(used.count(name) ? 1.0 : 0.0);
-  boot.sum(found);
-  std::size_t i = 0;
-  for (const auto& [name, values] : resume.tensors)
-    if (found[i++] == 0) throw std::runtime_error("the checkpoint's tensor '" + name + "' has no counterpart in this run");
 }
 
 }  // namespace
@@ -140,7 +85,7 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
       program->setup(device);
       if (!o.resume_path.empty()) {
         try {
-          resume_cuda(device, *boot, resume);
+          resume_process(device, *boot, resume);
         } catch (const std::runtime_error& e) {
           throw std::runtime_error("cannot resume from " + o.resume_path + ": " + e.what());
         }
@@ -150,7 +95,7 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
         device.begin_iteration(i);
         program->train_step(device, i);
         device.end_iteration();
-        const cpu::IterationStats s = join_iteration(*boot, i, n < o.warmup_iterations, device.iteration_windows().back(),
+        const cpu::IterationStats s = exec::join_iteration(*boot, i, n < o.warmup_iterations, device.iteration_windows().back(),
                                                      device.losses(), tokens_per_iteration);
         result.iterations.push_back(s);
         if (o.on_iteration && rank == 0) o.on_iteration(s);
@@ -161,11 +106,11 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
         if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (n + 1) % o.checkpoint_every == 0 &&
             n + 1 < total_iterations) {
           program->settle(device);  // the tensors hold the whole state (parameters gathered late)
-          save_cuda_checkpoint(device, *boot, strategy, o, i + 1);
+          save_process_checkpoint(device, *boot, strategy, o, i + 1);
         }
       }
       program->settle(device);  // parameters gathered late (--overlap-param-gather) are complete
-      if (!o.checkpoint_path.empty()) save_cuda_checkpoint(device, *boot, strategy, o, first_iteration + total_iterations);
+      if (!o.checkpoint_path.empty()) save_process_checkpoint(device, *boot, strategy, o, first_iteration + total_iterations);
     } catch (const cpu::DivergedError&) {
       throw;
     } catch (const cpu::OpError& e) {
@@ -190,17 +135,7 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
     if (o.capture_parameters && world == 1)
       result.global_parameters = cpu::assemble_global({device.placed_snapshot({MemCategory::parameters})});
   }
-  double measured_time = 0;
-  int measured = 0;
-  for (const cpu::IterationStats& s : result.iterations) {
-    if (s.warmup) continue;
-    measured_time += s.time_s;
-    ++measured;
-  }
-  if (measured > 0) {
-    result.iteration_time_s = measured_time / measured;
-    result.tokens_per_s = measured_time > 0 ? static_cast<double>(tokens_per_iteration) * measured / measured_time : 0;
-  }
+  cpu::set_measured_rates(result);
   result.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }

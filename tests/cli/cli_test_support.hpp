@@ -51,13 +51,14 @@ inline std::string write_in_fresh_dir(const std::string& prefix, const std::stri
   return path.string();
 }
 
-inline CliRun run_tandem(const std::string& args) {
+// `prefix` runs the binary under another program (e.g. "mpirun -np 2 ").
+inline CliRun run_tandem_with_prefix(const std::string& prefix, const std::string& args) {
   static std::atomic<int> calls{0};
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem-cli-stderr";
   std::filesystem::create_directories(dir);
   const std::string err_path =
       (dir / (std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".txt")).string();
-  const std::string command = tandem_binary() + " " + args + " 2>" + err_path;
+  const std::string command = prefix + tandem_binary() + " " + args + " 2>" + err_path;
   CliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
@@ -68,5 +69,7 @@ inline CliRun run_tandem(const std::string& args) {
   std::filesystem::remove(err_path);
   return run;
 }
+
+inline CliRun run_tandem(const std::string& args) { return run_tandem_with_prefix("", args); }
 
 }  // namespace tandem::cli_test
