@@ -3,6 +3,7 @@
 #include "analysis/anomalies.hpp"
 #include "analysis/trace_ranks.hpp"
 #include "cli/option_ranges.hpp"
+#include "cli/run_elastic.hpp"
 #include "cli/run_rebalance.hpp"
 #include "cli/trace_outputs.hpp"
 
@@ -54,6 +55,14 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--corpus", o.corpus_path,
                   "train a language model on this text file, its bytes the tokens (default: a generated "
                   "English-like text)");
+  cmd->add_flag("--elastic", o.elastic,
+                 "ranks as processes (mpirun) under a supervisor: a rank that dies or stops beating is replaced "
+                 "from --checkpoint, on a spare or with a re-planned strategy for the survivors (cpu backend)");
+  cmd->add_option("--spares", o.spares, "with --elastic: spare devices to restart on before shrinking")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
+                  "with --elastic: seconds a rank may go without finishing an iteration before it counts as failed")
+      ->check(CLI::Range(0.1, 1e6));
   cmd->add_option("--slow-rank", o.slow_ranks,
                   "R:F makes rank R a straggler: its kernels take F (>= 1) times as long (repeatable; the "
                   "scenario's stragglers: section does the same)");
@@ -89,7 +98,7 @@ using distributed::run_cpu_processes;
 using distributed::start_processes;
 #else
 void start_processes() {}
-int launched_cpu_processes() { return 1; }  // without MPI no process has peers
+int launched_cpu_processes() { return 0; }  // without MPI: never ranks as processes
 int launched_process_rank() { return 0; }
 exec::cpu::RunResult run_cpu_processes(const Strategy&, const exec::cpu::RunOptions&) {
   throw std::logic_error("ranks as processes need MPI, which this build has not");
@@ -152,6 +161,7 @@ std::vector<double> injected_slowdowns(const Scenario& scenario, const std::vect
 }  // namespace
 
 int run_run(const RunCommandOptions& o) {
+  if (o.elastic) return run_elastic(o, ElasticOptions{o.spares, o.heartbeat_timeout_s});
 #ifdef TANDEM_HAVE_CUDA
   const char* available = "cpu, cuda";
 #else
@@ -199,8 +209,8 @@ int run_run(const RunCommandOptions& o) {
 #endif
 
   // Under mpirun, the cpu backend's ranks are the launched processes (one rank each).
-  const int cpu_processes = cuda ? 1 : launched_cpu_processes();
-  const bool processes = cpu_processes > 1;
+  const int cpu_processes = cuda ? 0 : launched_cpu_processes();
+  const bool processes = cpu_processes > 0;
   if (processes) {
     start_processes();
     if (strategy->world_size() != cpu_processes)

@@ -41,6 +41,9 @@ struct RunCommandOptions {
   std::vector<std::string> slow_ranks;  // --slow-rank R:F: rank R's kernels take F times as long
   std::string corpus_path;  // --corpus FILE: a real text to train a language model on (bytes as tokens)
   std::optional<int> rebalance_after;   // --rebalance-after K: re-split the batch by measured speeds
+  bool elastic = false;                 // --elastic: ranks as processes under a supervisor (run_elastic.hpp)
+  int spares = 0;                       // --spares
+  double heartbeat_timeout_s = 30;      // --heartbeat-timeout
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

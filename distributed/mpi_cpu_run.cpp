@@ -85,7 +85,7 @@ std::vector<cpu::RankStats> join_rank_stats(exec::ProcessGroup& group, const cpu
 int launched_cpu_processes() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"})
     if (const int n = env_int(v, 0); n > 0) return n;
-  return 1;
+  return 0;
 }
 
 void start_processes() { init_mpi_threads(); }

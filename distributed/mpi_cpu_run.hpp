@@ -8,7 +8,7 @@
 
 namespace tandem::distributed {
 
-// How many processes mpirun launched around this one (1 when not under mpirun); read from the
+// How many processes mpirun launched around this one (0 when not under mpirun); read from the
 // launcher's environment, without starting MPI.
 int launched_cpu_processes();
 // This process's rank among them (0 when not under mpirun).

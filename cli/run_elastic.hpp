@@ -1,0 +1,28 @@
+// `tandem run SCENARIO --elastic --checkpoint FILE`: training that outlives its ranks. The run's
+// ranks are processes (mpirun -np N tandem run ..., distributed/mpi_cpu_run.hpp) under this
+// supervisor, which watches them:
+//   - a rank that dies (SIGKILL, a crash) ends its job at once (mpirun tears the others down);
+//   - a rank that hangs is found by its heartbeat (each rank rewrites a small file after setup and
+//     after every iteration): one silent for --heartbeat-timeout seconds (at least 60 s before its
+//     first beat: starting takes longer) is taken as failed, and the job is stopped;
+// then the supervisor resumes from the last checkpoint: on a spare device while --spares lasts
+// (the same plan), else on the survivors with a re-planned strategy (the scenario's, data
+// parallelism shrunk to what the surviving devices hold and the global batch splits evenly; the
+// checkpoint restores across strategies). The loss curve goes on as an uninterrupted run's
+// would: the same data per iteration, the same state. It prints each failure, its detection and
+// the recovery (restart time, iterations lost), and with --json the whole account.
+#pragma once
+
+#include "cli/run_command.hpp"
+
+namespace tandem::cli {
+
+struct ElasticOptions {
+  int spares = 0;                   // --spares S: devices held in reserve for restarts
+  double heartbeat_timeout_s = 30;  // --heartbeat-timeout: a rank silent this long has failed
+  int max_restarts = 100;           // --max-restarts: then the run fails (exit 1)
+};
+
+int run_elastic(const RunCommandOptions& run, const ElasticOptions& elastic);
+
+}  // namespace tandem::cli

@@ -1,0 +1,140 @@
+// `tandem run --elastic`: ranks as processes under a supervisor. A rank killed with SIGKILL, or
+// one that stops (SIGSTOP) and so stops beating, is found, and the training resumes from the last
+// checkpoint: on a spare with the same plan, or on the survivors with a re-planned strategy; the
+// loss curve goes on as an uninterrupted run's (within the equivalence tolerance), and the run
+// never hangs.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli/cli_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+// Starts `tandem run gpt-tiny-localhost --elastic ...` in the background, writing DIR/out.json.
+void start_elastic(const fs::path& dir, int iterations, const std::string& extra) {
+  const std::string command = cli_test::tandem_binary() + " run gpt-tiny-localhost --elastic --checkpoint " +
+                              (dir / "ck.bin").string() + " --checkpoint-every 5 --iterations " +
+                              std::to_string(iterations) + " --json " + (dir / "out.json").string() + " " + extra +
+                              " >" + (dir / "log.txt").string() + " 2>&1 &";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+}
+
+// Waits until job `job`'s rank `rank` has finished `iteration` iterations; its process id.
+pid_t wait_for_beat(const fs::path& dir, int job, int rank, int iteration) {
+  const fs::path beat = dir / "ck.bin.elastic" / ("heartbeats-" + std::to_string(job)) / ("rank" + std::to_string(rank));
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (Clock::now() < deadline) {
+    std::ifstream in(beat);
+    pid_t pid = -1;
+    int next = -1;
+    if (in >> pid >> next && next >= iteration) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return -1;
+}
+
+// The supervisor's account, once it has written it (at most 3 minutes: never a hang).
+nlohmann::json wait_for_account(const fs::path& dir) {
+  const auto deadline = Clock::now() + std::chrono::seconds(180);
+  while (Clock::now() < deadline) {
+    if (fs::exists(dir / "out.json")) return nlohmann::json::parse(cli_test::read_file(dir / "out.json"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ADD_FAILURE() << "no account after 3 minutes\n" << cli_test::read_file(dir / "log.txt");
+  return {};
+}
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Losses of an uninterrupted run (ranks as threads) of the same scenario.
+std::vector<double> uninterrupted(int iterations) {
+  const cli_test::CliRun run = cli_test::run_tandem("run gpt-tiny-localhost --iterations " + std::to_string(iterations) + " --json -");
+  EXPECT_EQ(run.status, 0) << run.err;
+  std::vector<double> out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);  // (a temporary's member would dangle in the loop)
+  for (const auto& it : j["iterations"]) out.push_back(it["loss"].get<double>());
+  return out;
+}
+
+void expect_curve_goes_on(const nlohmann::json& account, const std::vector<double>& reference) {
+  ASSERT_EQ(account["losses"].size(), reference.size());
+  for (const auto& l : account["losses"]) {
+    const int i = l["iteration"].get<int>();
+    // The printed loss has 4 decimals; the survivors sum in another order (fp32 rounding).
+    EXPECT_NEAR(l["loss"].get<double>(), reference[static_cast<std::size_t>(i)], 2e-4) << "iteration " << i;
+  }
+}
+
+TEST(RunElasticCli, ARankKilledMidRunIsReplacedByTheSurvivorsWithAReplannedStrategy) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const fs::path dir = cli_test::fresh_dir("tandem-elastic", "kill");
+  const int iterations = 400;
+  start_elastic(dir, iterations, "");
+  const pid_t victim = wait_for_beat(dir, 0, 1, 20);
+  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
+  const double killed_at = unix_now_s();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const nlohmann::json account = wait_for_account(dir);
+  ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
+  const nlohmann::json& f = account["failures"][0];
+  EXPECT_EQ(f["rank"], 1);
+  EXPECT_EQ(f["cause"], "killed by signal 9");
+  EXPECT_LT(f["detected_at_unix_s"].get<double>() - killed_at, 5.0);  // the stated bound: polled every 10 ms
+  EXPECT_EQ(f["resumed_from"].get<int>() % 5, 0);                     // a checkpoint's iteration
+  EXPECT_GE(f["restart_s"].get<double>(), 0.0);
+  EXPECT_EQ(account["jobs"].size(), 2u);
+  EXPECT_EQ(account["final_strategy"], "data_parallel(dp=1)");
+  expect_curve_goes_on(account, uninterrupted(iterations));
+}
+
+TEST(RunElasticCli, ARankThatStopsBeatingIsStoppedAndReplacedByASpare) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const fs::path dir = cli_test::fresh_dir("tandem-elastic", "hang");
+  const int iterations = 200;
+  start_elastic(dir, iterations, "--spares 1 --heartbeat-timeout 2");
+  const pid_t victim = wait_for_beat(dir, 0, 1, 20);
+  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
+  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+  const nlohmann::json account = wait_for_account(dir);
+  ::kill(victim, SIGKILL);  // (gone already: its job was stopped)
+  ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
+  const nlohmann::json& f = account["failures"][0];
+  EXPECT_EQ(f["rank"], 1);
+  EXPECT_EQ(f["cause"], "no heartbeat for 2 s");
+  EXPECT_EQ(f["next_plan"], "the same plan on a spare device");
+  EXPECT_EQ(account["spares_left"], 0);
+  EXPECT_EQ(account["final_strategy"], "data_parallel(dp=2)");
+  expect_curve_goes_on(account, uninterrupted(iterations));
+}
+
+TEST(RunElasticCli, WhatAnElasticRunCannotTakeIsRefusedAtItsOption) {
+  const cli_test::CliRun no_checkpoint = cli_test::run_tandem("run gpt-tiny-localhost --elastic --iterations 2");
+  EXPECT_EQ(no_checkpoint.status, 2) << no_checkpoint.err;
+  EXPECT_NE(no_checkpoint.err.find("--elastic"), std::string::npos) << no_checkpoint.err;
+  EXPECT_NE(no_checkpoint.err.find("--checkpoint"), std::string::npos) << no_checkpoint.err;
+  const fs::path dir = cli_test::fresh_dir("tandem-elastic", "refused");
+  const cli_test::CliRun traced = cli_test::run_tandem("run gpt-tiny-localhost --elastic --iterations 2 --checkpoint " +
+                                                       (dir / "ck.bin").string() + " --trace " + (dir / "t.json").string());
+  EXPECT_EQ(traced.status, 2) << traced.err;
+  EXPECT_NE(traced.err.find("--trace"), std::string::npos) << traced.err;
+}
+
+}  // namespace
+}  // namespace tandem
