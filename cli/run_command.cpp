@@ -63,6 +63,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
                   "with --elastic: seconds a rank may go without finishing an iteration before it counts as failed")
       ->check(CLI::Range(0.1, 1e6));
+  cmd->add_option("--replan", o.replan,
+                  "with --elastic, the survivors' plan: shrink (the scenario's, fewer data-parallel replicas) or "
+                  "search (the strategy search's best for their devices)")
+      ->check(CLI::IsMember({"shrink", "search"}));
   cmd->add_option("--slow-rank", o.slow_ranks,
                   "R:F makes rank R a straggler: its kernels take F (>= 1) times as long (repeatable; the "
                   "scenario's stragglers: section does the same)");
@@ -161,7 +165,16 @@ std::vector<double> injected_slowdowns(const Scenario& scenario, const std::vect
 }  // namespace
 
 int run_run(const RunCommandOptions& o) {
-  if (o.elastic) return run_elastic(o, ElasticOptions{o.spares, o.heartbeat_timeout_s});
+  if (o.elastic) {
+    ElasticOptions elastic;
+    elastic.spares = o.spares;
+    elastic.heartbeat_timeout_s = o.heartbeat_timeout_s;
+    elastic.replan_by_search = o.replan == "search";
+    return run_elastic(o, elastic);
+  }
+  if (o.spares != 0 || o.replan != "shrink" || o.heartbeat_timeout_s != ElasticOptions{}.heartbeat_timeout_s)
+    throw InputError("command line", 0, o.spares != 0 ? "--spares" : o.replan != "shrink" ? "--replan" : "--heartbeat-timeout",
+                     "belongs to --elastic runs");
 #ifdef TANDEM_HAVE_CUDA
   const char* available = "cpu, cuda";
 #else

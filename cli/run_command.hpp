@@ -44,6 +44,7 @@ struct RunCommandOptions {
   bool elastic = false;                 // --elastic: ranks as processes under a supervisor (run_elastic.hpp)
   int spares = 0;                       // --spares
   double heartbeat_timeout_s = 30;      // --heartbeat-timeout
+  std::string replan = "shrink";        // --replan shrink|search
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

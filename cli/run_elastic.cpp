@@ -24,7 +24,11 @@
 #include "common/interrupts.hpp"
 #include "common/output_set.hpp"
 #include "exec/cpu/checkpoint.hpp"
+#include "common/usable_cores.hpp"
+#include "scenarios/candidate_scenario.hpp"
 #include "scenarios/scenario_writer.hpp"
+#include "scenarios/search_evaluator.hpp"
+#include "scenarios/search_spec.hpp"
 
 namespace tandem::cli {
 
@@ -51,6 +55,29 @@ std::optional<Scenario> replan(const Scenario& scenario, int devices, std::int64
       if (strategy->world_size() <= devices && strategy->sequences_per_iteration() == sequences_per_iteration) return s;
     } catch (const std::exception&) {  // this size does not make a valid strategy: a smaller one may
     }
+  }
+  return std::nullopt;
+}
+
+// The best plan the strategy search finds for `devices` devices (the plan file's search: section,
+// its default space without one), ranked by simulated iteration time; the global batch is the
+// search's constant, so every iteration reads the same data. Empty when nothing fits.
+std::optional<Scenario> replan_by_search(const std::string& plan_file, int devices) {
+  SearchScenario spec = load_search_scenario(plan_file, search::Objective::time);
+  search::SearchSettings settings = spec.settings;
+  settings.objective = search::Objective::time;
+  settings.top_k = 1;
+  // On all the survivors when some plan fits them, else on fewer (no split of the global batch
+  // may fit an odd count: 8 sequences over 3 replicas).
+  for (int d = devices; d >= 1; --d) {
+    search::SearchSpace space = spec.space;
+    space.nodes.clear();
+    space.devices = {d};
+    space.dp.clear();  // follows from the devices
+    SimulationEvaluator evaluator(spec.base, usable_cores());
+    const search::SearchResult result =
+        search::run_search(search::enumerate(space, spec.base.cluster, spec.base.training), evaluator, settings);
+    if (!result.ranked.empty()) return scenario_for(spec.base, result.ranked.front().candidate);
   }
   return std::nullopt;
 }
@@ -353,9 +380,10 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       --spares;
       f.next_plan = "the same plan on a spare device";
     } else {
-      std::optional<Scenario> smaller = replan(plan, ranks - 1, sequences);
+      std::optional<Scenario> smaller =
+          e.replan_by_search ? replan_by_search(plan_file, ranks - 1) : replan(plan, ranks - 1, sequences);
       if (!smaller)
-        throw std::runtime_error("rank " + std::to_string(dead_rank) + " failed (" + cause + ") and no plan of the strategy fits the " +
+        throw std::runtime_error("rank " + std::to_string(dead_rank) + " failed (" + cause + ") and no plan fits the " +
                                  std::to_string(ranks - 1) + " surviving device(s)");
       plan = *smaller;
       plan_file = (work / ("plan-" + std::to_string(a.index + 1) + ".yaml")).string();

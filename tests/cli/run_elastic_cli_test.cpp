@@ -124,6 +124,23 @@ TEST(RunElasticCli, ARankThatStopsBeatingIsStoppedAndReplacedByASpare) {
   expect_curve_goes_on(account, uninterrupted(iterations));
 }
 
+TEST(RunElasticCli, TheSearchReplansForTheSurvivorsWhenAsked) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const fs::path dir = cli_test::fresh_dir("tandem-elastic", "search");
+  start_elastic(dir, 300, "--replan search");
+  const pid_t victim = wait_for_beat(dir, 0, 0, 20);
+  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const nlohmann::json account = wait_for_account(dir);
+  ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
+  EXPECT_EQ(account["failures"][0]["rank"], 0);
+  // One device left: the search's plan for it (whatever its knobs) holds one rank.
+  EXPECT_EQ(account["jobs"][1]["ranks"], 1);
+  EXPECT_EQ(account["losses"].size(), 300u);
+  const std::string plan = cli_test::read_file(account["jobs"][1]["plan"].get<std::string>());
+  EXPECT_NE(plan.find("re-planned by tandem run --elastic"), std::string::npos) << plan;
+}
+
 TEST(RunElasticCli, WhatAnElasticRunCannotTakeIsRefusedAtItsOption) {
   const cli_test::CliRun no_checkpoint = cli_test::run_tandem("run gpt-tiny-localhost --elastic --iterations 2");
   EXPECT_EQ(no_checkpoint.status, 2) << no_checkpoint.err;
@@ -134,6 +151,9 @@ TEST(RunElasticCli, WhatAnElasticRunCannotTakeIsRefusedAtItsOption) {
                                                        (dir / "ck.bin").string() + " --trace " + (dir / "t.json").string());
   EXPECT_EQ(traced.status, 2) << traced.err;
   EXPECT_NE(traced.err.find("--trace"), std::string::npos) << traced.err;
+  const cli_test::CliRun spares = cli_test::run_tandem("run gpt-tiny-localhost --iterations 1 --spares 2");
+  EXPECT_EQ(spares.status, 2) << spares.err;
+  EXPECT_NE(spares.err.find("--spares"), std::string::npos) << spares.err;
 }
 
 }  // namespace
