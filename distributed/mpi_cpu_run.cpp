@@ -158,13 +158,14 @@ cpu::RunResult run_cpu_processes(const Strategy& strategy, const cpu::RunOptions
       heartbeat(rank, first_iteration);
       for (int n = 0; n < total_iterations; ++n) {
         const int i = first_iteration + n;
+        const double kernels_before_s = device.compute_s();
         device.begin_iteration(i);
         program->train_step(device, i);
         device.end_iteration();
         cpu::require_finite_losses(rank, i, device.losses());
         const cpu::IterationStats s = exec::join_iteration(group, i, n < o.warmup_iterations,
                                                            device.iteration_windows().back(), device.losses(),
-                                                           tokens_per_iteration);
+                                                           tokens_per_iteration, device.compute_s() - kernels_before_s);
         result.iterations.push_back(s);
         if (o.on_iteration && rank == 0) o.on_iteration(s);
         if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (n + 1) % o.checkpoint_every == 0 &&

@@ -35,9 +35,10 @@ class ProcessGroup {
 
 // The iteration statistics of this process, joined over processes: the loss is the mean over the
 // distinct micro-batches of all ranks, the time the slowest rank's window.
+// `kernels_s`: this rank's kernel time in the iteration (each rank's is joined too).
 inline cpu::IterationStats join_iteration(ProcessGroup& group, int iteration, bool warmup,
                                           std::pair<double, double> window, const std::vector<cpu::LossRecord>& losses,
-                                          std::int64_t tokens) {
+                                          std::int64_t tokens, Seconds kernels_s = 0) {
   std::map<std::int64_t, float> by_mb;  // distinct micro-batches of this rank
   for (const cpu::LossRecord& l : losses)
     if (l.iteration == iteration) by_mb[l.micro_batch] = l.value;
@@ -46,11 +47,16 @@ inline cpu::IterationStats join_iteration(ProcessGroup& group, int iteration, bo
   group.sum(sums);
   std::vector<double> time{window.second - window.first};
   group.max(time);
+  std::vector<double> kernels(static_cast<std::size_t>(group.world_size()), 0.0);
+  kernels.at(static_cast<std::size_t>(group.rank())) = kernels_s;
+  group.sum(kernels);
   cpu::IterationStats s;
   s.iteration = iteration;
   s.warmup = warmup;
   s.time_s = time[0];
   s.tokens_per_s = s.time_s > 0 ? static_cast<double>(tokens) / s.time_s : 0;
+  s.rank_kernels_s = kernels;
+  for (double k : kernels) s.kernels_s += k;
   s.micro_batches = static_cast<std::int64_t>(by_mb.size());
   s.loss = sums[1] > 0 ? sums[0] / sums[1] : std::numeric_limits<double>::quiet_NaN();
   return s;

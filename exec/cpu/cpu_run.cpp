@@ -32,11 +32,13 @@ class IterationBoard {
       : world_(world), first_(first), warmup_(warmup), tokens_(tokens_per_iteration), callback_(callback),
         slots_(static_cast<std::size_t>(iterations)) {}
 
-  void arrive(int iteration, std::pair<double, double> window, Seconds kernels_s,
+  void arrive(int rank, int iteration, std::pair<double, double> window, Seconds kernels_s,
               const std::vector<LossRecord>& losses) {
     std::lock_guard<std::mutex> lock(mutex_);
     Slot& slot = slots_.at(static_cast<std::size_t>(iteration - first_));
     slot.kernels_s += kernels_s;
+    slot.rank_kernels_s.resize(static_cast<std::size_t>(world_), 0.0);
+    slot.rank_kernels_s.at(static_cast<std::size_t>(rank)) = kernels_s;
     slot.start = slot.arrived == 0 ? window.first : std::min(slot.start, window.first);
     slot.end = slot.arrived == 0 ? window.second : std::max(slot.end, window.second);
     for (const LossRecord& l : losses) {
@@ -54,6 +56,7 @@ class IterationBoard {
     stats.time_s = slot.end - (index > 0 ? slots_[index - 1].end : slot.start);
     stats.tokens_per_s = stats.time_s > 0 ? static_cast<double>(tokens_) / stats.time_s : 0;
     stats.kernels_s = slot.kernels_s;
+    stats.rank_kernels_s = slot.rank_kernels_s;
     stats.micro_batches = static_cast<std::int64_t>(slot.losses.size());
     if (slot.losses.empty()) {
       stats.loss = std::numeric_limits<double>::quiet_NaN();
@@ -79,6 +82,7 @@ class IterationBoard {
     int arrived = 0;
     double start = 0, end = 0;
     Seconds kernels_s = 0;
+    std::vector<Seconds> rank_kernels_s;
     std::map<std::int64_t, std::pair<double, int>> losses;  // global micro-batch -> sum, count
     IterationStats stats;
     bool closed = false;
@@ -293,7 +297,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
           program->train_step(device, it);
           device.end_iteration();
           require_finite_losses(r, it, device.losses());
-          board.arrive(it, device.iteration_windows().back(), device.compute_s() - kernels_before_s, device.losses());
+          board.arrive(r, it, device.iteration_windows().back(), device.compute_s() - kernels_before_s, device.losses());
           if (!o.checkpoint_path.empty() && o.checkpoint_every > 0 && (i + 1) % o.checkpoint_every == 0 &&
               i + 1 < total_iterations) {
             program->settle(device);  // the tensors hold the whole state (parameters gathered late)

@@ -56,6 +56,7 @@ struct IterationStats {
   Seconds time_s = 0;
   double tokens_per_s = 0;
   Seconds kernels_s = 0;  // all ranks' kernel time in this iteration (compute ops on host threads)
+  std::vector<Seconds> rank_kernels_s;  // each rank's part of it (run's live straggler watch)
 };
 
 struct RankStats {

@@ -58,6 +58,9 @@ TEST(RunStragglerCli, ASlowedRankComputesLongerAndIsNamedAStraggler) {
                                                     (dir / "t.json").string());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("straggler   rank 2: compute x5 (injected)"), std::string::npos) << run.out;
+  // Named live too, while it runs (cli/straggler_watch.hpp), and no other rank.
+  EXPECT_NE(run.out.find("straggler   rank 2: kernels"), std::string::npos) << run.out;
+  for (int r : {0, 1, 3}) EXPECT_EQ(run.out.find("rank " + std::to_string(r) + ": kernels"), std::string::npos) << run.out;
   const double slow = compute_of(run.out, 2);
   for (int r : {0, 1, 3}) {
     const double other = compute_of(run.out, r);

@@ -1,0 +1,43 @@
+#include "cli/straggler_watch.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tandem::cli {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::optional<std::string> StragglerWatch::observe(const exec::cpu::IterationStats& stats) {
+  const std::vector<Seconds>& k = stats.rank_kernels_s;
+  if (k.size() < 2 || stats.warmup) return std::nullopt;
+  streak_.resize(k.size(), 0);
+  flagged_.resize(k.size(), false);
+  std::optional<std::string> line;
+  for (std::size_t r = 0; r < k.size(); ++r) {
+    std::vector<double> peers;
+    for (std::size_t q = 0; q < k.size(); ++q)
+      if (q != r) peers.push_back(k[q]);
+    const double typical = median(peers);
+    const bool slow = typical > 0 && k[r] >= kRatio * typical;
+    streak_[r] = slow ? streak_[r] + 1 : 0;
+    if (!slow) flagged_[r] = false;
+    if (streak_[r] >= kIterations && !flagged_[r]) {
+      flagged_[r] = true;
+      char text[200];
+      std::snprintf(text, sizeof text, "straggler   rank %zu: kernels %.2fx its peers' median for %d iterations, from iteration %d\n",
+                    r, k[r] / typical, kIterations, stats.iteration - kIterations + 1);
+      line = line.value_or("") + text;
+    }
+  }
+  return line;
+}
+
+}  // namespace tandem::cli
