@@ -232,9 +232,6 @@ int run_run(const RunCommandOptions& o) {
                        "under mpirun the cpu backend runs one rank per process: this strategy has " +
                            std::to_string(strategy->world_size()) + " rank(s) and " + std::to_string(cpu_processes) +
                            " process(es) were launched (mpirun -np " + std::to_string(strategy->world_size()) + ")");
-    if (!o.trace_path.empty() || !o.chrome_trace_path.empty())
-      throw InputError("command line", 0, o.trace_path.empty() ? "--chrome-trace" : "--trace",
-                       "ranks as processes write no trace yet: run without mpirun (ranks as threads) for one");
     if (o.rebalance_after)
       throw InputError("command line", 0, "--rebalance-after", "re-balancing runs with ranks as threads (without mpirun)");
   }

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <sstream>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -72,6 +74,54 @@ std::vector<cpu::RankStats> join_rank_stats(exec::ProcessGroup& group, const cpu
     for (int c = 0; c < kMemCategoryCount; ++c) s.memory_at_peak.by_category[c] = static_cast<Bytes>(x[6 + c]);
   }
   return stats;
+}
+
+// Every rank's trace records at rank 0 (in `records` there; the others keep theirs), each on rank
+// 0's clock: the processes' epochs differ by when each made its context, and steady_clock is the
+// machine's one monotonic clock, so the difference is exact on one machine.
+void gather_trace(const TandemMpiModule& mpi, MpiWorld world, std::chrono::steady_clock::time_point epoch,
+                  std::vector<TraceRecord>& records) {
+  constexpr int kTag = 7001;
+  const long long epoch_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(epoch.time_since_epoch()).count();
+  if (world.rank != 0) {
+    std::ostringstream text;
+    text.precision(17);
+    text << epoch_ns << "\n";
+    for (const TraceRecord& r : records)
+      text << r.rank << ' ' << r.iteration << ' ' << static_cast<int>(r.kind) << ' ' << static_cast<int>(r.phase) << ' '
+           << static_cast<int>(r.stream) << ' ' << r.start_s << ' ' << r.end_s << ' ' << r.flops << ' ' << r.bytes << ' '
+           << r.peer << ' ' << r.group_id << ' ' << r.group_size << ' ' << r.op_id << "\n";
+    const std::string bytes = text.str();
+    if (bytes.size() > static_cast<std::size_t>(INT_MAX)) throw std::runtime_error("the trace is too large to gather");
+    check_mpi(mpi.send(bytes.data(), static_cast<int>(bytes.size()), 0, kTag), "MPI_Send (trace)");
+    return;
+  }
+  for (int from = 1; from < world.size; ++from) {
+    int source = 0, tag = 0, count = 0;
+    check_mpi(mpi.probe(from, kTag, &source, &tag, &count), "MPI_Probe (trace)");
+    std::string bytes(static_cast<std::size_t>(count), '\0');
+    check_mpi(mpi.receive(bytes.data(), count, source, tag), "MPI_Recv (trace)");
+    std::istringstream in(bytes);
+    long long their_epoch_ns = 0;
+    in >> their_epoch_ns;
+    const double shift_s = static_cast<double>(their_epoch_ns - epoch_ns) * 1e-9;
+    TraceRecord r;
+    int kind = 0, phase = 0, stream = 0;
+    while (in >> r.rank >> r.iteration >> kind >> phase >> stream >> r.start_s >> r.end_s >> r.flops >> r.bytes >> r.peer >>
+           r.group_id >> r.group_size) {
+      in.get();
+      std::getline(in, r.op_id);
+      r.kind = static_cast<OpKind>(kind);
+      r.phase = static_cast<Phase>(phase);
+      r.stream = static_cast<Stream>(stream);
+      r.start_s += shift_s;
+      r.end_s += shift_s;
+      records.push_back(r);
+    }
+  }
+  std::stable_sort(records.begin(), records.end(), [](const TraceRecord& a, const TraceRecord& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.start_s < b.start_s;
+  });
 }
 
 [[noreturn]] void abort_job(int rank, const std::string& cause, int status) {
@@ -180,6 +230,10 @@ cpu::RunResult run_cpu_processes(const Strategy& strategy, const cpu::RunOptions
         exec::save_process_checkpoint(device, group, strategy, o, first_iteration + total_iterations);
       comm.flush();
       result.ranks = join_rank_stats(group, device);
+      if (o.record_trace) {
+        result.trace.records = device.trace_records();
+        gather_trace(mpi_module(), world, context.epoch(), result.trace.records);
+      }
     } catch (const cpu::DivergedError& e) {
       abort_job(rank, e.what(), 3);
     } catch (const InputError& e) {

@@ -19,7 +19,7 @@ int launched_process_rank();
 void start_processes();
 
 // Runs this process's rank; every process returns the same iterations, and the per-rank figures
-// of every rank. Checkpoints as the threads' run writes them (one file, process_run.hpp). When
+// of every rank; the first process, every rank's trace records (on its clock). Checkpoints as the threads' run writes them (one file, process_run.hpp). When
 // the run fails in this process, it prints "tandem: rank R: <cause>" and ends the whole job with
 // MPI_Abort (status: 2 bad input, 3 diverged, 1 otherwise), since its peers wait in collectives.
 // With TANDEM_HEARTBEAT_DIR set, the rank writes DIR/rank<R> ("<pid> <next iteration>") after

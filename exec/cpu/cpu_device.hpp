@@ -115,6 +115,7 @@ class CpuRunContext {
   CoreGate& gate() { return gate_; }
   int world_size() const { return world_; }
   double now_s() const;  // seconds since the run's epoch
+  std::chrono::steady_clock::time_point epoch() const { return epoch_; }
 
   // Records a failure (the first one wins) and aborts the run. True when this failure is the
   // one recorded (the first), so a caller can keep details of its own about it.

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,30 @@ TEST(RunProcessesCli, TheirCheckpointResumesAsThreadsUnderAnotherStrategy) {
   ASSERT_EQ(after_b.status, 0) << after_b.err;
   EXPECT_EQ(nlohmann::json::parse(after_a.out)["first_iteration"], 4);
   expect_close(losses(after_a), losses(after_b), 1e-5, "resumed");
+}
+
+// The first process writes the trace with every rank's records, on its clock: the same ops as ranks
+// as threads record.
+TEST(RunProcessesCli, TheirTraceHoldsEveryRanksOpsAsThreadsRecordThem) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const auto dir = cli_test::fresh_dir("tandem-processes", "trace");
+  const std::string scenario = scenario_in(dir, "tp2pp2", "  type: hybrid\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 2\n");
+  const cli_test::CliRun processes = run_processes(4, "run " + scenario + " --iterations 2 --trace " + (dir / "p.json").string());
+  const cli_test::CliRun threads = cli_test::run_tandem("run " + scenario + " --iterations 2 --trace " + (dir / "t.json").string());
+  ASSERT_EQ(processes.status, 0) << processes.err;
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const nlohmann::json p = nlohmann::json::parse(cli_test::read_file(dir / "p.json"));
+  const nlohmann::json t = nlohmann::json::parse(cli_test::read_file(dir / "t.json"));
+  EXPECT_EQ(p["records"].size(), t["records"].size());
+  std::set<int> ranks;
+  for (const auto& r : p["records"]) ranks.insert(r[0].get<int>());
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  const auto ops = [](const nlohmann::json& j) {
+    std::set<std::string> names;
+    for (const auto& o : j["ops"]) names.insert(o.get<std::string>());
+    return names;
+  };
+  EXPECT_EQ(ops(p), ops(t));
 }
 
 TEST(RunProcessesCli, AProcessCountThatIsNotTheStrategysIsRefused) {
