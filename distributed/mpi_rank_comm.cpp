@@ -1,6 +1,8 @@
 #include "distributed/mpi_rank_comm.hpp"
 
 #include <climits>
+#include <cstdio>
+#include <functional>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -100,11 +102,12 @@ void* MpiRankComm::comm_of(const std::string& key, const Group& group) {
   }
   // Made outside the lock: its members meet here, and this process's other streams must not wait.
   std::call_once(entry->made, [&] {
-    // The tag tells apart creations this process's streams run at once (group id and stream).
-    unsigned tag = 0;
-    for (char c : prefix) tag = tag * 31 + static_cast<unsigned char>(c);
-    check_mpi(mpi_.group_comm(group.ranks.data(), group.size(), static_cast<int>(tag % 32768), &entry->comm),
-              "MPI_Comm_create_group");
+    // The tag tells apart creations this process's streams run at once: the group id and the
+    // stream of the key ("g3s1"), the same on every member (32767: MPI's least upper bound).
+    int id = 0, stream = 0;
+    const int tag = std::sscanf(prefix.c_str(), "g%ds%d", &id, &stream) == 2 ? (id * 8 + stream) % 32768
+                                                                              : static_cast<int>(std::hash<std::string>{}(prefix) % 32768);
+    check_mpi(mpi_.group_comm(group.ranks.data(), group.size(), tag, &entry->comm), "MPI_Comm_create_group");
   });
   return entry->comm;
 }
