@@ -36,12 +36,13 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, do
 }
 
 // gpt-tiny on a 4-core "localhost" (the strategies below need 4 ranks), with `strategy` lines.
-std::string scenario_in(const std::filesystem::path& dir, const std::string& name, const std::string& strategy) {
+std::string scenario_in(const std::filesystem::path& dir, const std::string& name, const std::string& strategy,
+                        const std::string& model = "gpt-tiny") {
   std::ofstream(dir / "localhost-4.yaml")
       << "name: localhost-4\nnode_groups:\n  - name: cpu\n    device: cpu-generic\n    nodes: 1\n    devices_per_node: 4\n"
       << "    intra_node: {fabric: shared_memory, bandwidth_gb_per_s: 3.2, latency_us: 1.0, bus: {bandwidth_gb_per_s: 12.8}}\n";
   const auto path = dir / (name + ".yaml");
-  std::ofstream(path) << "name: " << name << "\nmodel: gpt-tiny\ncluster: localhost-4.yaml\n"
+  std::ofstream(path) << "name: " << name << "\nmodel: " << model << "\ncluster: localhost-4.yaml\n"
                       << "training: {global_batch_size: 8, micro_batch_size: 2, seq_length: 32, precision: fp32, lr: 0.001}\n"
                       << "strategy:\n" << strategy;
   return path.string();
@@ -53,14 +54,21 @@ TEST(RunProcessesCli, RanksAsProcessesTrainAsRanksAsThreads) {
   struct Case {
     std::string name, strategy;
     int ranks;
+    std::string model = "gpt-tiny";
   };
+  // Experts: all-to-all dispatch and combine; servers: posted sends and receives.
+  const std::string moe =
+      "{name: gpt-tiny-moe, num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 256, seq_length: 32, "
+      "bias: false, num_moe_experts: 4, moe_router_topk: 2}";
   const std::vector<Case> cases = {
       {"zero3", "  type: hybrid\n  data_parallel_size: 2\n  zero_stage: 3\n", 2},
       {"tp2pp2", "  type: hybrid\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 2\n", 4},
       {"tp2sp-dp2", "  type: hybrid\n  tensor_model_parallel_size: 2\n  data_parallel_size: 2\n  sequence_parallel: true\n", 4},
+      {"ep2-dp4", "  type: hybrid\n  data_parallel_size: 4\n  expert_model_parallel_size: 2\n", 4, moe},
+      {"ps2", "  type: data_parallel\n  data_parallel_size: 2\n  parameter_servers: 2\n  parameter_server_optimizer: true\n", 4},
   };
   for (const Case& c : cases) {
-    const std::string scenario = scenario_in(dir, c.name, c.strategy);
+    const std::string scenario = scenario_in(dir, c.name, c.strategy, c.model);
     const cli_test::CliRun threads = cli_test::run_tandem("run " + scenario + " --iterations 3 --json -");
     const cli_test::CliRun processes = run_processes(c.ranks, "run " + scenario + " --iterations 3 --json -");
     ASSERT_EQ(threads.status, 0) << threads.err;
