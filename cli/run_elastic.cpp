@@ -206,6 +206,8 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   int resume_from = 0;
   std::string resume_file = o.resume_path;
   if (!resume_file.empty()) resume_from = exec::cpu::load_checkpoint(resume_file).next_iteration;
+  // --iterations counts from where the run starts, as `run --resume` counts them.
+  const int end_iteration = resume_from + iterations;
 
   Scenario plan = scenario;
   std::string plan_file = o.scenario;
@@ -237,14 +239,15 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     if (::geteuid() == 0) args.push_back("--allow-run-as-root");
     for (const std::string& s : {std::string("-np"), std::to_string(ranks), self_binary(), std::string("run"), plan_file,
                                  std::string("--backend"), std::string("cpu"), std::string("--iterations"),
-                                 std::to_string(iterations - resume_from), std::string("--checkpoint"), o.checkpoint_path,
+                                 std::to_string(end_iteration - resume_from), std::string("--checkpoint"), o.checkpoint_path,
                                  std::string("--checkpoint-every"), std::to_string(every)})
       args.push_back(s);
     if (!resume_file.empty()) args.insert(args.end(), {"--resume", resume_file});
     if (o.seed) args.insert(args.end(), {"--seed", std::to_string(*o.seed)});
     if (o.timeout_s) args.insert(args.end(), {"--timeout", std::to_string(*o.timeout_s)});
     if (!o.corpus_path.empty()) args.insert(args.end(), {"--corpus", o.corpus_path});
-    for (const std::string& s : o.slow_ranks) args.insert(args.end(), {"--slow-rank", s});
+    for (const std::string& s : o.slow_ranks)  // a straggler the re-planned job no longer has is dropped
+      if (std::atoi(s.c_str()) < ranks) args.insert(args.end(), {"--slow-rank", s});
     a.launched = Clock::now();
     a.pid = launch(args, a);
     if (a.pid < 0) throw std::runtime_error("cannot start mpirun");
@@ -407,6 +410,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   nlohmann::json j;
   j["scenario"] = scenario.name;
   j["iterations"] = iterations;
+  j["first_iteration"] = attempts.front().first_iteration;
   j["checkpoint_every"] = every;
   j["heartbeat_timeout_s"] = e.heartbeat_timeout_s;
   j["spares_left"] = spares;
@@ -441,7 +445,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     say << line;
   }
   std::snprintf(line, sizeof line, "elastic     %d iteration(s) trained in %zu job(s), %zu failure(s); final strategy %s\n",
-                iterations, attempts.size(), failures.size(), attempts.back().strategy.c_str());
+                end_iteration - attempts.front().first_iteration, attempts.size(), failures.size(), attempts.back().strategy.c_str());
   say << line << "checkpoint  " << o.checkpoint_path << "\n";
   return 0;
 }
