@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/simulated_iterations.hpp"
 #include "common/input_error.hpp"
 #include "common/input_file.hpp"
 #include "common/interrupts.hpp"
@@ -29,6 +30,7 @@
 #include "scenarios/scenario_writer.hpp"
 #include "scenarios/search_evaluator.hpp"
 #include "scenarios/search_spec.hpp"
+#include "sim/reliability/restart_cost.hpp"
 
 namespace tandem::cli {
 
@@ -38,6 +40,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kStartupGraceS = 60;
+// The failed job's stop: its ranks are killed at detection, and mpirun's exit after them is not
+// modeled (measured: 6-20 ms).
+constexpr double kStopS = 0;
 
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -93,6 +98,8 @@ struct Attempt {
   pid_t pid = -1;
   fs::path heartbeats, out, err;
   Clock::time_point launched;
+  std::optional<Clock::time_point> ready;  // every rank set up, holding the checkpoint's state
+  Scenario scenario;                       // the plan, for the simulator
 };
 
 struct Failure {
@@ -105,6 +112,8 @@ struct Failure {
   int lost_iterations = 0;
   double restart_s = -1;  // detection -> the new job's ranks ready at the checkpoint
   double recovered_s = -1;  // detection -> back where the failed job was
+  double stop_s = -1;       // detection -> the failed job's processes all ended
+  double predicted_restart_s = -1, predicted_recovered_s = -1;  // predict_recoveries
   std::string next_plan;  // "the same plan on a spare device" or the new strategy
   Clock::time_point detected;
 };
@@ -169,6 +178,50 @@ bool process_stopped(pid_t pid) {
   return state == 'T' || state == 't' || state == 'D';
 }
 
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// The simulator's prediction of each recovery, by the formula `tandem goodput` charges a restart
+// (sim/reliability/restart_cost.hpp). What the simulator takes as given there (relaunch_s and
+// init_s: the scheduler, process start, communicators, the model's build) is this machine's: the
+// first job's start as measured (mpirun's launch to every rank's first heartbeat), as
+// calibration measures kernels. The failed job's stop (mpirun tearing its other ranks down) is
+// kStopS; the checkpoint is read back from the page cache (it was just written) at the device's
+// streaming bandwidth; the iterations lost are trained again at the next job's simulated
+// iteration time. Returns each job's simulated iteration time (0 when it could not be simulated:
+// then nothing is predicted).
+std::vector<double> predict_recoveries(std::vector<Attempt>& attempts, std::vector<Failure>& failures,
+                                       const std::string& checkpoint_path) {
+  std::vector<double> iteration_s(attempts.size(), 0.0);
+  if (failures.empty() || !attempts.front().ready) return iteration_s;
+  std::vector<StrategyMaker> makers;
+  for (const Attempt& a : attempts) makers.push_back([&a] { return make_strategy(a.scenario); });
+  try {
+    iteration_s = simulated_iteration_s(makers, attempts.front().scenario.cluster, attempts.front().scenario.simulation,
+                                        "predicting the jobs' iterations");
+  } catch (const std::exception& e) {
+    std::cerr << "elastic     no recovery prediction: " << e.what() << "\n";
+    return std::vector<double>(attempts.size(), 0.0);
+  }
+  const Attempt& first = attempts.front();
+  std::error_code ec;
+  const auto checkpoint_bytes = static_cast<double>(fs::file_size(checkpoint_path, ec));
+  for (Failure& f : failures) {
+    const Attempt& next = attempts[static_cast<std::size_t>(f.attempt) + 1];
+    sim::reliability::RestartCost cost;
+    cost.stop_s = kStopS;
+    cost.relaunch_s = seconds_between(first.launched, *first.ready);  // relaunch and init together
+    const DeviceProfile& device = next.scenario.cluster.device_of(0);
+    if (!ec && device.memory_bandwidth_bytes_per_s > 0)
+      cost.reload_s = checkpoint_bytes / device.achievable_bytes_per_s(OpKind::memcpy);
+    const double step_s = iteration_s[static_cast<std::size_t>(f.attempt) + 1];
+    f.predicted_restart_s = sim::reliability::restart_s(cost, step_s);
+    f.predicted_recovered_s = sim::reliability::recovered_s(cost, step_s, f.lost_iterations);
+  }
+  return iteration_s;
+}
+
 bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 }  // namespace
@@ -230,12 +283,16 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     a.strategy = make_strategy(plan)->name();
     a.ranks = ranks;
     a.first_iteration = resume_from;
+    a.scenario = plan;
     a.on_spare = !failures.empty() && failures.back().next_plan == "the same plan on a spare device";
     a.heartbeats = work / ("heartbeats-" + std::to_string(a.index));
     a.out = work / ("job-" + std::to_string(a.index) + ".out");
     a.err = work / ("job-" + std::to_string(a.index) + ".err");
     fs::create_directories(a.heartbeats);
-    std::vector<std::string> args{"mpirun", "--oversubscribe"};
+    // mpirun, once a rank has died, signals the others and waits odls_base_sigkill_timeout
+    // (1 s by default; measured here: 1.02 s of a 1.6 s restart) before it exits, even when they
+    // are gone: the supervisor kills them itself at detection (below), so mpirun need not wait.
+    std::vector<std::string> args{"mpirun", "--oversubscribe", "--mca", "odls_base_sigkill_timeout", "0"};
     if (::geteuid() == 0) args.push_back("--allow-run-as-root");
     for (const std::string& s : {std::string("-np"), std::to_string(ranks), self_binary(), std::string("run"), plan_file,
                                  std::string("--backend"), std::string("cpu"), std::string("--iterations"),
@@ -264,6 +321,8 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     int dead_rank = -1;
     std::string cause;
     int status = -1;
+    Clock::time_point job_ended;
+    bool ranks_stopped = false;
     const auto follow_output = [&] {
       if (!out.is_open()) out.open(a.out);
       if (!out.is_open()) return;
@@ -306,6 +365,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       furthest = std::max(furthest, std::max_element(beats.begin(), beats.end(), [](const Beat& x, const Beat& y) {
                                       return x.next_iteration < y.next_iteration;
                                     })->next_iteration);
+      if (!attempts.back().ready && slowest >= a.first_iteration) attempts.back().ready = now;
       if (!failures.empty() && failures.back().attempt == a.index - 1) {
         Failure& f = failures.back();
         // Every rank set up and holding the checkpoint's state; then past where the failed job was.
@@ -314,6 +374,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       }
       follow_output();
       if (ended) {
+        job_ended = now;
         status = interrupts::wait_registered(a.pid);
         follow_output();
         break;
@@ -341,10 +402,21 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
           cause = text;
         }
       }
-      if (detected && cause.rfind("no heartbeat", 0) == 0) ::kill(a.pid, SIGTERM);  // mpirun stops its ranks
+      if (detected && !ranks_stopped) {
+        // The job is lost: its other ranks wait for the failed one in a collective and would not
+        // stop on SIGTERM. Killed now, the restart starts at once; their state is the
+        // checkpoint's, and a checkpoint being written is a temporary file (removed below).
+        for (const Beat& b : beats)
+          if (b.pid > 0) ::kill(b.pid, SIGKILL);
+        if (cause.rfind("no heartbeat", 0) == 0) ::kill(a.pid, SIGTERM);  // and mpirun, which may wait on none
+        ranks_stopped = true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    std::error_code not_there;
+    for (const Beat& b : beats)  // a checkpoint a killed rank was writing (common/output_set.hpp's name)
+      if (b.pid > 0) fs::remove(o.checkpoint_path + ".tmp." + std::to_string(b.pid), not_there);
     if (code == 0) break;
     const std::string err = read_all(a.err);
     if (code == 2 || code == 3) {  // bad input or divergence: a restart would meet it again
@@ -355,13 +427,14 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       detected = Clock::now();
       detected_unix = unix_now_s();
     }
-    if (dead_rank < 0 || cause.empty()) {
-      dead_rank = rank_named_by_mpirun(err);
-      if (cause.empty()) cause = "its job ended with status " + std::to_string(code);
-    }
+    // A rank that died may take its job down before its vanished process is seen (mpirun exits at
+    // once: odls_base_sigkill_timeout 0); mpirun's message then names it and its signal.
+    const bool rank_died = cause.empty() || cause == "its process ended";
+    if (dead_rank < 0) dead_rank = rank_named_by_mpirun(err);
+    if (cause.empty()) cause = "its job ended with status " + std::to_string(code);
     static const std::regex kSignal(R"(exited on signal (\d+))");
     std::smatch sig;
-    if (cause == "its process ended" && std::regex_search(err, sig, kSignal)) cause = "killed by signal " + sig[1].str();
+    if (rank_died && std::regex_search(err, sig, kSignal)) cause = "killed by signal " + sig[1].str();
 
     Failure f;
     f.attempt = a.index;
@@ -370,9 +443,16 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     f.at_iteration = furthest;
     f.detected_at_unix_s = *detected_unix;
     f.detected = *detected;
+    f.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
     if (fs::exists(o.checkpoint_path)) {
-      resume_file = o.checkpoint_path;
-      resume_from = exec::cpu::load_checkpoint(o.checkpoint_path).next_iteration;
+      // The next job resumes from this very checkpoint, held by a link of its own: the iteration
+      // read here is the one it starts at whatever is written to the checkpoint's name later.
+      const fs::path snapshot = work / ("resume-" + std::to_string(a.index + 1) + ".ck");
+      std::error_code no_link;
+      fs::create_hard_link(o.checkpoint_path, snapshot, no_link);
+      if (no_link) fs::copy_file(o.checkpoint_path, snapshot, fs::copy_options::overwrite_existing);
+      resume_file = snapshot.string();
+      resume_from = exec::cpu::load_checkpoint(resume_file).next_iteration;
     }
     f.resumed_from = resume_from;
     f.lost_iterations = std::max(0, furthest - resume_from);
@@ -407,6 +487,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     }
   }
 
+  const std::vector<double> simulated_s = predict_recoveries(attempts, failures, o.checkpoint_path);
   nlohmann::json j;
   j["scenario"] = scenario.name;
   j["iterations"] = iterations;
@@ -414,15 +495,21 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   j["checkpoint_every"] = every;
   j["heartbeat_timeout_s"] = e.heartbeat_timeout_s;
   j["spares_left"] = spares;
-  for (const Attempt& a : attempts)
+  for (std::size_t i = 0; i < attempts.size(); ++i) {
+    const Attempt& a = attempts[i];
     j["jobs"].push_back({{"strategy", a.strategy}, {"ranks", a.ranks}, {"first_iteration", a.first_iteration},
-                         {"on_spare", a.on_spare}, {"plan", a.plan}});
+                         {"on_spare", a.on_spare}, {"plan", a.plan},
+                         {"start_s", a.ready ? seconds_between(a.launched, *a.ready) : -1.0},
+                         {"simulated_iteration_s", simulated_s[i]}});
+  }
   j["failures"] = nlohmann::json::array();
   for (const Failure& f : failures)
     j["failures"].push_back({{"job", f.attempt}, {"rank", f.rank}, {"cause", f.cause}, {"at_iteration", f.at_iteration},
                              {"detected_at_unix_s", f.detected_at_unix_s}, {"resumed_from", f.resumed_from},
                              {"lost_iterations", f.lost_iterations}, {"restart_s", f.restart_s},
-                             {"recovered_s", f.recovered_s}, {"next_plan", f.next_plan}});
+                             {"recovered_s", f.recovered_s}, {"stop_s", f.stop_s},
+                             {"predicted_restart_s", f.predicted_restart_s},
+                             {"predicted_recovered_s", f.predicted_recovered_s}, {"next_plan", f.next_plan}});
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& [it, loss] : losses) curve.push_back({{"iteration", it}, {"loss", loss}});
   j["losses"] = curve;
@@ -436,13 +523,18 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     outputs.stage(o.json_path, j.dump(2) + "\n");
     outputs.commit();
   }
-  char line[300];
+  char line[400];
   for (const Failure& f : failures) {
     std::snprintf(line, sizeof line,
                   "recovery    job %d: restarted in %.2f s (ranks ready at the checkpoint), back at iteration %d "
-                  "%.2f s after the failure was detected\n",
+                  "%.2f s after the failure was detected",
                   f.attempt + 1, f.restart_s, f.at_iteration, f.recovered_s);
     say << line;
+    if (f.predicted_recovered_s >= 0) {
+      std::snprintf(line, sizeof line, "; predicted %.2f s and %.2f s", f.predicted_restart_s, f.predicted_recovered_s);
+      say << line;
+    }
+    say << "\n";
   }
   std::snprintf(line, sizeof line, "elastic     %d iteration(s) trained in %zu job(s), %zu failure(s); final strategy %s\n",
                 end_iteration - attempts.front().first_iteration, attempts.size(), failures.size(), attempts.back().strategy.c_str());

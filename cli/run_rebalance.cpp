@@ -7,8 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "common/process_pool.hpp"
-#include "sim/simulation.hpp"
+#include "cli/simulated_iterations.hpp"
 
 namespace tandem::cli {
 
@@ -53,19 +52,10 @@ RebalancePrediction predict_rebalance(const Scenario& scenario, const std::vecto
   options.stragglers.clear();
   for (std::size_t r = 0; r < slowdown.size(); ++r)
     if (slowdown[r] != 1) options.stragglers.push_back({static_cast<int>(r), slowdown[r], 1.0});
-  // One SimGrid engine per process: each prediction in a child of its own.
-  const auto outcomes = run_in_processes(
-      2,
-      [&](std::size_t i) {
-        const std::unique_ptr<Strategy> strategy = i == 0 ? make_strategy(scenario) : rebalanced_strategy(scenario, speeds);
-        char text[64];
-        std::snprintf(text, sizeof text, "%.17g", sim::simulate(*strategy, scenario.cluster, options).iteration_time_s);
-        return std::string(text);
-      },
-      2);
-  for (const auto& o : outcomes)
-    if (!o.ok) throw std::runtime_error("predicting the re-balanced run: " + o.error);
-  return {std::stod(outcomes[0].output), std::stod(outcomes[1].output)};
+  const std::vector<Seconds> times = simulated_iteration_s(
+      {[&] { return make_strategy(scenario); }, [&] { return rebalanced_strategy(scenario, speeds); }}, scenario.cluster,
+      options, "predicting the re-balanced run");
+  return {times[0], times[1]};
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "scenarios/layer_resplit.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/reliability/checkpoint_cost.hpp"
+#include "sim/reliability/restart_cost.hpp"
 #include "sim/reliability/checkpoint_interval.hpp"
 #include "sim/reliability/random_stream.hpp"
 #include "sim/simulation.hpp"
@@ -138,7 +139,12 @@ GoodputSetup goodput_setup(const ReliabilityScenario& scenario, const Strategy& 
   m.interval_s = spec.checkpoint_interval_s;
   m.checkpoint = spec.async_checkpoint ? sim::reliability::CheckpointCost{true, g.snapshot_s + g.contention_s, background_write_s}
                                        : sim::reliability::CheckpointCost{false, g.write_s, 0};
-  m.restart_s = spec.relaunch_s + spec.init_s + g.reload_s + spec.warmup_iterations * m.iteration_s;
+  sim::reliability::RestartCost restart;
+  restart.relaunch_s = spec.relaunch_s;
+  restart.init_s = spec.init_s;
+  restart.reload_s = g.reload_s;
+  restart.warmup_iterations = spec.warmup_iterations;
+  m.restart_s = sim::reliability::restart_s(restart, m.iteration_s);
   m.failures = sim::reliability::failure_streams(spec.failures, g.job, spec.failure_rate_scale, spec.repair_s,
                                                  spec.leaf_switch_mtbf_s);
   m.policy = spec.policy;

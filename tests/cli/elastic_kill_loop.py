@@ -8,7 +8,8 @@ iterations and as many spares as kills; each time a random rank of the running j
 random iteration, it is killed with SIGKILL. Prints each failure's detection latency (the kill
 to the supervisor's detection), restart time and iterations lost, and compares the stitched loss
 curve with an uninterrupted run (ranks as threads). Exit 1 when a kill was not recovered, the run
-hung (10 minutes), or a loss differs by more than 2e-4.
+hung (10 minutes), or a loss differs by more than 2e-4. Prints the simulator's prediction of each
+recovery against the measured one as well (not a pass condition: a timing).
 """
 import argparse, json, os, random, signal, subprocess, sys, tempfile, time
 
@@ -63,6 +64,18 @@ def main():
         print("detection latency ms: median %.1f, max %.1f" % (1e3 * lat[len(lat) // 2], 1e3 * lat[-1]))
         print("restart s (detection -> ranks ready at the checkpoint): median %.2f, max %.2f" % (rs[len(rs) // 2], rs[-1]))
         print("iterations lost per failure: mean %.1f, max %d" % (sum(lost) / len(lost), max(lost)))
+        # The simulator's prediction of each recovery (detection -> back where the job failed).
+        errs = sorted((f["predicted_recovered_s"] - f["recovered_s"]) / f["recovered_s"] for f in fails
+                      if f["predicted_recovered_s"] >= 0 and f["recovered_s"] > 0)
+        rec = sorted(f["recovered_s"] for f in fails)
+        stops = sorted(f["stop_s"] for f in fails)
+        if errs:
+            print("recovery s (detection -> back at the failed iteration): median %.2f measured; predicted minus measured: "
+                  "median %+.1f%%, range %+.1f%%..%+.1f%% (%d of %d within 20%%)" %
+                  (rec[len(rec) // 2], 100 * errs[len(errs) // 2], 100 * errs[0], 100 * errs[-1],
+                   sum(abs(e) <= 0.2 for e in errs), len(errs)))
+            print("stop s (detection -> the failed job's processes ended): median %.3f, max %.3f" %
+                  (stops[len(stops) // 2], stops[-1]))
     print("ranks named right: %d of %d" % (sum(f["rank"] == r for f, (_, r, _) in zip(fails, kills)), len(kills)))
     return 0 if ok else 1
 

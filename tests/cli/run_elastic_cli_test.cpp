@@ -99,8 +99,18 @@ TEST(RunElasticCli, ARankKilledMidRunIsReplacedByTheSurvivorsWithAReplannedStrat
   EXPECT_LT(f["detected_at_unix_s"].get<double>() - killed_at, 5.0);  // the stated bound: polled every 10 ms
   EXPECT_EQ(f["resumed_from"].get<int>() % 5, 0);                     // a checkpoint's iteration
   EXPECT_GE(f["restart_s"].get<double>(), 0.0);
+  EXPECT_GE(f["stop_s"].get<double>(), 0.0);
   EXPECT_EQ(account["jobs"].size(), 2u);
   EXPECT_EQ(account["final_strategy"], "data_parallel(dp=1)");
+  // The simulator's prediction of the recovery: the first job's measured start, then the lost
+  // iterations at the re-planned job's simulated iteration time (sim/reliability/restart_cost).
+  const double start_s = account["jobs"][0]["start_s"].get<double>();
+  const double step_s = account["jobs"][1]["simulated_iteration_s"].get<double>();
+  EXPECT_GT(start_s, 0.0);
+  EXPECT_GT(step_s, 0.0);
+  EXPECT_GE(f["predicted_restart_s"].get<double>(), start_s);
+  EXPECT_NEAR(f["predicted_recovered_s"].get<double>(),
+              f["predicted_restart_s"].get<double>() + f["lost_iterations"].get<int>() * step_s, 1e-9);
   expect_curve_goes_on(account, uninterrupted(iterations));
 }
 
