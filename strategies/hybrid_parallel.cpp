@@ -249,7 +249,7 @@ class HybridRank final : public RankProgram {
       grad = layer.backward(rt, grad, mb);
       scatter_parameters(rt, layer);
       if (buckets != nullptr) {
-        reduce_sequence_parallel_gradients(rt, layer, mb);
+        reduce_tensor_partial_gradients(rt, layer, mb);
         add_gradients(rt, layer, *buckets, first_reduction);
       }
     }
@@ -270,7 +270,7 @@ class HybridRank final : public RankProgram {
       Layer& layer = **it;
       layer.backward_weights(rt, mb);
       if (buckets != nullptr) {
-        reduce_sequence_parallel_gradients(rt, layer, mb);
+        reduce_tensor_partial_gradients(rt, layer, mb);
         add_gradients(rt, layer, *buckets, true);
       }
     }
@@ -292,8 +292,8 @@ class HybridRank final : public RankProgram {
   // Sequence parallelism: the partial gradients of replicated parameters are summed over the
   // tensor-parallel group once final, on the data-parallel stream, so the bucket reductions
   // issued after them on that stream see the sums.
-  void reduce_sequence_parallel_gradients(Runtime& rt, const Layer& layer, int mb) {
-    const std::vector<Tensor> partial = layer.sequence_parallel_gradients();
+  void reduce_tensor_partial_gradients(Runtime& rt, const Layer& layer, int mb) {
+    const std::vector<Tensor> partial = layer.tensor_partial_gradients();
     if (partial.empty()) return;
     ops::all_reduce(rt, Phase::backward, "mb" + std::to_string(mb) + "." + layer.name() + ".sp_grads.all_reduce",
                     partial, ctx_.tp_group, Issue{Stream::dp_comm, {rt.record(Stream::compute)}});
@@ -391,7 +391,7 @@ class HybridRank final : public RankProgram {
       else backward(rt, a.micro_batch, a.chunk, nullptr, false);
     }
     for (auto& chunk : chunks_)
-      for (auto& layer : chunk) reduce_sequence_parallel_gradients(rt, *layer, static_cast<int>(plan_.micro_batches) - 1);
+      for (auto& layer : chunk) reduce_tensor_partial_gradients(rt, *layer, static_cast<int>(plan_.micro_batches) - 1);
     rt.wait(rt.record(Stream::dp_comm));
     sync_tied_embedding(rt);
     optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.micro_batches));
@@ -467,10 +467,8 @@ void check_experts(const Model& model, const ParallelConfig& p) {
                                    std::to_string(p.data_parallel_size) + " (experts split over blocks of replicas)");
   if (experts % ep)
     throw StrategyError(field, std::to_string(ep) + " does not divide the model's " + std::to_string(experts) + " experts");
+  // Tensor parallelism splits each expert's width too (expert-tensor parallelism, transformer.hpp).
   const char* not_built = " with experts is not built yet";
-  if (p.tensor_model_parallel_size > 1)
-    throw StrategyError("strategy.tensor_model_parallel_size",
-                        std::string("tensor parallelism") + not_built + " (expert-tensor parallelism): use expert, data and pipeline parallelism");
   if (p.context_parallel_size > 1) throw StrategyError("strategy.context_parallel_size", std::string("context parallelism") + not_built);
   if (p.zero_stage > 0)
     throw StrategyError("strategy.zero_stage", std::string("ZeRO") + not_built + " (sharding over the expert-data-parallel group): zero_stage 0");

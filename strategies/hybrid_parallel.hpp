@@ -26,7 +26,7 @@
 //              all-gathers K and V over the context group (and reduce-scatters their gradient);
 //              gradients are summed, and ZeRO shards kept, over the data and context ranks
 //              together (RankLayout::data_context_group), as Megatron-Core does;
-//   sequence   with SP, the partial gradients of the layers' sequence_parallel_gradients() are
+//   sequence   with SP, the partial gradients of the layers' tensor_partial_gradients() are
 //              all-reduced over the tensor group on the data-parallel stream, before the
 //              bucket reductions (Megatron's layernorm/bias gradient all-reduce).
 //

@@ -95,11 +95,13 @@ class Layer {
   // Where each of parameters() sits in its logical (unsharded) tensor, in the same order.
   virtual const std::vector<TensorPlacement>& placements() const = 0;
 
-  // Gradients of replicated parameters that see only this rank's sequence shard (sequence
-  // parallelism: norms, the biases added after a reduce-scatter, position embeddings): partial
-  // sums that the strategy all-reduces over the tensor-parallel group once they are final, as
-  // Megatron-LM does for its sequence-parallel parameters.
-  virtual std::vector<Tensor> sequence_parallel_gradients() const { return {}; }
+  // Gradients of replicated parameters that are partial sums over the tensor-parallel group: those
+  // that see only this rank's sequence shard (sequence parallelism: norms, the biases added after
+  // a reduce-scatter, position embeddings) and a mixture of experts' router under expert-tensor
+  // parallelism (its output gradient holds this rank's slice of the experts' widths). The
+  // strategy all-reduces them over the tensor-parallel group once they are final, as Megatron-LM
+  // does for its sequence-parallel parameters.
+  virtual std::vector<Tensor> tensor_partial_gradients() const { return {}; }
 
   // Gradients of this rank's experts (mixture-of-experts layers, expert parallelism): ranks
   // holding the same experts sum them, not the whole data-parallel group (Megatron-Core's

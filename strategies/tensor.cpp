@@ -67,14 +67,29 @@ std::int64_t Tensor::numel() const {
 namespace tandem {
 
 namespace {
+using Segments = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
 std::vector<std::int64_t> part_shape(const TensorPlacement& p) {
   std::vector<std::int64_t> shape = p.global_shape;
-  if (!p.segments.empty()) {
+  for (const auto& [dim, segments] : {std::pair<int, const Segments&>{p.dim, p.segments}, {p.dim2, p.segments2}}) {
+    if (segments.empty() || dim < 0) continue;
     std::int64_t n = 0;
-    for (const auto& [begin, length] : p.segments) n += length;
-    shape.at(static_cast<std::size_t>(p.dim)) = n;
+    for (const auto& [begin, length] : segments) n += length;
+    shape.at(static_cast<std::size_t>(dim)) = n;
   }
   return shape;
+}
+
+// A coordinate of the part along a sharded dimension, in the global tensor (past its size: -1).
+std::int64_t global_coordinate(std::int64_t c, const Segments& segments, std::int64_t global_size) {
+  for (const auto& [begin, length] : segments) {
+    if (c < length) {
+      c += begin;
+      break;
+    }
+    c -= length;
+  }
+  return c < global_size ? c : -1;
 }
 std::int64_t product(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
@@ -96,17 +111,11 @@ std::int64_t TensorPlacement::global_index(std::int64_t i) const {
     coord[k] = j % shape[k];
     j /= shape[k];
   }
-  if (!segments.empty()) {
-    std::int64_t c = coord[static_cast<std::size_t>(dim)];
-    for (const auto& [begin, length] : segments) {
-      if (c < length) {
-        c += begin;
-        break;
-      }
-      c -= length;
-    }
-    if (c >= global_shape[static_cast<std::size_t>(dim)]) return -1;
-    coord[static_cast<std::size_t>(dim)] = c;
+  for (const auto& [d, parts] : {std::pair<int, const Segments&>{dim, segments}, {dim2, segments2}}) {
+    if (parts.empty() || d < 0) continue;
+    const auto k = static_cast<std::size_t>(d);
+    coord[k] = global_coordinate(coord[k], parts, global_shape[k]);
+    if (coord[k] < 0) return -1;
   }
   std::int64_t g = 0;
   for (std::size_t k = 0; k < shape.size(); ++k) g = g * global_shape[k] + coord[k];

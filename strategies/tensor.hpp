@@ -100,6 +100,11 @@ struct TensorPlacement {
   // Index ranges {begin, length} of dimension `dim` of the global tensor, concatenated in this
   // order, that the rank's (tensor-parallel) part holds; empty: the whole dimension.
   std::vector<std::pair<std::int64_t, std::int64_t>> segments;
+  // A second sharded dimension, its ranges as `segments` (an expert weight under expert and
+  // tensor parallelism: experts along dimension 0 by the expert-parallel rank, their hidden width
+  // by the tensor-parallel one); -1: none.
+  int dim2 = -1;
+  std::vector<std::pair<std::int64_t, std::int64_t>> segments2;
   // The tensor holds elements [flat_offset, flat_offset + numel) of that part (a ZeRO
   // partition); elements past the part's end are padding.
   std::int64_t flat_offset = 0;

@@ -129,6 +129,9 @@ void check_shardable(const TransformerConfig& cfg, const BatchShape& batch,
   if (cfg.num_attention_heads % t) fail("num_attention_heads not divisible by tp_size");
   if (cfg.query_groups() % t) fail("num_query_groups not divisible by tp_size");
   if (cfg.ffn_size() % t) fail("ffn_hidden_size not divisible by tp_size");
+  if (cfg.moe() && cfg.expert_ffn_size() % t) fail("moe_ffn_hidden_size not divisible by tp_size (expert-tensor parallelism)");
+  if (cfg.moe() && cfg.moe_shared_expert_intermediate_size % t)
+    fail("moe_shared_expert_intermediate_size not divisible by tp_size (expert-tensor parallelism)");
   if (batch.micro_batch < 1 || batch.seq_len < 1)
     throw std::invalid_argument(cfg.name + ": micro_batch and seq_len must be >= 1");
   const I64 cp = std::max(ctx.cp_size, 1);
@@ -478,7 +481,7 @@ class EmbeddingLayer final : public VocabTableLayer {
     return x_.vl * x_.h + (learned() ? cfg_.max_positions() * x_.h : 0);
   }
   // With SP each rank adds the positions of its sequence shard only.
-  std::vector<Tensor> sequence_parallel_gradients() const override {
+  std::vector<Tensor> tensor_partial_gradients() const override {
     if (!x_.sp || !pos_.g.valid()) return {};
     return {pos_.g};
   }
@@ -608,9 +611,10 @@ class TransformerBlock final : public LayerBase {
     I64 p = 2 * n;
     p += x_.h * x_.nqkv + (cfg_.bias ? x_.nqkv : 0);
     p += x_.al * x_.d * x_.h + (cfg_.bias ? x_.h : 0);
-    if (moe_)
+    if (moe_)  // the router whole; each expert's (and the shared expert's) width split over tp
       return p + x_.h * cfg_.num_moe_experts +
-             (local_experts_ * cfg_.expert_ffn_size() + cfg_.moe_shared_expert_intermediate_size) * x_.h * (x_.m + 1);
+             (local_experts_ * cfg_.expert_ffn_size() + cfg_.moe_shared_expert_intermediate_size) / x_.t * x_.h *
+                 (x_.m + 1);
     p += x_.h * x_.fl * x_.m + (cfg_.bias ? x_.fl * x_.m : 0);
     p += x_.fl * x_.h + (cfg_.bias ? x_.h : 0);
     return p;
@@ -627,9 +631,11 @@ class TransformerBlock final : public LayerBase {
     // Replicated parameters are whole; a sharded one is `dim` of the global shape split into
     // the parts `segments` (split_parts).
     auto param = [&](const char* what, std::vector<I64> shape, Param& p, std::vector<I64> global = {},
-                     int dim = 0, std::vector<std::pair<I64, I64>> segments = {}) {
+                     int dim = 0, std::vector<std::pair<I64, I64>> segments = {}, int dim2 = -1,
+                     std::vector<std::pair<I64, I64>> segments2 = {}) {
       TensorPlacement where;
       if (!global.empty()) where = sharded(name() + "." + what, std::move(global), dim, std::move(segments));
+      if (dim2 >= 0 && x_.t > 1) where.dim2 = dim2, where.segments2 = std::move(segments2);
       p.w = add_parameter(rt, what, std::move(shape), g, &p.g, std::move(where));
     };
     const I64 a = cfg_.num_attention_heads * x_.d, kv = cfg_.query_groups() * x_.d, f = cfg_.ffn_size();
@@ -644,16 +650,21 @@ class TransformerBlock final : public LayerBase {
     param("mlp.norm.weight", {x_.h}, ln2_w_);
     if (ln) param("mlp.norm.bias", {x_.h}, ln2_b_);
     if (moe_) {
-      // The router (and a shared expert) are replicated; this rank's experts are its rows of every expert tensor
-      // (rank r of the expert-parallel group: experts [r·E/ep, (r+1)·E/ep)).
-      const I64 E = cfg_.num_moe_experts, El = local_experts_, fe = cfg_.expert_ffn_size();
+      // The router is replicated; this rank's experts are its rows of every expert tensor (rank r
+      // of the expert-parallel group: experts [r·E/ep, (r+1)·E/ep)), and with tensor parallelism
+      // its slice of each expert's width (expert-tensor parallelism, as a dense MLP's: fc1's
+      // columns of every part, fc2's rows), the shared expert's too.
+      const I64 E = cfg_.num_moe_experts, El = local_experts_, fe = cfg_.expert_ffn_size(), fel = fe / x_.t;
       const std::vector<std::pair<I64, I64>> mine{{ctx_.ep_rank * El, El}};
+      const auto width = x_.m == 2 ? split_parts({fe, fe}, x_) : split_parts({fe}, x_);
       param("mlp.router.weight", {x_.h, E}, router_w_);
-      param("mlp.experts.fc1.weight", {El, x_.h, fe * x_.m}, fc1_w_, {E, x_.h, fe * x_.m}, 0, mine);
-      param("mlp.experts.fc2.weight", {El, fe, x_.h}, fc2_w_, {E, fe, x_.h}, 0, mine);
+      param("mlp.experts.fc1.weight", {El, x_.h, fel * x_.m}, fc1_w_, {E, x_.h, fe * x_.m}, 0, mine, 2, width);
+      param("mlp.experts.fc2.weight", {El, fel, x_.h}, fc2_w_, {E, fe, x_.h}, 0, mine, 1, split_parts({fe}, x_));
       if (const I64 shared = cfg_.moe_shared_expert_intermediate_size; shared > 0) {
-        param("mlp.shared.fc1.weight", {x_.h, shared * x_.m}, shared_fc1_w_);
-        param("mlp.shared.fc2.weight", {shared, x_.h}, shared_fc2_w_);
+        const I64 sl = shared / x_.t;
+        const auto shared_cols = x_.m == 2 ? split_parts({shared, shared}, x_) : split_parts({shared}, x_);
+        param("mlp.shared.fc1.weight", {x_.h, sl * x_.m}, shared_fc1_w_, {x_.h, shared * x_.m}, 1, shared_cols);
+        param("mlp.shared.fc2.weight", {sl, x_.h}, shared_fc2_w_, {shared, x_.h}, 0, split_parts({shared}, x_));
       }
       return;
     }
@@ -665,11 +676,14 @@ class TransformerBlock final : public LayerBase {
 
   // With SP the norms and the biases added after a reduce-scatter see this rank's sequence
   // shard only.
-  std::vector<Tensor> sequence_parallel_gradients() const override {
-    if (!x_.sp) return {};
+  // Under expert-tensor parallelism the router's too (moe_backward: its output gradient is this
+  // rank's part of the sum over the experts' width slices).
+  std::vector<Tensor> tensor_partial_gradients() const override {
     std::vector<Tensor> out;
-    for (const Param* p : {&ln1_w_, &ln1_b_, &proj_b_, &ln2_w_, &ln2_b_, &fc2_b_})
-      if (p->g.valid()) out.push_back(p->g);
+    if (x_.sp)
+      for (const Param* p : {&ln1_w_, &ln1_b_, &proj_b_, &ln2_w_, &ln2_b_, &fc2_b_})
+        if (p->g.valid()) out.push_back(p->g);
+    if (moe_ && x_.t > 1 && router_w_.g.valid()) out.push_back(router_w_.g);
     return out;
   }
 
@@ -984,6 +998,10 @@ class TransformerBlock final : public LayerBase {
     a.ep = ep_;
     a.backward = backward;
     a.aux_loss_coeff = static_cast<float>(cfg_.moe_aux_loss_coeff);
+    // Under expert-tensor parallelism every tensor rank adds the load-balancing loss's gradient
+    // to its router's partial output gradient, and those are summed (tensor_partial_gradients,
+    // and the input gradient's reduction): each adds its 1/t share.
+    if (backward && step == MoeStep::route && x_.t > 1) a.aux_loss_coeff /= static_cast<float>(x_.t);
     return a;
   }
   void moe_op(Emitter& em, Phase ph, std::string_view what, std::string_view sf, std::vector<Tensor> in,
@@ -1023,13 +1041,22 @@ class TransformerBlock final : public LayerBase {
   }
 
   // Router, routing, dispatch to the experts (over the expert-parallel group), the experts' MLPs
-  // batched, and the weighted combination back in token order.
-  Tensor moe_forward(Emitter& em, int mb, Phase ph, std::string_view sf, const Tensor& ln2, bool keep_all) {
+  // batched, and the weighted combination back in token order. Expert-tensor parallelism (t > 1,
+  // Megatron's expert_tensor_parallel_size equal to the tensor-parallel size): every rank of the
+  // tensor group routes all of the micro-batch's tokens (all-gathered from the sequence shards
+  // with SP) the same way, its experts hold its slice of each expert's width as a dense MLP's
+  // ranks do, so the combined output (and the shared expert's) is a partial sum, all-reduced (or
+  // reduce-scattered with SP) over the tensor group as the dense MLP's is.
+  Tensor moe_forward(Emitter& em, int mb, Phase ph, std::string_view sf, const Tensor& ln2_local, bool keep_all) {
     Runtime& rt = em.rt();
     capacity_ = capacity_on(rt);
     const DType dt = batch_.dtype;
-    const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
+    // fe: this rank's slice of each expert's width
+    const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size() / x_.t;
     const I64 rows = ep_ * capacity_;
+    Handle gathered;
+    const Tensor ln2 = gather_full(em, ctx_, x_, dt, ph, "mlp.moe", sf, ln2_local, false, &gathered);
+    if (ln2.id != ln2_local.id) em.release_after(ln2_local, gathered);  // backward keeps the gathered tokens
     auto alloc = [&](const std::string& what, std::vector<I64> shape, DType type) {
       return activation(em, what, std::move(shape), type);
     };
@@ -1060,7 +1087,7 @@ class TransformerBlock final : public LayerBase {
     Tensor expert_out = from_experts(em, ph, sf, "mlp.combine", out);
     Tensor y = alloc("mlp.combine.out", {x_.b, x_.s, x_.h}, dt);
     moe_op(em, ph, "mlp.combine", sf, {expert_out, experts, slots, gates}, {y}, moe_args(MoeStep::combine, false));
-    if (const I64 shared = cfg_.moe_shared_expert_intermediate_size; shared > 0) {
+    if (const I64 shared = cfg_.moe_shared_expert_intermediate_size / x_.t; shared > 0) {
       // The shared expert on every token, added to the routed experts' sum.
       Tensor s_fc1 = alloc("mlp.shared.fc1.out", {x_.b, x_.s, shared * x_.m}, dt);
       gemm_op(em, ph, "mlp.shared.fc1", sf, ln2, shared_fc1_w_.w, s_fc1, GemmArgs{T, shared * x_.m, x_.h});
@@ -1079,17 +1106,24 @@ class TransformerBlock final : public LayerBase {
     keep("experts", experts);
     keep("slots", slots);
     keep("probs", probs);
-    return y;
+    return reduce_partial(em, ctx_, x_, dt, ph, "mlp.moe", sf, y);
   }
 
   // The mixture of experts' backward from its output gradient `d_y` (`dy` when there is no
   // dropout, which the caller still owns): returns the gradient of its input ln2.
-  Tensor moe_backward(Emitter& em, int mb, const Tensor& d_y, const Tensor& dy, WeightPass& weights) {
+  // Under expert-tensor parallelism the gradients below the combination are partial sums over the
+  // tensor group (the gates' gradient reads this rank's partial output), all linear in them: the
+  // router's, the experts' and the shared expert's input gradients add up into one partial sum,
+  // reduced over the group at the end as the dense MLP's input gradient is.
+  Tensor moe_backward(Emitter& em, int mb, const Tensor& d_y_local, const Tensor& dy, WeightPass& weights) {
     Runtime& rt = em.rt();
     capacity_ = capacity_on(rt);
     const Phase ph = Phase::backward;
-    const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size();
+    const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size() / x_.t;
     const I64 rows = ep_ * capacity_;
+    Handle gathered;
+    const Tensor d_y = gather_full(em, ctx_, x_, batch_.dtype, ph, "mlp.moe", "bwd", d_y_local, false, &gathered);
+    if (d_y.id != d_y_local.id && d_y_local.id != dy.id) em.release_after(d_y_local, gathered);
     auto alloc = [&](const std::string& what, std::vector<I64> shape) { return activation(em, what, std::move(shape)); };
     // A weight gradient of a batched expert GEMM (or the router's), deferred with a split backward.
     auto weight_gradient = [&](const char* what, const Tensor& in, const Tensor& d_out, const Param& w, GemmArgs g) {
@@ -1108,7 +1142,7 @@ class TransformerBlock final : public LayerBase {
     moe_op(em, ph, "mlp.combine", "bwd", {d_y, expert_out, experts, slots, gates}, {d_out, d_gates},
            moe_args(MoeStep::combine, true));
     rt.release(expert_out);
-    const I64 shared = cfg_.moe_shared_expert_intermediate_size;
+    const I64 shared = cfg_.moe_shared_expert_intermediate_size / x_.t;
     Tensor d_s_fc1;
     if (shared > 0) {
       // The shared expert's backward down to its fc1 output gradient; its input gradient joins
@@ -1181,7 +1215,7 @@ class TransformerBlock final : public LayerBase {
       weights.release(d_s_fc1);
     }
     weight_gradient("mlp.router", ln2, d_logits, router_w_, GemmArgs{x_.h, E, T});
-    return d_ln2;
+    return reduce_partial(em, ctx_, x_, batch_.dtype, ph, "mlp.moe", "bwd", d_ln2);
   }
 
   // Dropout on the branch output, then the residual add; takes `branch`, returns the new
@@ -1300,7 +1334,7 @@ class LMHead final : public VocabTableLayer {
     return norm_params(cfg_) + (cfg_.tied_embeddings ? 0 : x_.vl * x_.h);
   }
   // With SP the final norm sees this rank's sequence shard only.
-  std::vector<Tensor> sequence_parallel_gradients() const override {
+  std::vector<Tensor> tensor_partial_gradients() const override {
     if (!x_.sp) return {};
     std::vector<Tensor> out;
     for (const Param* p : {&norm_w_, &norm_b_})

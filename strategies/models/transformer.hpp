@@ -25,7 +25,11 @@
 // op.hpp). Sequence-parallel collectives move [b, s, h] activations to and from the sequence
 // shards [b, s/t, h] out of place (CommShards along dimension 1); the gradients of parameters
 // applied on a sequence shard (norms, the biases after a reduce-scatter, positions) are
-// partial and listed by sequence_parallel_gradients() for the strategy to all-reduce.
+// partial and listed by tensor_partial_gradients() for the strategy to all-reduce.
+// Mixture-of-experts blocks under tensor parallelism split each expert's width (and the shared
+// expert's) as the dense MLP's (expert-tensor parallelism equal to the tensor-parallel size): every
+// rank of the tensor group routes all tokens alike, and the block's output and input gradient are
+// reduced over the group as the dense MLP's are; the router's gradient is a partial sum there.
 // Every parameter is placed in its logical tensor (placements(): QKV's columns are this rank's
 // slices of Q, K and V; fc1's of gate and up), so a backend can initialise and checkpoint it
 // as part of the one global tensor.

@@ -199,7 +199,13 @@ INSTANTIATE_TEST_SUITE_P(
                       named("moe_dp4_ep4", {.dp = 4, .moe = true, .ep = 4}),
                       named("moe_pp2_dp2_ep2", {.pp = 2, .dp = 2, .moe = true, .ep = 2}),
                       named("moe_pp2_dp2_ep2_zb_h1",
-                            {.pp = 2, .dp = 2, .schedule = PipelineSchedule::zb_h1, .moe = true, .ep = 2})),
+                            {.pp = 2, .dp = 2, .schedule = PipelineSchedule::zb_h1, .moe = true, .ep = 2}),
+                      // Expert-tensor parallelism: each expert's width split over the tensor
+                      // group, with and without expert parallelism and sequence parallelism.
+                      named("moe_tp2", {.tp = 2, .moe = true}),
+                      named("moe_tp2_dp2_ep2", {.tp = 2, .dp = 2, .moe = true, .ep = 2}),
+                      named("moe_tp2_sp_dp2_ep2", {.tp = 2, .dp = 2, .sp = true, .moe = true, .ep = 2}),
+                      named("moe_tp2_sp_pp2", {.tp = 2, .pp = 2, .sp = true, .moe = true})),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- checkpoints across strategies

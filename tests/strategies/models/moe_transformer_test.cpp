@@ -156,6 +156,60 @@ TEST(MoeTransformer, ExpertParallelismHoldsAShareOfTheExpertsAndExchangesTokens)
   EXPECT_TRUE(placed);
 }
 
+// Expert-tensor parallelism (tensor parallelism with experts): each expert's width split over the
+// tensor group as a dense MLP's, the output and input gradient reduced over it once each, the
+// router's gradient a partial sum the strategy reduces.
+TEST(MoeTransformer, ExpertTensorParallelismSplitsEachExpertsWidthAndReducesOverTheTensorGroup) {
+  TransformerConfig c = transformer_preset("mixtral-8x7b");
+  c.num_layers = 1;
+  c.moe_expert_capacity_factor = 1.0;
+  const TransformerModel model(c);
+  const ParallelContext experts_only = expert_context(4, 2);
+  ParallelContext etp = experts_only;
+  etp.tp_size = 2;
+  etp.tp_rank = 1;
+  etp.tp_group.id = 3;
+  etp.tp_group.ranks = {0, 1};
+  const auto whole = model.build_layers(shape(1, 1024), experts_only);
+  const auto split = model.build_layers(shape(1, 1024), etp);
+  const std::int64_t h = c.hidden_size, a = c.num_attention_heads * c.head_dim(), kv = c.query_groups() * c.head_dim();
+  const std::int64_t attention = h * (a + 2 * kv) + a * h, expert = 3 * h * c.expert_ffn_size();
+  // Half of attention's and of this rank's 2 experts' weights; the router and norms whole.
+  EXPECT_EQ(whole[1]->local_parameter_count() - split[1]->local_parameter_count(), attention / 2 + 2 * expert / 2);
+  RecordingRuntime rt;
+  split[1]->allocate(rt, true);
+  const std::vector<Tensor> partial = split[1]->tensor_partial_gradients();
+  ASSERT_EQ(partial.size(), 1u);  // the router's (no sequence parallelism)
+  const Tensor x = rt.alloc("x", {1, 1024, h}, DType::bf16, MemCategory::activations);
+  rt.release(split[1]->backward(rt, split[1]->forward(rt, x, 0), 0));
+  int moe_reductions = 0, all_to_all = 0;
+  for (const auto& op : rt.ops()) {
+    if (op.kind == OpKind::all_to_all) {
+      ++all_to_all;
+      EXPECT_EQ(op.group_id, 8);
+    }
+    if (op.kind == OpKind::all_reduce && op.label.find("mlp.moe") != std::string::npos) {
+      ++moe_reductions;
+      EXPECT_EQ(op.group_id, 3);
+    }
+  }
+  EXPECT_EQ(all_to_all, 4);
+  EXPECT_EQ(moe_reductions, 2);  // the output (forward) and the input gradient (backward)
+  // fc1 [8, h, 2f] (gate | up): experts [4, 6) along dimension 0, and of every part the second
+  // half of its f columns along dimension 2.
+  const std::int64_t f = c.expert_ffn_size();
+  bool placed = false;
+  for (const TensorPlacement& p : split[1]->placements())
+    if (p.name == "layer0.mlp.experts.fc1.weight") {
+      placed = true;
+      EXPECT_EQ(p.part_numel(), 2 * h * f);
+      EXPECT_EQ(p.global_index(0), (4 * h + 0) * 2 * f + f / 2);               // expert 4, row 0, gate column f/2
+      EXPECT_EQ(p.global_index(f / 2), (4 * h + 0) * 2 * f + f + f / 2);       // its up part
+      EXPECT_EQ(p.global_index(h * f + 1), (5 * h + 0) * 2 * f + f / 2 + 1);  // expert 5
+    }
+  EXPECT_TRUE(placed);
+}
+
 TEST(MoeTransformer, KnobsOutOfRangeAreRefusedNamingTheField) {
   TransformerConfig c = transformer_preset("mixtral-8x7b");
   c.moe_router_topk = 9;
