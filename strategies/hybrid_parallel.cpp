@@ -71,6 +71,7 @@ class HybridRank final : public RankProgram {
     data_group_ = l.data_context_group(rank);
     block_group_ = l.data_block_group(rank, plan_.parallel.local_sgd_group_size);
     dp_index_ = data_group_.index_of(rank);
+    expert_dp_index_ = expert_data_group_.index_of(rank);
   }
 
   void setup(Runtime& rt) override {
@@ -80,6 +81,7 @@ class HybridRank final : public RankProgram {
     const int zero = plan_.parallel.zero_stage;
     const int n = zero >= 1 ? data_group_.size() : 1;
     optimizer_ = ShardedAdam(n, plan_.parallel.offload_optimizer);
+    expert_optimizer_ = ShardedAdam(expert_data_group_.size(), plan_.parallel.offload_optimizer);
     chunks_.resize(v);
     for (int c = 0; c < v; ++c) {
       const int k = c * p + me_.pp;
@@ -87,7 +89,16 @@ class HybridRank final : public RankProgram {
         Layer& layer = *all[i];
         // ZeRO-2/3 keep no persistent full gradient: a shard accumulator instead.
         layer.allocate(rt, /*with_gradients=*/true);
-        optimizer_.allocate(rt, layer.name(), layer.parameters(), layer.placements(), zero >= 1 ? dp_index_ : 0);
+        if (shards_experts_apart()) {
+          // ZeRO-1 with expert parallelism: the experts' optimizer state sharded over the replicas
+          // holding the same experts (Megatron-Core's expert-data-parallel group), the rest over all.
+          const ExpertSplit split = split_experts(layer);
+          optimizer_.allocate(rt, layer.name(), split.dense, split.dense_where, dp_index_);
+          expert_optimizer_.allocate(rt, layer.name(), split.experts, split.experts_where, expert_dp_index_);
+          for (const Tensor& w : split.experts) expert_parameters_.insert(w.id);
+        } else {
+          optimizer_.allocate(rt, layer.name(), layer.parameters(), layer.placements(), zero >= 1 ? dp_index_ : 0);
+        }
         Shards& shards = shards_[layer.name()];
         const auto& where = layer.placements();
         if (zero >= 2) {
@@ -346,10 +357,43 @@ class HybridRank final : public RankProgram {
   }
 
   // ZeRO-1/2: every rank updated its part of the parameters; the new values are all-gathered on
-  // the data-parallel stream.
+  // the data-parallel stream (the experts' over the expert-data-parallel group: the ranks that
+  // shared out their update).
   Handle gather_updated_parameters(Runtime& rt, const std::vector<Tensor>& updated, const std::string& label) {
-    return ops::all_gather(rt, Phase::optimizer, label, updated, data_group_,
-                           Issue{Stream::dp_comm, {rt.record(Stream::compute)}});
+    const Issue issue{Stream::dp_comm, {rt.record(Stream::compute)}};
+    if (!shards_experts_apart()) return ops::all_gather(rt, Phase::optimizer, label, updated, data_group_, issue);
+    std::vector<Tensor> dense, experts;
+    for (const Tensor& w : updated) (expert_parameters_.count(w.id) ? experts : dense).push_back(w);
+    if (!dense.empty()) ops::all_gather(rt, Phase::optimizer, label, dense, data_group_, issue);
+    if (!experts.empty() && expert_data_group_.size() > 1)  // (ep = dp: each rank updated its experts whole)
+      ops::all_gather(rt, Phase::optimizer, "ep_" + label, experts, expert_data_group_, issue);
+    return rt.record(Stream::dp_comm);  // both, in the stream's order
+  }
+  // ZeRO-1 with expert parallelism keeps the experts' optimizer state apart (expert_optimizer_).
+  bool shards_experts_apart() const { return plan_.parallel.zero_stage == 1 && ctx_.ep_size > 1; }
+  // A layer's parameters (with their placements), its experts' apart from the rest.
+  struct ExpertSplit {
+    std::vector<Tensor> dense, experts;
+    std::vector<TensorPlacement> dense_where, experts_where;
+  };
+  ExpertSplit split_experts(const Layer& layer) const {
+    const std::vector<Tensor> experts = layer.expert_gradients();
+    ExpertSplit split;
+    for (std::size_t j = 0; j < layer.parameters().size(); ++j) {
+      const bool expert = std::any_of(experts.begin(), experts.end(), [&](const Tensor& g) {
+        return g.id == layer.gradients()[j].id;
+      });
+      (expert ? split.experts : split.dense).push_back(layer.parameters()[j]);
+      (expert ? split.experts_where : split.dense_where).push_back(layer.placements()[j]);
+    }
+    return split;
+  }
+  // A layer's gradients, in split_experts' two orders.
+  std::pair<std::vector<Tensor>, std::vector<Tensor>> split_gradients(const Layer& layer) const {
+    std::pair<std::vector<Tensor>, std::vector<Tensor>> out;
+    for (std::size_t j = 0; j < layer.gradients().size(); ++j)
+      (expert_parameters_.count(layer.parameters()[j].id) ? out.second : out.first).push_back(layer.gradients()[j]);
+    return out;
   }
   std::vector<Tensor> all_parameters() const {
     std::vector<Tensor> all;
@@ -418,6 +462,14 @@ class HybridRank final : public RankProgram {
         // Which part of the full tensors this rank updates: its own under ZeRO (a part tensor
         // is read from its start, a full one at the part's offset); the whole without ZeRO.
         const int shard_index = plan_.parallel.zero_stage >= 1 ? dp_index_ : 0;
+        if (shards_experts_apart()) {
+          const ExpertSplit split = split_experts(*layer);
+          const auto [dense_grads, expert_grads] = split_gradients(*layer);
+          optimizer_.step(rt, layer->name(), split.dense, dense_grads, plan_.training, grad_scale, iteration, dp_index_);
+          expert_optimizer_.step(rt, layer->name(), split.experts, expert_grads, plan_.training, grad_scale, iteration,
+                                 expert_dp_index_);
+          continue;
+        }
         optimizer_.step(rt, layer->name(), params, grads, plan_.training, grad_scale, iteration, shard_index);
       }
     // ZeRO-1/2 gather the updated parameters now, or during the next step's forward (ZeRO-3 keeps
@@ -441,6 +493,9 @@ class HybridRank final : public RankProgram {
   std::map<int, std::pair<const Layer*, std::size_t>> grad_owner_;  // gradient id -> (layer, index)
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
   ShardedAdam optimizer_;
+  ShardedAdam expert_optimizer_;        // ZeRO-1 with expert parallelism: the experts' (shards_experts_apart)
+  std::set<int> expert_parameters_;     // their parameters' ids
+  int expert_dp_index_ = 0;             // this rank's index in its expert-data-parallel group
   struct Shards {
     std::vector<Tensor> grads, params;  // ZeRO-2 gradient and ZeRO-3 parameter shards
   };
@@ -470,8 +525,9 @@ void check_experts(const Model& model, const ParallelConfig& p) {
   // Tensor parallelism splits each expert's width too (expert-tensor parallelism, transformer.hpp).
   const char* not_built = " with experts is not built yet";
   if (p.context_parallel_size > 1) throw StrategyError("strategy.context_parallel_size", std::string("context parallelism") + not_built);
-  if (p.zero_stage > 0)
-    throw StrategyError("strategy.zero_stage", std::string("ZeRO") + not_built + " (sharding over the expert-data-parallel group): zero_stage 0");
+  if (p.zero_stage > 1)
+    throw StrategyError("strategy.zero_stage", std::string("ZeRO-2/3") + not_built +
+                                                   " (their gradient and parameter shards over the expert-data-parallel group): zero_stage 0 or 1");
   if (p.local_sgd_steps > 1) throw StrategyError("strategy.local_sgd_steps", std::string("local SGD") + not_built);
   if (p.gradient_compression.enabled())
     throw StrategyError("strategy.gradient_compression", std::string("gradient compression") + not_built);

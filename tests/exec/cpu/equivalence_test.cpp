@@ -205,7 +205,12 @@ INSTANTIATE_TEST_SUITE_P(
                       named("moe_tp2", {.tp = 2, .moe = true}),
                       named("moe_tp2_dp2_ep2", {.tp = 2, .dp = 2, .moe = true, .ep = 2}),
                       named("moe_tp2_sp_dp2_ep2", {.tp = 2, .dp = 2, .sp = true, .moe = true, .ep = 2}),
-                      named("moe_tp2_sp_pp2", {.tp = 2, .pp = 2, .sp = true, .moe = true})),
+                      named("moe_tp2_sp_pp2", {.tp = 2, .pp = 2, .sp = true, .moe = true}),
+                      // ZeRO-1 with experts: their optimizer state sharded over the replicas
+                      // holding the same experts, the rest over all of them.
+                      named("moe_dp4_ep2_zero1", {.dp = 4, .zero = 1, .moe = true, .ep = 2}),
+                      named("moe_dp2_ep2_zero1_bf16", {.dp = 2, .zero = 1, .precision = DType::bf16, .moe = true, .ep = 2}),
+                      named("moe_tp2_dp4_ep2_zero1", {.tp = 2, .dp = 4, .zero = 1, .moe = true, .ep = 2})),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- checkpoints across strategies
@@ -224,6 +229,7 @@ void expect_resumable(const Shape& first, const Shape& second) {
   Shape single;
   single.precision = first.precision;
   single.rope = first.rope;
+  single.moe = first.moe;
   const RunResult straight = run(single, 4);
   const fs::path p = checkpoint_path(first.name + "-" + second.name);
   RunOptions save = options(2);
@@ -235,7 +241,7 @@ void expect_resumable(const Shape& first, const Shape& second) {
   ASSERT_EQ(resumed.first_iteration, 2) << what;
   RunResult tail = straight;
   tail.iterations.erase(tail.iterations.begin(), tail.iterations.begin() + 2);
-  expect_equivalent(resumed, tail, what, 4);
+  expect_equivalent(resumed, tail, what, 4, first.moe ? kMoeParamAbsolute : kParamAbsolute);
 }
 
 TEST(EquivalentCheckpoint, DataParallelCheckpointResumesUnderTensorParallel) {
@@ -264,6 +270,13 @@ TEST(EquivalentCheckpoint, OverlappedParameterGatherCheckpointResumesOnOneRank) 
 
 TEST(EquivalentCheckpoint, ContextParallelCheckpointResumesUnderTensorParallel) {
   expect_resumable(named("cp2_dp2", {.dp = 2, .cp = 2, .rope = true}), named("tp2", {.tp = 2, .rope = true}));
+}
+
+// Experts split over replicas and over the tensor group (two sharded dimensions), their optimizer
+// state over the expert-data-parallel group: restored under another split of both.
+TEST(EquivalentCheckpoint, ExpertTensorParallelZeroOneCheckpointResumesUnderAnotherExpertSplit) {
+  expect_resumable(named("moe_tp2_dp4_ep2_zero1", {.tp = 2, .dp = 4, .zero = 1, .moe = true, .ep = 2}),
+                   named("moe_dp2_ep2", {.dp = 2, .moe = true, .ep = 2}));
 }
 
 TEST(EquivalentCheckpoint, HybridCheckpointResumesOnOneRank) {
