@@ -68,6 +68,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
                   "with --elastic, the survivors' plan: shrink (the scenario's, fewer data-parallel replicas) or "
                   "search (the strategy search's best for their devices)")
       ->check(CLI::IsMember({"shrink", "search"}));
+  cmd->add_option("--repair-after", o.repair_after,
+                  "with --elastic: iterations after a shrink until the lost devices are back (repaired); the job "
+                  "then grows back to the scenario's plan from its next checkpoint (default: never)")
+      ->check(CLI::Range(1, 100000000));
   cmd->add_option("--slow-rank", o.slow_ranks,
                   "R:F makes rank R a straggler: its kernels take F (>= 1) times as long (repeatable; the "
                   "scenario's stragglers: section does the same)");
@@ -171,10 +175,16 @@ int run_run(const RunCommandOptions& o) {
     elastic.spares = o.spares;
     elastic.heartbeat_timeout_s = o.heartbeat_timeout_s;
     elastic.replan_by_search = o.replan == "search";
+    elastic.repair_after = o.repair_after;
     return run_elastic(o, elastic);
   }
-  if (o.spares != 0 || o.replan != "shrink" || o.heartbeat_timeout_s != ElasticOptions{}.heartbeat_timeout_s)
-    throw InputError("command line", 0, o.spares != 0 ? "--spares" : o.replan != "shrink" ? "--replan" : "--heartbeat-timeout",
+  if (o.spares != 0 || o.replan != "shrink" || o.heartbeat_timeout_s != ElasticOptions{}.heartbeat_timeout_s ||
+      o.repair_after != 0)
+    throw InputError("command line", 0,
+                     o.spares != 0              ? "--spares"
+                     : o.replan != "shrink"     ? "--replan"
+                     : o.repair_after != 0      ? "--repair-after"
+                                                : "--heartbeat-timeout",
                      "belongs to --elastic runs");
 #ifdef TANDEM_HAVE_CUDA
   const char* available = "cpu, cuda";

@@ -45,6 +45,7 @@ struct RunCommandOptions {
   int spares = 0;                       // --spares
   double heartbeat_timeout_s = 30;      // --heartbeat-timeout
   std::string replan = "shrink";        // --replan shrink|search
+  int repair_after = 0;                 // --repair-after N (0: never)
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

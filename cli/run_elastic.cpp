@@ -116,6 +116,9 @@ struct Failure {
   double predicted_restart_s = -1, predicted_recovered_s = -1;  // predict_recoveries
   std::string next_plan;  // "the same plan on a spare device" or the new strategy
   Clock::time_point detected;
+  // Not a failure: a shrunk job stopped at a checkpoint because the lost devices are back
+  // (--repair-after), resumed on the scenario's plan. Measured and predicted as a restart.
+  bool regrowth = false;
 };
 
 // A rank's heartbeat: "<pid> <next iteration>" (distributed/mpi_cpu_run.cpp).
@@ -267,7 +270,8 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   int ranks = first_strategy->world_size();
   int spares = e.spares;
   std::vector<Attempt> attempts;
-  std::vector<Failure> failures;
+  std::vector<Failure> failures;  // and regrowths (Failure::regrowth)
+  std::optional<int> regrow_at;   // --repair-after: the shrunk job's checkpoint where it grows back
   std::map<int, double> losses;  // per iteration, the last job's that ran it
   const bool quiet = o.json_path == "-";
   std::ostream& say = quiet ? std::cerr : std::cout;
@@ -323,6 +327,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     int status = -1;
     Clock::time_point job_ended;
     bool ranks_stopped = false;
+    bool regrowing = false;
     const auto follow_output = [&] {
       if (!out.is_open()) out.open(a.out);
       if (!out.is_open()) return;
@@ -402,8 +407,16 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
           cause = text;
         }
       }
+      if (!detected && regrow_at && slowest >= *regrow_at) {
+        // The devices lost are back and every rank is past the checkpoint at *regrow_at: the job
+        // stops there and grows back.
+        regrowing = true;
+        detected = now;
+        detected_unix = unix_now_s();
+        cause = "the lost devices are back";
+      }
       if (detected && !ranks_stopped) {
-        // The job is lost: its other ranks wait for the failed one in a collective and would not
+        // The job is lost (or stops to grow back): its other ranks wait for the failed one in a collective and would not
         // stop on SIGTERM. Killed now, the restart starts at once; their state is the
         // checkpoint's, and a checkpoint being written is a temporary file (removed below).
         for (const Beat& b : beats)
@@ -418,6 +431,40 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     for (const Beat& b : beats)  // a checkpoint a killed rank was writing (common/output_set.hpp's name)
       if (b.pid > 0) fs::remove(o.checkpoint_path + ".tmp." + std::to_string(b.pid), not_there);
     if (code == 0) break;
+    // The checkpoint the next job resumes from, held by a link of its own: the iteration read
+    // here is the one it starts at whatever is written to the checkpoint's name later.
+    const auto snapshot_checkpoint = [&] {
+      if (!fs::exists(o.checkpoint_path)) return;
+      const fs::path snapshot = work / ("resume-" + std::to_string(a.index + 1) + ".ck");
+      std::error_code no_link;
+      fs::create_hard_link(o.checkpoint_path, snapshot, no_link);
+      if (no_link) fs::copy_file(o.checkpoint_path, snapshot, fs::copy_options::overwrite_existing);
+      resume_file = snapshot.string();
+      resume_from = exec::cpu::load_checkpoint(resume_file).next_iteration;
+    };
+    if (regrowing) {
+      Failure g;
+      g.regrowth = true;
+      g.attempt = a.index;
+      g.cause = cause;
+      g.at_iteration = furthest;
+      g.detected_at_unix_s = *detected_unix;
+      g.detected = *detected;
+      g.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
+      snapshot_checkpoint();
+      g.resumed_from = resume_from;
+      g.lost_iterations = std::max(0, furthest - resume_from);
+      plan = scenario;
+      plan_file = o.scenario;
+      ranks = first_strategy->world_size();
+      g.next_plan = first_strategy->name();
+      regrow_at.reset();
+      failures.push_back(g);
+      if (!quiet)
+        say << "regrowth    job " << a.index << " stopped at iteration " << resume_from
+            << ": the lost devices are back; resuming on " << g.next_plan << "\n" << std::flush;
+      continue;
+    }
     const std::string err = read_all(a.err);
     if (code == 2 || code == 3) {  // bad input or divergence: a restart would meet it again
       std::cerr << err;
@@ -444,21 +491,13 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     f.detected_at_unix_s = *detected_unix;
     f.detected = *detected;
     f.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
-    if (fs::exists(o.checkpoint_path)) {
-      // The next job resumes from this very checkpoint, held by a link of its own: the iteration
-      // read here is the one it starts at whatever is written to the checkpoint's name later.
-      const fs::path snapshot = work / ("resume-" + std::to_string(a.index + 1) + ".ck");
-      std::error_code no_link;
-      fs::create_hard_link(o.checkpoint_path, snapshot, no_link);
-      if (no_link) fs::copy_file(o.checkpoint_path, snapshot, fs::copy_options::overwrite_existing);
-      resume_file = snapshot.string();
-      resume_from = exec::cpu::load_checkpoint(resume_file).next_iteration;
-    }
+    snapshot_checkpoint();
     f.resumed_from = resume_from;
     f.lost_iterations = std::max(0, furthest - resume_from);
-    if (static_cast<int>(failures.size()) >= e.max_restarts)
+    const auto failed = std::count_if(failures.begin(), failures.end(), [](const Failure& x) { return !x.regrowth; });
+    if (failed >= e.max_restarts)
       throw std::runtime_error("rank " + std::to_string(dead_rank) + " failed (" + cause + ") after " +
-                               std::to_string(failures.size()) + " restarts (--max-restarts)");
+                               std::to_string(failed) + " restarts (--max-restarts)");
     if (spares > 0) {
       --spares;
       f.next_plan = "the same plan on a spare device";
@@ -474,6 +513,12 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       const auto strategy = make_strategy(plan);
       ranks = strategy->world_size();
       f.next_plan = strategy->name();
+      // Shrunk: the devices lost come back --repair-after iterations on, and the job grows back
+      // at its first checkpoint from then (checkpoints every `every` iterations from resume_from).
+      if (e.repair_after > 0) {
+        const int g = resume_from + (e.repair_after + every - 1) / every * every;
+        if (g < end_iteration) regrow_at = g;
+      }
     }
     failures.push_back(f);
     if (!quiet) {
@@ -503,13 +548,22 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
                          {"simulated_iteration_s", simulated_s[i]}});
   }
   j["failures"] = nlohmann::json::array();
-  for (const Failure& f : failures)
-    j["failures"].push_back({{"job", f.attempt}, {"rank", f.rank}, {"cause", f.cause}, {"at_iteration", f.at_iteration},
-                             {"detected_at_unix_s", f.detected_at_unix_s}, {"resumed_from", f.resumed_from},
-                             {"lost_iterations", f.lost_iterations}, {"restart_s", f.restart_s},
-                             {"recovered_s", f.recovered_s}, {"stop_s", f.stop_s},
-                             {"predicted_restart_s", f.predicted_restart_s},
-                             {"predicted_recovered_s", f.predicted_recovered_s}, {"next_plan", f.next_plan}});
+  j["regrowths"] = nlohmann::json::array();
+  for (const Failure& f : failures) {
+    nlohmann::json r{{"job", f.attempt}, {"at_iteration", f.at_iteration}, {"resumed_from", f.resumed_from},
+                     {"lost_iterations", f.lost_iterations}, {"restart_s", f.restart_s},
+                     {"recovered_s", f.recovered_s}, {"stop_s", f.stop_s},
+                     {"predicted_restart_s", f.predicted_restart_s},
+                     {"predicted_recovered_s", f.predicted_recovered_s}, {"next_plan", f.next_plan}};
+    if (f.regrowth) {
+      j["regrowths"].push_back(r);
+      continue;
+    }
+    r["rank"] = f.rank;
+    r["cause"] = f.cause;
+    r["detected_at_unix_s"] = f.detected_at_unix_s;
+    j["failures"].push_back(r);
+  }
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& [it, loss] : losses) curve.push_back({{"iteration", it}, {"loss", loss}});
   j["losses"] = curve;
@@ -526,9 +580,10 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   char line[400];
   for (const Failure& f : failures) {
     std::snprintf(line, sizeof line,
-                  "recovery    job %d: restarted in %.2f s (ranks ready at the checkpoint), back at iteration %d "
-                  "%.2f s after the failure was detected",
-                  f.attempt + 1, f.restart_s, f.at_iteration, f.recovered_s);
+                  "%-11s job %d: restarted in %.2f s (ranks ready at the checkpoint), back at iteration %d "
+                  "%.2f s after the %s",
+                  f.regrowth ? "regrown" : "recovery", f.attempt + 1, f.restart_s, f.at_iteration, f.recovered_s,
+                  f.regrowth ? "stop" : "failure was detected");
     say << line;
     if (f.predicted_recovered_s >= 0) {
       std::snprintf(line, sizeof line, "; predicted %.2f s and %.2f s", f.predicted_restart_s, f.predicted_recovered_s);
@@ -536,8 +591,11 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     }
     say << "\n";
   }
-  std::snprintf(line, sizeof line, "elastic     %d iteration(s) trained in %zu job(s), %zu failure(s); final strategy %s\n",
-                end_iteration - attempts.front().first_iteration, attempts.size(), failures.size(), attempts.back().strategy.c_str());
+  const auto regrown = std::count_if(failures.begin(), failures.end(), [](const Failure& x) { return x.regrowth; });
+  std::snprintf(line, sizeof line,
+                "elastic     %d iteration(s) trained in %zu job(s), %zu failure(s), %zu regrowth(s); final strategy %s\n",
+                end_iteration - attempts.front().first_iteration, attempts.size(), failures.size() - regrown,
+                static_cast<std::size_t>(regrown), attempts.back().strategy.c_str());
   say << line << "checkpoint  " << o.checkpoint_path << "\n";
   return 0;
 }

@@ -9,7 +9,8 @@
 // (the same plan), else on the survivors with a re-planned strategy (--replan shrink: the
 // scenario's, data parallelism shrunk to what the surviving devices hold and the global batch
 // splits evenly; --replan search: the strategy search's best plan for their devices, simulated;
-// the checkpoint restores across strategies). The loss curve goes on as an uninterrupted run's
+// the checkpoint restores across strategies); with --repair-after, a shrunk job grows back to the
+// scenario's plan once the lost devices return. The loss curve goes on as an uninterrupted run's
 // would: the same data per iteration, the same state. It prints each failure, its detection and
 // the recovery (restart time, iterations lost), and with --json the whole account.
 #pragma once
@@ -25,6 +26,9 @@ struct ElasticOptions {
   // --replan search: the survivors' plan is the strategy search's best for their devices
   // (simulated), instead of the scenario's with data parallelism shrunk.
   bool replan_by_search = false;
+  // --repair-after N: N iterations after a shrink the lost devices are back; at the job's next
+  // checkpoint it is stopped and resumed on the scenario's plan (growing back). 0: never.
+  int repair_after = 0;
 };
 
 int run_elastic(const RunCommandOptions& run, const ElasticOptions& elastic);

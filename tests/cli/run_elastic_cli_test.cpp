@@ -164,6 +164,37 @@ TEST(RunElasticCli, WhatAnElasticRunCannotTakeIsRefusedAtItsOption) {
   const cli_test::CliRun spares = cli_test::run_tandem("run gpt-tiny-localhost --iterations 1 --spares 2");
   EXPECT_EQ(spares.status, 2) << spares.err;
   EXPECT_NE(spares.err.find("--spares"), std::string::npos) << spares.err;
+  const cli_test::CliRun repair = cli_test::run_tandem("run gpt-tiny-localhost --iterations 1 --repair-after 5");
+  EXPECT_EQ(repair.status, 2) << repair.err;
+  EXPECT_NE(repair.err.find("--repair-after"), std::string::npos) << repair.err;
+}
+
+// Growing back (issue 15): shrunk to one rank by a kill, the job is stopped at its first checkpoint
+// --repair-after iterations on and resumed on the scenario's two ranks; the loss curve goes on.
+TEST(RunElasticCli, AShrunkJobGrowsBackToItsPlanWhenTheLostDevicesReturn) {
+  if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const fs::path dir = cli_test::fresh_dir("tandem-elastic", "regrow");
+  const int iterations = 150;
+  start_elastic(dir, iterations, "--repair-after 10");
+  const pid_t victim = wait_for_beat(dir, 0, 1, 20);
+  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const nlohmann::json account = wait_for_account(dir);
+  ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
+  ASSERT_EQ(account["regrowths"].size(), 1u) << account.dump(2);
+  ASSERT_EQ(account["jobs"].size(), 3u) << account.dump(2);
+  EXPECT_EQ(account["jobs"][1]["strategy"], "data_parallel(dp=1)");
+  EXPECT_EQ(account["jobs"][2]["strategy"], "data_parallel(dp=2)");
+  const int shrunk_at = account["failures"][0]["resumed_from"].get<int>();
+  const nlohmann::json& g = account["regrowths"][0];
+  // The first checkpoint (every 5) 10 iterations on, or a later one if the rank ran on before its
+  // stop landed (a loaded machine).
+  EXPECT_GE(g["resumed_from"].get<int>(), shrunk_at + 10);
+  EXPECT_EQ(g["resumed_from"].get<int>() % 5, 0);
+  EXPECT_EQ(account["jobs"][2]["first_iteration"], g["resumed_from"]);
+  EXPECT_GT(g["predicted_restart_s"].get<double>(), 0.0);
+  EXPECT_EQ(account["final_strategy"], "data_parallel(dp=2)");
+  expect_curve_goes_on(account, uninterrupted(iterations));
 }
 
 }  // namespace
