@@ -442,18 +442,23 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       resume_file = snapshot.string();
       resume_from = exec::cpu::load_checkpoint(resume_file).next_iteration;
     };
-    if (regrowing) {
-      Failure g;
-      g.regrowth = true;
-      g.attempt = a.index;
-      g.cause = cause;
-      g.at_iteration = furthest;
-      g.detected_at_unix_s = *detected_unix;
-      g.detected = *detected;
-      g.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
+    // The stopped job's record: where it was, when it was found out, where the next one resumes.
+    const auto stopped_job = [&](const std::string& why) {
+      Failure f;
+      f.attempt = a.index;
+      f.cause = why;
+      f.at_iteration = furthest;
+      f.detected_at_unix_s = *detected_unix;
+      f.detected = *detected;
+      f.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
       snapshot_checkpoint();
-      g.resumed_from = resume_from;
-      g.lost_iterations = std::max(0, furthest - resume_from);
+      f.resumed_from = resume_from;
+      f.lost_iterations = std::max(0, furthest - resume_from);
+      return f;
+    };
+    if (regrowing) {
+      Failure g = stopped_job(cause);
+      g.regrowth = true;
       plan = scenario;
       plan_file = o.scenario;
       ranks = first_strategy->world_size();
@@ -483,17 +488,8 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     std::smatch sig;
     if (rank_died && std::regex_search(err, sig, kSignal)) cause = "killed by signal " + sig[1].str();
 
-    Failure f;
-    f.attempt = a.index;
+    Failure f = stopped_job(cause);
     f.rank = dead_rank;
-    f.cause = cause;
-    f.at_iteration = furthest;
-    f.detected_at_unix_s = *detected_unix;
-    f.detected = *detected;
-    f.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
-    snapshot_checkpoint();
-    f.resumed_from = resume_from;
-    f.lost_iterations = std::max(0, furthest - resume_from);
     const auto failed = std::count_if(failures.begin(), failures.end(), [](const Failure& x) { return !x.regrowth; });
     if (failed >= e.max_restarts)
       throw std::runtime_error("rank " + std::to_string(dead_rank) + " failed (" + cause + ") after " +
