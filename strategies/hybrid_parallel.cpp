@@ -89,13 +89,15 @@ class HybridRank final : public RankProgram {
         Layer& layer = *all[i];
         // ZeRO-2/3 keep no persistent full gradient: a shard accumulator instead.
         layer.allocate(rt, /*with_gradients=*/true);
+        if (ctx_.ep_size > 1)
+          for (const Tensor& w : split_experts(layer).experts) expert_parameters_.insert(w.id);
         if (shards_experts_apart()) {
-          // ZeRO-1 with expert parallelism: the experts' optimizer state sharded over the replicas
-          // holding the same experts (Megatron-Core's expert-data-parallel group), the rest over all.
+          // ZeRO with expert parallelism: the experts' optimizer state (and ZeRO-2/3 shards below)
+          // over the replicas holding the same experts (Megatron-Core's expert-data-parallel
+          // group), the rest over all.
           const ExpertSplit split = split_experts(layer);
           optimizer_.allocate(rt, layer.name(), split.dense, split.dense_where, dp_index_);
           expert_optimizer_.allocate(rt, layer.name(), split.experts, split.experts_where, expert_dp_index_);
-          for (const Tensor& w : split.experts) expert_parameters_.insert(w.id);
         } else {
           optimizer_.allocate(rt, layer.name(), layer.parameters(), layer.placements(), zero >= 1 ? dp_index_ : 0);
         }
@@ -105,8 +107,8 @@ class HybridRank final : public RankProgram {
           for (std::size_t j = 0; j < layer.gradients().size(); ++j) {
             const Tensor& g = layer.gradients()[j];
             rt.release(g);
-            shards.grads.push_back(rt.alloc(where[j].name + ".grad_shard", {shard_numel(g.numel(), n)}, g.dtype,
-                                            MemCategory::gradients));
+            shards.grads.push_back(rt.alloc(where[j].name + ".grad_shard", {shard_numel(g.numel(), shards_of(layer, j))},
+                                            g.dtype, MemCategory::gradients));
           }
         }
         if (zero >= 3) {
@@ -115,9 +117,11 @@ class HybridRank final : public RankProgram {
           for (std::size_t j = 0; j < layer.parameters().size(); ++j) {
             const Tensor& w = layer.parameters()[j];
             rt.release(w);
-            shards.params.push_back(rt.alloc(where[j].name + ".param_shard", {shard_numel(w.numel(), n)}, w.dtype,
+            const int parts = shards_of(layer, j);
+            shards.params.push_back(rt.alloc(where[j].name + ".param_shard", {shard_numel(w.numel(), parts)}, w.dtype,
                                              MemCategory::parameters));
-            rt.place(shards.params.back(), shard_placement(where[j], w.numel(), n, dp_index_));
+            rt.place(shards.params.back(),
+                     shard_placement(where[j], w.numel(), parts, expert_parameters_.count(w.id) ? expert_dp_index_ : dp_index_));
             param_shard_[w.id] = shards.params.back();
           }
         }
@@ -154,7 +158,10 @@ class HybridRank final : public RankProgram {
     // Expert parallelism: this rank's experts' gradients are summed with the replicas holding the
     // same experts only.
     std::optional<GradientBuckets> expert_buckets;
-    if (ctx_.ep_size > 1) expert_buckets.emplace(expert_data_group_, plan_.parallel.ddp_bucket_size, reduction);
+    if (ctx_.ep_size > 1) {
+      expert_buckets.emplace(expert_data_group_, plan_.parallel.ddp_bucket_size, reduction);
+      expert_buckets->set_release_after_reduce(plan_.parallel.zero_stage >= 2);
+    }
     expert_buckets_ = expert_buckets ? &*expert_buckets : nullptr;
     std::vector<bool> reduced_once(v, false);  // ZeRO-2/3: the first reduction starts the sums
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
@@ -293,11 +300,15 @@ class HybridRank final : public RankProgram {
     const std::vector<Tensor> experts = layer.expert_gradients();
     if (experts.empty() || expert_buckets_ == nullptr)
       return buckets.add(rt, layer.gradients(), shards_[layer.name()].grads, first_reduction);
-    std::vector<Tensor> dense;
-    for (const Tensor& g : layer.gradients())
-      if (std::none_of(experts.begin(), experts.end(), [&](const Tensor& e) { return e.id == g.id; })) dense.push_back(g);
-    buckets.add(rt, dense, {}, first_reduction);
-    expert_buckets_->add(rt, experts, {}, first_reduction);
+    const auto [dense, mine] = split_by_experts(layer, layer.gradients());
+    if (plan_.parallel.zero_stage < 2) {
+      buckets.add(rt, dense, {}, first_reduction);
+      expert_buckets_->add(rt, mine, {}, first_reduction);
+      return;
+    }
+    const auto [dense_shards, expert_shards] = split_by_experts(layer, shards_[layer.name()].grads);
+    buckets.add(rt, dense, dense_shards, first_reduction);
+    expert_buckets_->add(rt, mine, expert_shards, first_reduction);
   }
 
   // Sequence parallelism: the partial gradients of replicated parameters are summed over the
@@ -326,8 +337,22 @@ class HybridRank final : public RankProgram {
     }
     const std::string label = "mb" + std::to_string(mb) + "." + layer.name() + ".zero3_gather." +
                               (phase == Phase::forward ? "fwd" : "bwd");
-    rt.wait(ops::all_gather(rt, phase, label, used, data_group_, CommShards{parts, -1, false},
-                            Issue{Stream::dp_comm, {rt.record(Stream::compute)}}));
+    const Issue issue{Stream::dp_comm, {rt.record(Stream::compute)}};
+    if (!shards_experts_apart()) {
+      rt.wait(ops::all_gather(rt, phase, label, used, data_group_, CommShards{parts, -1, false}, issue));
+      return;
+    }
+    // The experts' parts over the replicas holding them, the rest over all.
+    std::vector<Tensor> dense, dense_parts, experts, expert_parts;
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      const bool expert = expert_parameters_.count(used[i].id) > 0;
+      (expert ? experts : dense).push_back(used[i]);
+      (expert ? expert_parts : dense_parts).push_back(parts[i]);
+    }
+    if (!dense.empty()) ops::all_gather(rt, phase, label, dense, data_group_, CommShards{dense_parts, -1, false}, issue);
+    if (!experts.empty())
+      ops::all_gather(rt, phase, "ep_" + label, experts, expert_data_group_, CommShards{expert_parts, -1, false}, issue);
+    rt.wait(rt.record(Stream::dp_comm));
   }
   void scatter_parameters(Runtime& rt, Layer& layer) {
     if (plan_.parallel.zero_stage < 3) return;
@@ -369,8 +394,14 @@ class HybridRank final : public RankProgram {
       ops::all_gather(rt, Phase::optimizer, "ep_" + label, experts, expert_data_group_, issue);
     return rt.record(Stream::dp_comm);  // both, in the stream's order
   }
-  // ZeRO-1 with expert parallelism keeps the experts' optimizer state apart (expert_optimizer_).
-  bool shards_experts_apart() const { return plan_.parallel.zero_stage == 1 && ctx_.ep_size > 1; }
+  // ZeRO with expert parallelism keeps the experts' optimizer state apart (expert_optimizer_) and
+  // shards their gradients and parameters (ZeRO-2/3) over the expert-data-parallel group.
+  bool shards_experts_apart() const { return plan_.parallel.zero_stage >= 1 && ctx_.ep_size > 1; }
+  // Into how many parts ZeRO splits parameter j of `layer` (its gradient, its state).
+  int shards_of(const Layer& layer, std::size_t j) const {
+    if (plan_.parallel.zero_stage < 1) return 1;
+    return expert_parameters_.count(layer.parameters()[j].id) ? expert_data_group_.size() : data_group_.size();
+  }
   // A layer's parameters (with their placements), its experts' apart from the rest.
   struct ExpertSplit {
     std::vector<Tensor> dense, experts;
@@ -388,11 +419,13 @@ class HybridRank final : public RankProgram {
     }
     return split;
   }
-  // A layer's gradients, in split_experts' two orders.
-  std::pair<std::vector<Tensor>, std::vector<Tensor>> split_gradients(const Layer& layer) const {
+  // Tensors one per parameter of `layer` (its gradients, their shards), the rest's and the experts'
+  // apart, in split_experts' two orders.
+  std::pair<std::vector<Tensor>, std::vector<Tensor>> split_by_experts(const Layer& layer,
+                                                                       const std::vector<Tensor>& per_parameter) const {
     std::pair<std::vector<Tensor>, std::vector<Tensor>> out;
-    for (std::size_t j = 0; j < layer.gradients().size(); ++j)
-      (expert_parameters_.count(layer.parameters()[j].id) ? out.second : out.first).push_back(layer.gradients()[j]);
+    for (std::size_t j = 0; j < per_parameter.size(); ++j)
+      (expert_parameters_.count(layer.parameters()[j].id) ? out.second : out.first).push_back(per_parameter[j]);
     return out;
   }
   std::vector<Tensor> all_parameters() const {
@@ -463,10 +496,10 @@ class HybridRank final : public RankProgram {
         // is read from its start, a full one at the part's offset); the whole without ZeRO.
         const int shard_index = plan_.parallel.zero_stage >= 1 ? dp_index_ : 0;
         if (shards_experts_apart()) {
-          const ExpertSplit split = split_experts(*layer);
-          const auto [dense_grads, expert_grads] = split_gradients(*layer);
-          optimizer_.step(rt, layer->name(), split.dense, dense_grads, plan_.training, grad_scale, iteration, dp_index_);
-          expert_optimizer_.step(rt, layer->name(), split.experts, expert_grads, plan_.training, grad_scale, iteration,
+          const auto [dense_params, expert_params] = split_by_experts(*layer, params);
+          const auto [dense_grads, expert_grads] = split_by_experts(*layer, grads);
+          optimizer_.step(rt, layer->name(), dense_params, dense_grads, plan_.training, grad_scale, iteration, dp_index_);
+          expert_optimizer_.step(rt, layer->name(), expert_params, expert_grads, plan_.training, grad_scale, iteration,
                                  expert_dp_index_);
           continue;
         }
@@ -494,7 +527,7 @@ class HybridRank final : public RankProgram {
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
   ShardedAdam optimizer_;
   ShardedAdam expert_optimizer_;        // ZeRO-1 with expert parallelism: the experts' (shards_experts_apart)
-  std::set<int> expert_parameters_;     // their parameters' ids
+  std::set<int> expert_parameters_;     // expert parallelism: the ids of this rank's experts' parameters
   int expert_dp_index_ = 0;             // this rank's index in its expert-data-parallel group
   struct Shards {
     std::vector<Tensor> grads, params;  // ZeRO-2 gradient and ZeRO-3 parameter shards
@@ -525,9 +558,6 @@ void check_experts(const Model& model, const ParallelConfig& p) {
   // Tensor parallelism splits each expert's width too (expert-tensor parallelism, transformer.hpp).
   const char* not_built = " with experts is not built yet";
   if (p.context_parallel_size > 1) throw StrategyError("strategy.context_parallel_size", std::string("context parallelism") + not_built);
-  if (p.zero_stage > 1)
-    throw StrategyError("strategy.zero_stage", std::string("ZeRO-2/3") + not_built +
-                                                   " (their gradient and parameter shards over the expert-data-parallel group): zero_stage 0 or 1");
   if (p.local_sgd_steps > 1) throw StrategyError("strategy.local_sgd_steps", std::string("local SGD") + not_built);
   if (p.gradient_compression.enabled())
     throw StrategyError("strategy.gradient_compression", std::string("gradient compression") + not_built);

@@ -58,8 +58,9 @@ TEST(SearchExpertParallelCli, BadExpertSettingsAreInputErrorsAtTheirField) {
                      "strategy.expert_model_parallel_size", "does not divide data_parallel_size");
   expect_field_error(simulate("experts", mixtral_with("  data_parallel_size: 16\n  expert_model_parallel_size: 16\n")),
                      "strategy.expert_model_parallel_size", "does not divide the model's 8 experts");
-  expect_field_error(simulate("zero", mixtral_with("  data_parallel_size: 8\n  expert_model_parallel_size: 8\n  zero_stage: 2\n")),
-                     "strategy.zero_stage", "ZeRO-2/3 with experts is not built yet");
+  expect_field_error(simulate("context", mixtral_with("  data_parallel_size: 8\n  expert_model_parallel_size: 8\n"
+                                                      "  context_parallel_size: 2\n")),
+                     "strategy.context_parallel_size", "context parallelism with experts is not built yet");
   expect_field_error(simulate("dense", "name: moe-bad\nmodel: gpt3-1.3b\ncluster: dgx-h100\n"
                                        "training: {global_batch_size: 8, micro_batch_size: 1}\n"
                                        "strategy: {type: hybrid, data_parallel_size: 8, expert_model_parallel_size: 2}\n"),

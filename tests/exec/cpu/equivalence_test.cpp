@@ -210,7 +210,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // holding the same experts, the rest over all of them.
                       named("moe_dp4_ep2_zero1", {.dp = 4, .zero = 1, .moe = true, .ep = 2}),
                       named("moe_dp2_ep2_zero1_bf16", {.dp = 2, .zero = 1, .precision = DType::bf16, .moe = true, .ep = 2}),
-                      named("moe_tp2_dp4_ep2_zero1", {.tp = 2, .dp = 4, .zero = 1, .moe = true, .ep = 2})),
+                      named("moe_tp2_dp4_ep2_zero1", {.tp = 2, .dp = 4, .zero = 1, .moe = true, .ep = 2}),
+                      // ZeRO-2/3 with experts: their gradient and parameter shards over that group too.
+                      named("moe_dp4_ep2_zero2", {.dp = 4, .zero = 2, .moe = true, .ep = 2}),
+                      named("moe_dp4_ep2_zero3_bf16", {.dp = 4, .zero = 3, .precision = DType::bf16, .moe = true, .ep = 2}),
+                      named("moe_tp2_dp2_ep2_zero3", {.tp = 2, .dp = 2, .zero = 3, .moe = true, .ep = 2}),
+                      named("moe_pp2_dp2_ep2_zero2", {.pp = 2, .dp = 2, .zero = 2, .moe = true, .ep = 2})),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------- checkpoints across strategies
