@@ -229,14 +229,19 @@ search::Evaluation SimulationEvaluator::simulate_here(const search::Candidate& c
     });
     slowdowns = transient_slowdowns(used, s.simulation, /*seed=*/1, reliability_->rebalance_after_s);
   }
+  // The checkpoint's traffic through the storage, simulated as `tandem goodput` simulates it
+  // (multi-node jobs; in children, before this process starts its engine).
+  std::optional<SimulatedStorage> storage;
+  if (reliability_) storage = simulate_storage(ReliabilityScenario{s, *reliability_}, *strategy, s.simulation);
   const sim::Prediction prediction = predict(s, *strategy);
   search::Evaluation e = evaluation_of(prediction, s.cluster);
   if (reliability_) {
     // The candidate's own failures (its devices, nodes and leaf switches) and checkpoint costs
-    // (its nodes' paths to storage), weighed in closed form: goodput_inputs.hpp.
+    // (simulated above), weighed in closed form: goodput_inputs.hpp.
     Bytes largest_snapshot = 0;
     for (const sim::GroupMemory& g : prediction.memory) largest_snapshot = std::max(largest_snapshot, snapshot_bytes(g.at_peak));
-    GoodputSetup setup = goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, largest_snapshot);
+    GoodputSetup setup = goodput_setup(ReliabilityScenario{s, *reliability_}, *strategy, e.iteration_time_s, largest_snapshot,
+                                       storage ? &*storage : nullptr);
     setup.model.slowdowns = std::move(slowdowns);
     setup.model.rebalance_after_s = reliability_->rebalance_after_s;
     const ExpectedGoodput g = expected_goodput(setup);
