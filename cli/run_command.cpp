@@ -8,6 +8,8 @@
 #include "cli/straggler_watch.hpp"
 #include "cli/trace_outputs.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -103,9 +105,11 @@ namespace {
 #ifdef TANDEM_HAVE_MPI
 using distributed::launched_cpu_processes;
 using distributed::launched_process_rank;
+using distributed::finish_processes;
 using distributed::run_cpu_processes;
 using distributed::start_processes;
 #else
+void finish_processes() {}
 void start_processes() {}
 int launched_cpu_processes() { return 0; }  // without MPI: never ranks as processes
 int launched_process_rank() { return 0; }
@@ -242,8 +246,6 @@ int run_run(const RunCommandOptions& o) {
                        "under mpirun the cpu backend runs one rank per process: this strategy has " +
                            std::to_string(strategy->world_size()) + " rank(s) and " + std::to_string(cpu_processes) +
                            " process(es) were launched (mpirun -np " + std::to_string(strategy->world_size()) + ")");
-    if (o.rebalance_after)
-      throw InputError("command line", 0, "--rebalance-after", "re-balancing runs with ranks as threads (without mpirun)");
   }
   // Only the first process speaks: the others' output would repeat it.
   std::optional<SilencedOutput> silenced;
@@ -303,14 +305,17 @@ int run_run(const RunCommandOptions& o) {
   try {
 #ifdef TANDEM_HAVE_CUDA
     if (cuda) result = exec::cuda::run_cuda(*strategy, options, extras);
-    else if (processes) result = run_cpu_processes(*strategy, options);
-    else if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
-    else result = exec::cpu::run_cpu(*strategy, options);
-#else
-    if (processes) result = run_cpu_processes(*strategy, options);
-    else if (o.rebalance_after) rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after);
-    else result = exec::cpu::run_cpu(*strategy, options);
+    else
 #endif
+    {
+      // Ranks as processes (under mpirun) or as threads; re-balanced in two parts on request.
+      const CpuRunner runner = processes ? CpuRunner(run_cpu_processes) : CpuRunner(exec::cpu::run_cpu);
+      if (o.rebalance_after)
+        rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after, runner,
+                                    processes ? static_cast<long>(::getppid()) : static_cast<long>(::getpid()));
+      else result = runner(*strategy, options);
+      if (processes) finish_processes();
+    }
     if (rebalanced) result = rebalanced->after;
   } catch (const exec::cpu::DivergedError& e) {
     std::cerr << "tandem: " << e.what() << "\n";

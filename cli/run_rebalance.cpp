@@ -1,7 +1,5 @@
 #include "cli/run_rebalance.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -79,17 +77,17 @@ std::string joined(const std::vector<std::int64_t>& v) {
 }  // namespace
 
 RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy, const exec::cpu::RunOptions& options,
-                             int first_part) {
+                             int first_part, const CpuRunner& run, long job_id) {
   if (first_part < 1 || first_part >= options.iterations)
     throw std::invalid_argument("re-balancing needs iterations before and after it");
   RebalancedRun out;
   const std::filesystem::path checkpoint =
-      std::filesystem::temp_directory_path() / ("tandem-rebalance-" + std::to_string(::getpid()) + ".ck");
+      std::filesystem::temp_directory_path() / ("tandem-rebalance-" + std::to_string(job_id) + ".ck");
   exec::cpu::RunOptions first = options;
   first.iterations = first_part;
   first.checkpoint_path = checkpoint.string();
   first.checkpoint_every = 0;
-  out.before = exec::cpu::run_cpu(strategy, first);
+  out.before = run(strategy, first);
   // Measured speeds, the re-split strategy, the rest of the run from the checkpoint.
   std::vector<double> compute_s;
   for (const auto& rank : out.before.ranks) compute_s.push_back(rank.compute_s);
@@ -101,7 +99,7 @@ RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy,
   second.warmup_iterations = 0;
   second.resume_path = checkpoint.string();
   try {
-    out.after = exec::cpu::run_cpu(*rebalanced, second);
+    out.after = run(*rebalanced, second);
   } catch (...) {
     std::filesystem::remove(checkpoint);
     throw;

@@ -8,6 +8,7 @@
 // ranks.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,12 @@ struct RebalancedRun {
   RebalancePrediction predicted;
   std::string report;
 };
+// `run` trains a strategy: exec::cpu::run_cpu (ranks as threads), or with ranks as processes
+// under mpirun the processes' runner, in every process alike (each then re-splits the batch by
+// the same joined measurements). `job_id` names the temporary checkpoint, the same in all of one
+// job's processes (the process id with threads, mpirun's with processes).
+using CpuRunner = std::function<exec::cpu::RunResult(const Strategy&, const exec::cpu::RunOptions&)>;
 RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy, const exec::cpu::RunOptions& options,
-                             int first_part);
+                             int first_part, const CpuRunner& run, long job_id);
 
 }  // namespace tandem::cli

@@ -24,6 +24,11 @@ void start_processes();
 // MPI_Abort (status: 2 bad input, 3 diverged, 1 otherwise), since its peers wait in collectives.
 // With TANDEM_HEARTBEAT_DIR set, the rank writes DIR/rank<R> ("<pid> <next iteration>") after
 // setup and after every iteration (the supervisor's heartbeats).
+// A process may run several (a re-balanced run's two parts), then ends MPI with finish_processes.
 exec::cpu::RunResult run_cpu_processes(const Strategy& strategy, const exec::cpu::RunOptions& options);
+
+// Ends MPI in this process (MPI_Finalize), after its last run: mpirun counts a process that exits
+// without it as failed.
+void finish_processes();
 
 }  // namespace tandem::distributed
