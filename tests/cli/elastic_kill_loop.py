@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Opt-in check of `tandem run --elastic` (issue 15): N random SIGKILLs of a rank process, N recoveries.
 
-  tests/cli/elastic_kill_loop.py BUILD_DIR [--kills 20] [--seed 1]
+  tests/cli/elastic_kill_loop.py BUILD_DIR [--kills 20] [--seed 1] [--shrink]
 
 Trains gpt-tiny-localhost (data parallel over 2 ranks as processes) with a checkpoint every 5
 iterations and as many spares as kills; each time a random rank of the running job passes a
-random iteration, it is killed with SIGKILL. Prints each failure's detection latency (the kill
+random iteration, it is killed with SIGKILL. With --shrink there are no spares: each kill shrinks
+the job to one rank, which grows back to two 10 iterations later (--repair-after 10), and the next
+kill strikes the regrown job. Prints each failure's detection latency (the kill
 to the supervisor's detection), restart time and iterations lost, and compares the stitched loss
 curve with an uninterrupted run (ranks as threads). Exit 1 when a kill was not recovered, the run
 hung (10 minutes), or a loss differs by more than 2e-4. Prints the simulator's prediction of each
@@ -18,6 +20,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shrink", action="store_true")
     a = ap.parse_args()
     tandem = os.path.join(a.build, "tandem")
     rng = random.Random(a.seed)
@@ -25,13 +28,15 @@ def main():
     work = tempfile.mkdtemp(prefix="tandem-kill-loop-")
     ck = os.path.join(work, "ck.bin")
     out = os.path.join(work, "out.json")
+    spares = ["--repair-after", "10"] if a.shrink else ["--spares", str(a.kills)]
     sup = subprocess.Popen([tandem, "run", "gpt-tiny-localhost", "--elastic", "--checkpoint", ck, "--checkpoint-every", "5",
-                            "--iterations", str(iterations), "--spares", str(a.kills), "--json", out],
+                            "--iterations", str(iterations), "--json", out] + spares,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kills = []
     start = time.time()
     for k in range(a.kills):
-        job_dir = os.path.join(ck + ".elastic", "heartbeats-%d" % k)
+        # With --shrink, job 2k is the full one (2k+1 shrunk, 2k+2 regrown).
+        job_dir = os.path.join(ck + ".elastic", "heartbeats-%d" % (2 * k if a.shrink else k))
         rank = rng.randrange(2)
         # somewhere in the job's next stretch of iterations
         target = None
@@ -54,6 +59,7 @@ def main():
                                     capture_output=True, text=True, check=True).stdout)["iterations"]
     worst = max(abs(l["loss"] - ref[l["iteration"]]["loss"]) for l in acc["losses"])
     fails = acc["failures"]
+    regrowths = acc.get("regrowths", [])
     ok = len(fails) == len(kills) and len(acc["losses"]) == iterations and worst <= 2e-4
     print("kills %d, failures recovered %d, jobs %d, losses %d of %d, largest loss difference %.2g" %
           (len(kills), len(fails), len(acc["jobs"]), len(acc["losses"]), iterations, worst))
@@ -77,6 +83,11 @@ def main():
             print("stop s (detection -> the failed job's processes ended): median %.3f, max %.3f" %
                   (stops[len(stops) // 2], stops[-1]))
     print("ranks named right: %d of %d" % (sum(f["rank"] == r for f, (_, r, _) in zip(fails, kills)), len(kills)))
+    if regrowths:
+        errs = sorted((g["predicted_restart_s"] - g["restart_s"]) / g["restart_s"] for g in regrowths if g["restart_s"] > 0)
+        print("regrowths %d: restart median %.2f s, predicted minus measured median %+.1f%% (%+.1f%%..%+.1f%%)" %
+              (len(regrowths), sorted(g["restart_s"] for g in regrowths)[len(regrowths) // 2], 100 * errs[len(errs) // 2],
+               100 * errs[0], 100 * errs[-1]))
     return 0 if ok else 1
 
 if __name__ == "__main__":
