@@ -82,16 +82,27 @@ void expect_curve_goes_on(const nlohmann::json& account, const std::vector<doubl
   }
 }
 
+// Starts the elastic run in `dir`, sends `signal` to rank `rank` of its first job once that rank has
+// finished 20 iterations, and returns the supervisor's account (null when the rank never got
+// there); `victim` and `sent_at` say to whom and when.
+nlohmann::json signal_rank_and_wait(const fs::path& dir, int iterations, const std::string& extra, int rank, int signal,
+                                    pid_t* victim = nullptr, double* sent_at = nullptr) {
+  start_elastic(dir, iterations, extra);
+  const pid_t pid = wait_for_beat(dir, 0, rank, 20);
+  EXPECT_GT(pid, 0) << cli_test::read_file(dir / "log.txt");
+  if (pid <= 0) return nullptr;
+  if (victim) *victim = pid;
+  if (sent_at) *sent_at = unix_now_s();
+  EXPECT_EQ(::kill(pid, signal), 0);
+  return wait_for_account(dir);
+}
+
 TEST(RunElasticCli, ARankKilledMidRunIsReplacedByTheSurvivorsWithAReplannedStrategy) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
   const fs::path dir = cli_test::fresh_dir("tandem-elastic", "kill");
   const int iterations = 400;
-  start_elastic(dir, iterations, "");
-  const pid_t victim = wait_for_beat(dir, 0, 1, 20);
-  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
-  const double killed_at = unix_now_s();
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
-  const nlohmann::json account = wait_for_account(dir);
+  double killed_at = 0;
+  const nlohmann::json account = signal_rank_and_wait(dir, iterations, "", 1, SIGKILL, nullptr, &killed_at);
   ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
   const nlohmann::json& f = account["failures"][0];
   EXPECT_EQ(f["rank"], 1);
@@ -118,12 +129,9 @@ TEST(RunElasticCli, ARankThatStopsBeatingIsStoppedAndReplacedByASpare) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
   const fs::path dir = cli_test::fresh_dir("tandem-elastic", "hang");
   const int iterations = 200;
-  start_elastic(dir, iterations, "--spares 1 --heartbeat-timeout 2");
-  const pid_t victim = wait_for_beat(dir, 0, 1, 20);
-  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
-  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
-  const nlohmann::json account = wait_for_account(dir);
-  ::kill(victim, SIGKILL);  // (gone already: its job was stopped)
+  pid_t victim = -1;
+  const nlohmann::json account = signal_rank_and_wait(dir, iterations, "--spares 1 --heartbeat-timeout 2", 1, SIGSTOP, &victim);
+  if (victim > 0) ::kill(victim, SIGKILL);  // (gone already: its job was stopped)
   ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
   const nlohmann::json& f = account["failures"][0];
   EXPECT_EQ(f["rank"], 1);
@@ -137,11 +145,7 @@ TEST(RunElasticCli, ARankThatStopsBeatingIsStoppedAndReplacedByASpare) {
 TEST(RunElasticCli, TheSearchReplansForTheSurvivorsWhenAsked) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
   const fs::path dir = cli_test::fresh_dir("tandem-elastic", "search");
-  start_elastic(dir, 300, "--replan search");
-  const pid_t victim = wait_for_beat(dir, 0, 0, 20);
-  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
-  const nlohmann::json account = wait_for_account(dir);
+  const nlohmann::json account = signal_rank_and_wait(dir, 300, "--replan search", 0, SIGKILL);
   ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
   EXPECT_EQ(account["failures"][0]["rank"], 0);
   // One device left: the search's plan for it (whatever its knobs) holds one rank.
@@ -175,11 +179,7 @@ TEST(RunElasticCli, AShrunkJobGrowsBackToItsPlanWhenTheLostDevicesReturn) {
   if (!have_mpirun()) GTEST_SKIP() << "no mpirun";
   const fs::path dir = cli_test::fresh_dir("tandem-elastic", "regrow");
   const int iterations = 150;
-  start_elastic(dir, iterations, "--repair-after 10");
-  const pid_t victim = wait_for_beat(dir, 0, 1, 20);
-  ASSERT_GT(victim, 0) << cli_test::read_file(dir / "log.txt");
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
-  const nlohmann::json account = wait_for_account(dir);
+  const nlohmann::json account = signal_rank_and_wait(dir, iterations, "--repair-after 10", 1, SIGKILL);
   ASSERT_EQ(account["failures"].size(), 1u) << account.dump(2);
   ASSERT_EQ(account["regrowths"].size(), 1u) << account.dump(2);
   ASSERT_EQ(account["jobs"].size(), 3u) << account.dump(2);
