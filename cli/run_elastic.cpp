@@ -198,11 +198,15 @@ std::vector<double> predict_recoveries(std::vector<Attempt>& attempts, std::vect
                                        const std::string& checkpoint_path) {
   std::vector<double> iteration_s(attempts.size(), 0.0);
   if (failures.empty() || !attempts.front().ready) return iteration_s;
+  // Each plan once (jobs on spares and grown-back jobs run the plan of an earlier one).
+  std::map<std::string, std::size_t> plan_index;
   std::vector<StrategyMaker> makers;
-  for (const Attempt& a : attempts) makers.push_back([&a] { return make_strategy(a.scenario); });
+  for (const Attempt& a : attempts)
+    if (plan_index.emplace(a.plan, makers.size()).second) makers.push_back([&a] { return make_strategy(a.scenario); });
   try {
-    iteration_s = simulated_iteration_s(makers, attempts.front().scenario.cluster, attempts.front().scenario.simulation,
-                                        "predicting the jobs' iterations");
+    const std::vector<double> per_plan = simulated_iteration_s(
+        makers, attempts.front().scenario.cluster, attempts.front().scenario.simulation, "predicting the jobs' iterations");
+    for (std::size_t i = 0; i < attempts.size(); ++i) iteration_s[i] = per_plan[plan_index.at(attempts[i].plan)];
   } catch (const std::exception& e) {
     std::cerr << "elastic     no recovery prediction: " << e.what() << "\n";
     return std::vector<double>(attempts.size(), 0.0);
@@ -374,8 +378,8 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       if (!failures.empty() && failures.back().attempt == a.index - 1) {
         Failure& f = failures.back();
         // Every rank set up and holding the checkpoint's state; then past where the failed job was.
-        if (f.restart_s < 0 && slowest >= a.first_iteration) f.restart_s = std::chrono::duration<double>(now - f.detected).count();
-        if (f.recovered_s < 0 && slowest >= f.at_iteration) f.recovered_s = std::chrono::duration<double>(now - f.detected).count();
+        if (f.restart_s < 0 && slowest >= a.first_iteration) f.restart_s = seconds_between(f.detected, now);
+        if (f.recovered_s < 0 && slowest >= f.at_iteration) f.recovered_s = seconds_between(f.detected, now);
       }
       follow_output();
       if (ended) {
@@ -450,7 +454,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
       f.at_iteration = furthest;
       f.detected_at_unix_s = *detected_unix;
       f.detected = *detected;
-      f.stop_s = std::max(0.0, std::chrono::duration<double>(job_ended - *detected).count());
+      f.stop_s = std::max(0.0, seconds_between(*detected, job_ended));
       snapshot_checkpoint();
       f.resumed_from = resume_from;
       f.lost_iterations = std::max(0, furthest - resume_from);

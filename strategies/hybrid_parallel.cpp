@@ -89,15 +89,15 @@ class HybridRank final : public RankProgram {
         Layer& layer = *all[i];
         // ZeRO-2/3 keep no persistent full gradient: a shard accumulator instead.
         layer.allocate(rt, /*with_gradients=*/true);
-        if (ctx_.ep_size > 1)
-          for (const Tensor& w : split_experts(layer).experts) expert_parameters_.insert(w.id);
+        if (ctx_.ep_size > 1) mark_expert_parameters(layer);
         if (shards_experts_apart()) {
           // ZeRO with expert parallelism: the experts' optimizer state (and ZeRO-2/3 shards below)
           // over the replicas holding the same experts (Megatron-Core's expert-data-parallel
           // group), the rest over all.
-          const ExpertSplit split = split_experts(layer);
-          optimizer_.allocate(rt, layer.name(), split.dense, split.dense_where, dp_index_);
-          expert_optimizer_.allocate(rt, layer.name(), split.experts, split.experts_where, expert_dp_index_);
+          const auto [dense, experts] = split_by_experts(layer, layer.parameters());
+          const auto [dense_where, experts_where] = split_by_experts(layer, layer.placements());
+          optimizer_.allocate(rt, layer.name(), dense, dense_where, dp_index_);
+          expert_optimizer_.allocate(rt, layer.name(), experts, experts_where, expert_dp_index_);
         } else {
           optimizer_.allocate(rt, layer.name(), layer.parameters(), layer.placements(), zero >= 1 ? dp_index_ : 0);
         }
@@ -311,9 +311,9 @@ class HybridRank final : public RankProgram {
     expert_buckets_->add(rt, mine, expert_shards, first_reduction);
   }
 
-  // Sequence parallelism: the partial gradients of replicated parameters are summed over the
-  // tensor-parallel group once final, on the data-parallel stream, so the bucket reductions
-  // issued after them on that stream see the sums.
+  // Sequence parallelism (and a router under expert-tensor parallelism): the partial gradients of
+  // replicated parameters are summed over the tensor-parallel group once final, on the
+  // data-parallel stream, so the bucket reductions issued after them on that stream see the sums.
   void reduce_tensor_partial_gradients(Runtime& rt, const Layer& layer, int mb) {
     const std::vector<Tensor> partial = layer.tensor_partial_gradients();
     if (partial.empty()) return;
@@ -402,28 +402,19 @@ class HybridRank final : public RankProgram {
     if (plan_.parallel.zero_stage < 1) return 1;
     return expert_parameters_.count(layer.parameters()[j].id) ? expert_data_group_.size() : data_group_.size();
   }
-  // A layer's parameters (with their placements), its experts' apart from the rest.
-  struct ExpertSplit {
-    std::vector<Tensor> dense, experts;
-    std::vector<TensorPlacement> dense_where, experts_where;
-  };
-  ExpertSplit split_experts(const Layer& layer) const {
+  // Records which of `layer`'s parameters are its experts' (those whose gradients are
+  // expert_gradients()), once, at setup.
+  void mark_expert_parameters(const Layer& layer) {
     const std::vector<Tensor> experts = layer.expert_gradients();
-    ExpertSplit split;
-    for (std::size_t j = 0; j < layer.parameters().size(); ++j) {
-      const bool expert = std::any_of(experts.begin(), experts.end(), [&](const Tensor& g) {
-        return g.id == layer.gradients()[j].id;
-      });
-      (expert ? split.experts : split.dense).push_back(layer.parameters()[j]);
-      (expert ? split.experts_where : split.dense_where).push_back(layer.placements()[j]);
-    }
-    return split;
+    for (std::size_t j = 0; j < layer.parameters().size(); ++j)
+      if (std::any_of(experts.begin(), experts.end(), [&](const Tensor& g) { return g.id == layer.gradients()[j].id; }))
+        expert_parameters_.insert(layer.parameters()[j].id);
   }
-  // Tensors one per parameter of `layer` (its gradients, their shards), the rest's and the experts'
-  // apart, in split_experts' two orders.
-  std::pair<std::vector<Tensor>, std::vector<Tensor>> split_by_experts(const Layer& layer,
-                                                                       const std::vector<Tensor>& per_parameter) const {
-    std::pair<std::vector<Tensor>, std::vector<Tensor>> out;
+  // Items one per parameter of `layer` (the parameters, their placements, gradients or shards):
+  // the rest's first, the experts' second, each in the layer's order.
+  template <typename T>
+  std::pair<std::vector<T>, std::vector<T>> split_by_experts(const Layer& layer, const std::vector<T>& per_parameter) const {
+    std::pair<std::vector<T>, std::vector<T>> out;
     for (std::size_t j = 0; j < per_parameter.size(); ++j)
       (expert_parameters_.count(layer.parameters()[j].id) ? out.second : out.first).push_back(per_parameter[j]);
     return out;
@@ -526,7 +517,7 @@ class HybridRank final : public RankProgram {
   std::map<int, std::pair<const Layer*, std::size_t>> grad_owner_;  // gradient id -> (layer, index)
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
   ShardedAdam optimizer_;
-  ShardedAdam expert_optimizer_;        // ZeRO-1 with expert parallelism: the experts' (shards_experts_apart)
+  ShardedAdam expert_optimizer_;        // ZeRO with expert parallelism: the experts' (shards_experts_apart)
   std::set<int> expert_parameters_;     // expert parallelism: the ids of this rank's experts' parameters
   int expert_dp_index_ = 0;             // this rank's index in its expert-data-parallel group
   struct Shards {

@@ -412,6 +412,11 @@ std::vector<std::pair<I64, I64>> split_parts(std::initializer_list<I64> widths, 
   return segments;
 }
 
+// The columns of an MLP's first weight of width `width` (gate | up with a gated activation).
+std::vector<std::pair<I64, I64>> fc1_parts(I64 width, const Dims& x) {
+  return x.m == 2 ? split_parts({width, width}, x) : split_parts({width}, x);
+}
+
 TensorPlacement sharded(std::string name, std::vector<I64> global_shape, int dim,
                         std::vector<std::pair<I64, I64>> segments) {
   TensorPlacement p = whole_tensor(std::move(name), std::move(global_shape));
@@ -640,7 +645,7 @@ class TransformerBlock final : public LayerBase {
     };
     const I64 a = cfg_.num_attention_heads * x_.d, kv = cfg_.query_groups() * x_.d, f = cfg_.ffn_size();
     const auto qkv_cols = split_parts({a, kv, kv}, x_);
-    const auto fc1_cols = x_.m == 2 ? split_parts({f, f}, x_) : split_parts({f}, x_);
+    const auto fc1_cols = fc1_parts(f, x_);
     param("attn.norm.weight", {x_.h}, ln1_w_);
     if (ln) param("attn.norm.bias", {x_.h}, ln1_b_);
     param("attn.qkv.weight", {x_.h, x_.nqkv}, qkv_w_, {x_.h, a + 2 * kv}, 1, qkv_cols);
@@ -656,14 +661,12 @@ class TransformerBlock final : public LayerBase {
       // columns of every part, fc2's rows), the shared expert's too.
       const I64 E = cfg_.num_moe_experts, El = local_experts_, fe = cfg_.expert_ffn_size(), fel = fe / x_.t;
       const std::vector<std::pair<I64, I64>> mine{{ctx_.ep_rank * El, El}};
-      const auto width = x_.m == 2 ? split_parts({fe, fe}, x_) : split_parts({fe}, x_);
       param("mlp.router.weight", {x_.h, E}, router_w_);
-      param("mlp.experts.fc1.weight", {El, x_.h, fel * x_.m}, fc1_w_, {E, x_.h, fe * x_.m}, 0, mine, 2, width);
+      param("mlp.experts.fc1.weight", {El, x_.h, fel * x_.m}, fc1_w_, {E, x_.h, fe * x_.m}, 0, mine, 2, fc1_parts(fe, x_));
       param("mlp.experts.fc2.weight", {El, fel, x_.h}, fc2_w_, {E, fe, x_.h}, 0, mine, 1, split_parts({fe}, x_));
       if (const I64 shared = cfg_.moe_shared_expert_intermediate_size; shared > 0) {
         const I64 sl = shared / x_.t;
-        const auto shared_cols = x_.m == 2 ? split_parts({shared, shared}, x_) : split_parts({shared}, x_);
-        param("mlp.shared.fc1.weight", {x_.h, sl * x_.m}, shared_fc1_w_, {x_.h, shared * x_.m}, 1, shared_cols);
+        param("mlp.shared.fc1.weight", {x_.h, sl * x_.m}, shared_fc1_w_, {x_.h, shared * x_.m}, 1, fc1_parts(shared, x_));
         param("mlp.shared.fc2.weight", {sl, x_.h}, shared_fc2_w_, {shared, x_.h}, 0, split_parts({shared}, x_));
       }
       return;
