@@ -35,7 +35,8 @@ std::vector<Variant> default_variants(const Scenario& scenario) {
           {"onebit", "gradient_compression: onebit"},
           {"local_sgd_4", "local_sgd_steps: 4"},
           {"ps_stale_0", "parameter_servers: 1"},
-          {"ps_stale_1", "parameter_servers: 1, parameter_server_staleness: 1"}};
+          {"ps_stale_1", "parameter_servers: 1, parameter_server_staleness: 1"},
+          {"ps_async", "parameter_servers: 1, parameter_server_asynchronous: true"}};
 }
 
 std::vector<Variant> parse_variants(const std::vector<std::string>& texts) {

@@ -7,7 +7,7 @@
 //
 // Variants: `--variant NAME=FIELDS` (FIELDS: strategy fields as a convergence file writes them,
 // "gradient_compression: int8"; empty: the scenario's own strategy), repeatable; by default, for a
-// data-parallel scenario, synchronous, int8, onebit, local_sgd_4, ps_stale_0 and ps_stale_1 (one
+// data-parallel scenario, synchronous, int8, onebit, local_sgd_4, ps_stale_0, ps_stale_1 and ps_async (one
 // server beside the workers). Target loss: --target-loss, else what the synchronous variant
 // reaches over its last 5 steps (the first variant when none is synchronous).
 #pragma once

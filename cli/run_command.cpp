@@ -320,6 +320,9 @@ int run_run(const RunCommandOptions& o) {
   } catch (const exec::cpu::DivergedError& e) {
     std::cerr << "tandem: " << e.what() << "\n";
     return kExitDiverged;
+  } catch (const StrategyError& e) {
+    // What the backend cannot run of the strategy (asynchronous servers' checkpoints), at its field.
+    scenario.fail(e.field(), e.what());
   }
 
   const nlohmann::json summary = [&] {

@@ -111,6 +111,11 @@ inline constexpr CountRange kParameterServers{0, kMaxClusterDevices};  // server
 inline constexpr CountRange kPartitionBytes{64, 1LL << 34};  // a parameter server's partition
 // Steps a parameter-server update may lag (each one more copy of the gradients on the servers).
 inline constexpr CountRange kParameterServerStaleness{0, 64};
+// Asynchronous servers' order of pushes: the log-spread of a worker's step time (0: none; 1 is a
+// factor e either way within one standard deviation, past any machine worth training on) and the
+// seed it is drawn from (any 53-bit whole number: exact as a YAML number).
+inline constexpr Range kParameterServerJitter{0, 1, ""};
+inline constexpr CountRange kParameterServerSeed{0, (1LL << 53) - 1};
 inline constexpr CountRange kVirtualStages{1, 1 << 10};
 inline constexpr CountRange kIterations{1, 1'000'000};
 inline constexpr CountRange kWarmupIterations{0, 1'000'000};

@@ -150,6 +150,7 @@ cpu::RunResult run_cpu_processes(const Strategy& strategy, const cpu::RunOptions
   const auto wall_start = std::chrono::steady_clock::now();
   if (o.iterations < 1 || o.warmup_iterations < 0 || !o.data || !(o.timeout_s > 0) || o.checkpoint_every < 0)
     throw std::invalid_argument("run_cpu_processes: bad options");
+  exec::refuse_ranks_running_ahead(strategy, "a run with ranks as processes");
   cpu::Checkpoint resume;
   int first_iteration = 0;
   if (!o.resume_path.empty()) {

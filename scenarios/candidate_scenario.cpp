@@ -26,6 +26,7 @@ void each_knob(S& s, C& c, F&& f) {
   f(s.parallel.parameter_servers, c.parameter_servers);
   f(s.parallel.parameter_server_staleness, c.parameter_server_staleness);
   f(s.parallel.parameter_server_optimizer, c.parameter_server_optimizer);
+  f(s.parallel.parameter_server_asynchronous, c.parameter_server_asynchronous);
   f(s.training.fp8, c.fp8);
   f(s.hybrid.schedule, c.schedule);
   f(s.hybrid.virtual_stages, c.virtual_stages);

@@ -12,7 +12,8 @@ bool ConvergenceKey::operator==(const ConvergenceKey& o) const {
     return false;
   if (codec.type == Compression::top_k && codec.topk_ratio != o.codec.topk_ratio) return false;
   return local_sgd_steps == o.local_sgd_steps && local_sgd_group_size == o.local_sgd_group_size &&
-         parameter_servers == o.parameter_servers && parameter_server_staleness == o.parameter_server_staleness;
+         parameter_servers == o.parameter_servers && parameter_server_staleness == o.parameter_server_staleness &&
+         parameter_server_asynchronous == o.parameter_server_asynchronous;
 }
 
 ConvergenceKey convergence_key(const ParallelConfig& p) {
@@ -23,6 +24,7 @@ ConvergenceKey convergence_key(const ParallelConfig& p) {
   k.local_sgd_group_size = p.local_sgd_steps > 1 ? p.local_sgd_group_size : 1;
   k.parameter_servers = p.parameter_servers > 0;
   k.parameter_server_staleness = k.parameter_servers ? p.parameter_server_staleness : 0;
+  k.parameter_server_asynchronous = k.parameter_servers && p.parameter_server_asynchronous;
   return k;
 }
 
@@ -32,7 +34,8 @@ std::string describe(const ConvergenceKey& k) {
   if (k.codec.enabled()) add(describe(k.codec));
   if (k.local_sgd_steps > 1) add("local_sgd_steps=" + std::to_string(k.local_sgd_steps));
   if (k.local_sgd_group_size > 1) add("local_sgd_group_size=" + std::to_string(k.local_sgd_group_size));
-  if (k.parameter_servers) add("parameter servers, staleness " + std::to_string(k.parameter_server_staleness));
+  if (k.parameter_server_asynchronous) add("parameter servers, asynchronous");
+  else if (k.parameter_servers) add("parameter servers, staleness " + std::to_string(k.parameter_server_staleness));
   return out.empty() ? "synchronous" : out;
 }
 
@@ -71,7 +74,7 @@ void apply_convergence_fields(const std::string& text, const std::string& where,
   const YamlNode n = YamlNode::load_string("{" + text + "}", where);
   if (!n.is_map()) n.fail("expected strategy fields (\"data_parallel_size: 4, local_sgd_steps: 4\")");
   n.only_keys({"type", "data_parallel_size", "gradient_compression", "local_sgd_steps", "local_sgd_group_size",
-               "parameter_servers", "parameter_server_staleness"});
+               "parameter_servers", "parameter_server_staleness", "parameter_server_asynchronous"});
   if (auto v = n.get("data_parallel_size")) p.data_parallel_size = static_cast<int>(v->count(limits::kParallelSize));
   if (auto v = n.get("gradient_compression")) p.gradient_compression = read_gradient_compression(*v);
   if (auto v = n.get("local_sgd_steps")) p.local_sgd_steps = static_cast<int>(v->count(limits::kLocalSgdSteps));
@@ -80,6 +83,7 @@ void apply_convergence_fields(const std::string& text, const std::string& where,
   if (auto v = n.get("parameter_servers")) p.parameter_servers = static_cast<int>(v->count(limits::kParameterServers));
   if (auto v = n.get("parameter_server_staleness"))
     p.parameter_server_staleness = static_cast<int>(v->count(limits::kParameterServerStaleness));
+  if (auto v = n.get("parameter_server_asynchronous")) p.parameter_server_asynchronous = v->as_bool();
 }
 
 namespace {

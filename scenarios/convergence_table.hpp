@@ -27,6 +27,7 @@ struct ConvergenceKey {
   int local_sgd_group_size = 1;
   bool parameter_servers = false;
   int parameter_server_staleness = 0;
+  bool parameter_server_asynchronous = false;
 
   bool operator==(const ConvergenceKey& other) const;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <utility>
 #include <stdexcept>
 
 #include "common/yaml_reader.hpp"
@@ -70,7 +71,7 @@ class SectionReader {
   // A whole number within `range`, read as 64-bit and checked before it is narrowed to T.
   template <class T>
   void count(const std::string& key, T& target, const limits::CountRange& range) {
-    if (range.max > std::numeric_limits<T>::max()) throw std::logic_error("the range of '" + key + "' exceeds its type");
+    if (std::cmp_greater(range.max, std::numeric_limits<T>::max())) throw std::logic_error("the range of '" + key + "' exceeds its type");
     read(key, target, [&](const YamlNode& n) { return static_cast<T>(n.count(range)); });
   }
   void flag(const std::string& key, bool& target) {
@@ -317,6 +318,10 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.count("parameter_server_partition_bytes", p.parameter_server_partition_bytes, limits::kPartitionBytes);
   r.count("parameter_server_staleness", p.parameter_server_staleness, limits::kParameterServerStaleness);
   r.flag("parameter_server_optimizer", p.parameter_server_optimizer);
+  r.flag("parameter_server_asynchronous", p.parameter_server_asynchronous);
+  r.read("parameter_server_jitter", p.parameter_server_jitter,
+         [](const YamlNode& n) { return n.in(limits::kParameterServerJitter); });
+  r.count("parameter_server_seed", p.parameter_server_seed, limits::kParameterServerSeed);
   r.read("outer_lr", p.outer_lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterLearningRate)); });
   r.read("outer_momentum", p.outer_momentum,
          [](const YamlNode& n) { return static_cast<float>(n.in(limits::kOuterMomentum)); });

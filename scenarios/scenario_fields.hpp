@@ -113,6 +113,15 @@ inline constexpr FieldDoc kStrategy[] = {
     {"parameter_server_optimizer", "bool", "false",
      "the servers step the optimizer (Li et al. 2014: they hold fp32 parameters and Adam's moments; workers pull "
      "parameters and keep no optimizer state); synchronous only"},
+    {"parameter_server_asynchronous", "bool", "false",
+     "asynchronous servers (Downpour SGD): each worker's push is applied alone as it arrives and that worker pulls "
+     "the parameters as they are then; nobody waits, staleness unbounded (the servers step the optimizer; threads "
+     "of the CPU backend or the simulator; no checkpoints)"},
+    {"parameter_server_jitter", "fraction", "0",
+     "asynchronous servers: the log-spread of each worker's step time in the model that orders the pushes "
+     "(0: the workers' speeds alone, equal ones give round robin)", &limits::kParameterServerJitter},
+    {"parameter_server_seed", "count", "0", "asynchronous servers: the seed of the order of pushes", nullptr,
+     &limits::kParameterServerSeed},
     {"local_sgd_steps", "steps", "1", "local SGD: replicas average parameters every H steps (data_parallel; 1: synchronous)",
      nullptr, &limits::kLocalSgdSteps},
     {"local_sgd_group_size", "replicas", "1",

@@ -155,6 +155,11 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
     y << YAML::Key << "parameter_server_partition_bytes" << YAML::Value << p.parameter_server_partition_bytes;
     y << YAML::Key << "parameter_server_staleness" << YAML::Value << p.parameter_server_staleness;
     if (p.parameter_server_optimizer) y << YAML::Key << "parameter_server_optimizer" << YAML::Value << true;
+    if (p.parameter_server_asynchronous) {
+      y << YAML::Key << "parameter_server_asynchronous" << YAML::Value << true;
+      y << YAML::Key << "parameter_server_jitter" << YAML::Value << p.parameter_server_jitter;
+      y << YAML::Key << "parameter_server_seed" << YAML::Value << p.parameter_server_seed;
+    }
   }
   y << YAML::Key << "local_sgd_steps" << YAML::Value << p.local_sgd_steps;
   y << YAML::Key << "local_sgd_group_size" << YAML::Value << p.local_sgd_group_size;

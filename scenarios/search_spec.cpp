@@ -198,7 +198,8 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
                  "objective", "top_k", "memory_headroom", "algorithm", "exhaustive_limit", "max_evaluations", "seed",
                  "refine_evaluations", "nodes", "local_sgd_steps", "context_parallel_size", "fp8",
                  "expert_model_parallel_size", "local_sgd_group_size", "parameter_servers",
-                 "parameter_server_staleness", "parameter_server_optimizer", "convergence", "target_loss"});
+                 "parameter_server_staleness", "parameter_server_optimizer", "parameter_server_asynchronous", "convergence",
+                 "target_loss"});
     read_numeric(n, "devices", s.devices, bounds["devices"], 1, devices);
     if (auto v = n.get("nodes")) {
       if (n.get("devices")) v->fail("give either `devices` (ranks 0..n-1) or `nodes` (per node group), not both");
@@ -225,6 +226,8 @@ SearchScenario load_search_scenario(const std::string& name_or_path, std::option
     read_list(n, "sequence_parallel", s.sequence_parallel, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
     read_list(n, "offload_optimizer", s.offload_optimizer, [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
     read_list(n, "parameter_server_optimizer", s.parameter_server_optimizer,
+              [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
+    read_list(n, "parameter_server_asynchronous", s.parameter_server_asynchronous,
               [](const YamlNode& v) { return v.as_bool() ? 1 : 0; });
     read_list(n, "rank_order", s.order, choice<RankOrder>(parse_rank_order));
     read_list(n, "fp8", s.fp8, choice<Fp8Recipe>(parse_fp8_recipe));

@@ -22,6 +22,7 @@
 //                                                # parallelism alone, ZeRO 0); default 0
 //     parameter_server_staleness: [0, 1]         # their update staleness (plans with servers)
 //     parameter_server_optimizer: [false, true]  # the servers step the optimizer (synchronous plans)
+//     parameter_server_asynchronous: [false, true]  # asynchronous servers (plans with servers, staleness 0)
 //     offload_optimizer: [false, true]           # ZeRO-Offload (plans with ZeRO >= 1 or one replica, on clusters
 //                                                # describing their nodes' host); default false
 //     fp8: [none, hybrid]                        # FP8 GEMMs (training.fp8); devices without FP8

@@ -188,6 +188,7 @@ SimulationResult simulate_here(const Strategy& strategy, const Cluster& cluster,
       try {
         out.device = std::make_unique<SimDevice>(r, context);
         auto program = strategy.program_for(r);
+        program->plan_iterations(0, total_iterations);
         program->setup(*out.device);
         for (int it = 0; it < total_iterations; ++it) {
           if (writers && it == options.warmup_iterations) writers->start();  // the first rank there

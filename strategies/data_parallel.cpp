@@ -1,5 +1,6 @@
 #include "strategies/data_parallel.hpp"
 
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -160,6 +161,10 @@ DataParallel::DataParallel(std::shared_ptr<const Model> model, TrainingConfig tr
   check_local_sgd(parallel_);
   check_parameter_servers(parallel_);
   micro_batches_ = tandem::micro_batches_per_replica(training_, dp, parallel_.batch_split, replica_speeds);
+  for (int r = 0; r < dp; ++r) {
+    const double speed = static_cast<std::size_t>(r) < replica_speeds.size() ? replica_speeds[static_cast<std::size_t>(r)] : 1.0;
+    replica_speeds_.push_back(speed > 0 && std::isfinite(speed) ? speed : 1.0);
+  }
   group_.id = 0;
   group_.ranks.resize(dp);
   std::iota(group_.ranks.begin(), group_.ranks.end(), 0);
@@ -177,7 +182,9 @@ std::string DataParallel::name() const {
          (parallel_.parameter_server_staleness > 0
               ? " with staleness " + std::to_string(parallel_.parameter_server_staleness)
               : "") +
-         (parallel_.parameter_server_optimizer ? " stepping the optimizer" : "") +
+         (parallel_.parameter_server_asynchronous ? " asynchronous"
+          : parallel_.parameter_server_optimizer  ? " stepping the optimizer"
+                                                  : "") +
          ")";
 }
 
@@ -210,9 +217,21 @@ std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
   if (rank >= workers)
   {
     std::optional<ServerOptimizer> optimizer;
-    if (parallel_.parameter_server_optimizer) {
+    if (servers_step()) {
       const std::int64_t all = std::accumulate(micro_batches_.begin(), micro_batches_.end(), std::int64_t{0});
-      optimizer = ServerOptimizer{training_, 1.0f / static_cast<float>(all)};
+      optimizer = ServerOptimizer{training_, 1.0f / static_cast<float>(all), std::nullopt};
+      if (parallel_.parameter_server_asynchronous) {
+        // Each worker's step lasts in proportion to its micro-batches over its speed.
+        AsynchronousPushes a;
+        a.jitter = parallel_.parameter_server_jitter;
+        a.seed = parallel_.parameter_server_seed;
+        for (int w = 0; w < workers; ++w) {
+          const double mb = static_cast<double>(micro_batches_.at(static_cast<std::size_t>(w)));
+          a.step_s.push_back(std::max(mb, 1.0) / replica_speeds_.at(static_cast<std::size_t>(w)));
+          a.grad_scale.push_back(1.0f / static_cast<float>(std::max<std::int64_t>(1, micro_batches_.at(static_cast<std::size_t>(w)))));
+        }
+        optimizer->asynchronous = std::move(a);
+      }
     }
     return make_server_program([this] { return program_for(0); }, rank, workers, world_size(),
                                parallel_.parameter_server_staleness, std::move(optimizer));
@@ -223,7 +242,8 @@ std::unique_ptr<RankProgram> DataParallel::program_for(int rank) const {
     std::vector<int> servers(static_cast<std::size_t>(parallel_.parameter_servers));
     std::iota(servers.begin(), servers.end(), workers);
     codec = make_push_pull_exchange(std::move(servers), parallel_.parameter_server_partition_bytes,
-                                    parallel_.parameter_server_staleness, parallel_.parameter_server_optimizer);
+                                    parallel_.parameter_server_staleness, servers_step(),
+                                    parallel_.parameter_server_asynchronous);
   } else {
     codec = make_gradient_codec(parallel_.gradient_compression);
   }

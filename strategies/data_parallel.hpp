@@ -39,6 +39,7 @@ class DataParallel final : public Strategy {
   int iteration_period() const override { return parallel_.local_sgd_steps; }
   bool uses_host() const override { return parallel_.offload_optimizer; }
   int irregular_iterations() const override { return parallel_.parameter_server_staleness; }
+  bool ranks_run_ahead() const override { return parallel_.parameter_server_asynchronous; }
   // Every rank a replica of the whole model (layers -1: not split), with its batch share.
   std::vector<RankRole> rank_roles() const override;
 
@@ -52,7 +53,11 @@ class DataParallel final : public Strategy {
   std::shared_ptr<const Model> model_;
   TrainingConfig training_;
   ParallelConfig parallel_;
+  // The servers step the optimizer (asked for, or asynchronous servers, which always do).
+  bool servers_step() const { return parallel_.parameter_server_optimizer || parallel_.parameter_server_asynchronous; }
+
   std::vector<std::int64_t> micro_batches_;
+  std::vector<double> replica_speeds_;  // per replica (its speed weight; 1 when none was given)
   Group group_;
 };
 

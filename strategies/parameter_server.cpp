@@ -1,6 +1,7 @@
 #include "strategies/parameter_server.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include "strategies/null_runtime.hpp"
 #include "strategies/ops.hpp"
+#include "strategies/parameter_server_order.hpp"
 
 namespace tandem {
 
@@ -22,6 +24,13 @@ namespace {
 // serves W/S of them per step, its link the bottleneck as it is in a real incast.
 int server_at_step(int worker, int step, int servers) { return (worker + step) % servers; }
 
+// Asynchronous servers serve one worker at a time in the same order, so every worker visits the
+// servers in the same order too (server k in step k): the first worker's partitions flow through
+// the servers one after the other and the next follows one server behind, a pipeline in which no
+// worker waits for a server still busy with a worker it is itself behind (the rotation above would
+// make worker w wait at server w for every worker before it).
+int asynchronous_server_at_step(int step) { return step; }
+
 // ---- the worker's side ----
 
 // Part of a bucket's gradient tensor that one server sums.
@@ -33,9 +42,10 @@ struct Piece {
 
 class PushPullExchange final : public GradientCodec {
  public:
-  PushPullExchange(std::vector<int> servers, std::int64_t partition_bytes, int staleness, bool servers_step)
+  PushPullExchange(std::vector<int> servers, std::int64_t partition_bytes, int staleness, bool servers_step,
+                   bool asynchronous)
       : servers_(std::move(servers)), partition_bytes_(partition_bytes), staleness_(staleness),
-        servers_step_(servers_step), load_(servers_.size(), 0) {}
+        servers_step_(servers_step), asynchronous_(asynchronous), load_(servers_.size(), 0) {}
 
   bool updates_parameters() const override { return servers_step_; }
   void set_parameters(std::map<int, Tensor> parameter_of) override { parameter_of_ = std::move(parameter_of); }
@@ -118,7 +128,8 @@ class PushPullExchange final : public GradientCodec {
     const int count = static_cast<int>(servers_.size());
     Handle last;
     for (int step = 0; step < count; ++step) {
-      const int server = servers_[static_cast<std::size_t>(server_at_step(rt.rank(), step, count))];
+      const int at = asynchronous_ ? asynchronous_server_at_step(step) : server_at_step(rt.rank(), step, count);
+      const int server = servers_[static_cast<std::size_t>(at)];
       for (std::size_t i = 0; i < bucket.pieces.size(); ++i) {
         const Piece& p = bucket.pieces[i];
         if (p.server != server) continue;
@@ -158,6 +169,7 @@ class PushPullExchange final : public GradientCodec {
   std::int64_t partition_bytes_;
   int staleness_;
   bool servers_step_;
+  bool asynchronous_;
   std::map<int, Tensor> parameter_of_;  // servers_step_: gradient id -> its parameter
   int iteration_ = 0;
   std::vector<std::int64_t> load_;  // elements given to each server so far
@@ -185,6 +197,10 @@ struct OwnedBucket {
     std::vector<Tensor> states;        // {master (16-bit parameters only), exp_avg, exp_avg_sq}
   };
   std::vector<Step> steps;
+  // Asynchronous: per partition, a reply buffer per slot of an iteration (the values as that
+  // worker's update left them) and the last update.
+  std::vector<std::vector<Tensor>> replies;
+  std::vector<Handle> applied;
 };
 
 class ServerProgram final : public RankProgram {
@@ -216,7 +232,10 @@ class ServerProgram final : public RankProgram {
       const std::int64_t piece = std::stoll(op.label.substr(at + 5));
       sizes[bucket][piece] = op.buffer_range().second;
       if (op.peer != rank_) return;
-      if (buckets_.empty() || buckets_.back().label != bucket) buckets_.push_back({bucket, {}, {}, {}, 0, {}, {}, {}});
+      if (buckets_.empty() || buckets_.back().label != bucket) {
+        buckets_.emplace_back();
+        buckets_.back().label = bucket;
+      }
       buckets_.back().shapes.push_back({op.buffer_range().second});  // the part this server sums
       buckets_.back().dtypes.push_back(op.buffer.dtype);
       buckets_.back().pieces.push_back(piece);
@@ -237,11 +256,13 @@ class ServerProgram final : public RankProgram {
     // 2. Per partition a sum per step in flight and a scratch buffer. Stale sums not yet pulled
     //    are training state: placed as their part of a logical tensor per bucket and slot (the
     //    bucket's elements in order), so that a checkpoint holds them whatever the number of servers.
+    // Asynchronous servers keep no sums: each push is applied alone from the scratch buffer.
+    const bool sums = !(optimizer_ && optimizer_->asynchronous);
     for (OwnedBucket& b : buckets_) {
-      b.sums.resize(static_cast<std::size_t>(staleness_ + 1));
+      if (sums) b.sums.resize(static_cast<std::size_t>(staleness_ + 1));
       for (std::size_t t = 0; t < b.shapes.size(); ++t) {
         const std::string name = b.label + ".served" + std::to_string(t);
-        for (int slot = 0; slot <= staleness_; ++slot) {
+        for (int slot = 0; sums && slot <= staleness_; ++slot) {
           const Tensor sum = rt.alloc(name + ".sum" + std::to_string(slot), b.shapes[t], b.dtypes[t],
                                       staleness_ > 0 ? MemCategory::optimizer_state : MemCategory::comm_buffers);
           if (staleness_ > 0) {
@@ -254,10 +275,23 @@ class ServerProgram final : public RankProgram {
         b.scratch.push_back(rt.alloc(name + ".scratch", b.shapes[t], b.dtypes[t], MemCategory::comm_buffers));
       }
       if (optimizer_) allocate_optimizer(rt, b, names, by_name, placements);
+      if (!sums)
+        for (std::size_t t = 0; t < b.shapes.size(); ++t) {
+          const std::string name = b.label + ".served" + std::to_string(t) + ".reply";
+          b.replies.emplace_back();
+          for (int k = 0; k < workers_; ++k)
+            b.replies.back().push_back(
+                rt.alloc(name + std::to_string(k), b.shapes[t], b.steps[t].values.dtype, MemCategory::comm_buffers));
+        }
     }
   }
 
+  void plan_iterations(int first, int count) override {
+    if (optimizer_ && optimizer_->asynchronous) plan_order(first + count);
+  }
+
   void train_step(Runtime& rt, int iteration) override {
+    if (optimizer_ && optimizer_->asynchronous) return apply_pushes_as_they_come(rt, iteration);
     const int slots = staleness_ + 1;
     // Stale: the sums of step iteration - s leave first, while this step's pushes come in (the
     // previous step's end saw them complete).
@@ -348,6 +382,67 @@ class ServerProgram final : public RankProgram {
     }
   }
 
+  // The order of pushes for `steps` steps of every worker (a backend that does not plan its
+  // iterations gets the order of the steps made so far).
+  void plan_order(int steps) {
+    const AsynchronousPushes& a = *optimizer_->asynchronous;
+    order_ = asynchronous_push_order(a.step_s, steps, a.jitter, a.seed);
+    planned_steps_ = steps;
+  }
+
+  // Asynchronous: the pushes of this iteration's slots, each applied alone as it comes (the
+  // worker's partition into the scratch buffer, AdamW on it, a copy of the values back to that
+  // worker). A server takes its partitions key by key as ps-lite's do: the slots are cut into runs
+  // in which no worker appears twice, and a run goes bucket by bucket, each bucket's partitions
+  // from the run's workers in slot order. So the next worker's first bucket comes in while this
+  // one's last is still being computed (a worker pushes its buckets one after the other during
+  // backward), and a worker's second slot waits for its first one's every bucket (it pushes again
+  // only once it has pulled them all).
+  void apply_pushes_as_they_come(Runtime& rt, int iteration) {
+    if (iteration >= planned_steps_) plan_order(iteration + 1);
+    const std::size_t first = static_cast<std::size_t>(iteration) * static_cast<std::size_t>(workers_);
+    const std::size_t end = first + static_cast<std::size_t>(workers_);
+    for (std::size_t run = first; run < end;) {
+      std::size_t run_end = run;
+      std::vector<bool> in_run(static_cast<std::size_t>(workers_), false);
+      for (; run_end < end && !in_run[static_cast<std::size_t>(order_.at(run_end))]; ++run_end)
+        in_run[static_cast<std::size_t>(order_.at(run_end))] = true;
+      for (OwnedBucket& b : buckets_)
+        for (std::size_t slot = run; slot < run_end; ++slot) apply_push(rt, b, slot, slot - first);
+      run = run_end;
+    }
+    rt.synchronize();
+    for (OwnedBucket& b : buckets_) b.applied.assign(b.applied.size(), Handle{});
+  }
+
+  // One worker's push of bucket `b` (slot `slot` of the run's order, the `k`-th of this iteration):
+  // received, applied and answered partition by partition.
+  void apply_push(Runtime& rt, OwnedBucket& b, std::size_t slot, std::size_t k) {
+    const int w = order_.at(slot);
+    b.applied.resize(b.shapes.size());
+    for (std::size_t t = 0; t < b.shapes.size(); ++t) {
+      const std::string label = b.label + ".served" + std::to_string(t);
+      // The scratch buffer is free once the previous update has read it.
+      const Handle got = ops::recv(rt, Phase::backward, label + ".from" + std::to_string(w), b.scratch[t], w,
+                                   Issue{Stream::pp_recv, {b.applied[t]}}, kPushTag);
+      OptimizerArgs args;
+      args.numel = b.scratch[t].numel();
+      args.lr = optimizer_->training.lr;
+      args.weight_decay = optimizer_->training.weight_decay;
+      args.grad_scale = optimizer_->asynchronous->grad_scale.at(static_cast<std::size_t>(w));
+      args.step = static_cast<std::int64_t>(slot) + 1;  // the partition's updates so far, this one included
+      b.applied[t] = ops::adamw(rt, label + ".adamw", b.steps[t].values, b.scratch[t], b.steps[t].states, args,
+                                Issue{Stream::compute, {got}});
+      // The reply is a copy of the values, one buffer per slot of the iteration: the next update
+      // must not wait for this worker's pull (which comes only after its whole backward).
+      const Tensor& reply = b.replies[t].at(k);
+      const Handle copied = ops::memcpy(rt, Phase::backward, label + ".reply", b.steps[t].values, reply,
+                                        Issue{Stream::compute, {b.applied[t]}});
+      ops::send(rt, Phase::backward, label + ".to" + std::to_string(w), reply, w, Issue{Stream::pp_send, {copied}},
+                kPullTag);
+    }
+  }
+
   // Every worker's pull of the bucket's sums, in the exchange's order, each after `ready` (its
   // sum's last addition; none: complete already).
   void send_sums(Runtime& rt, const OwnedBucket& b, const std::vector<Tensor>& sums, const std::vector<Handle>& ready) {
@@ -372,13 +467,16 @@ class ServerProgram final : public RankProgram {
   int rank_, workers_, world_, staleness_;
   std::optional<ServerOptimizer> optimizer_;
   std::vector<OwnedBucket> buckets_;
+  std::vector<int> order_;  // asynchronous: the workers in the order their pushes are applied
+  int planned_steps_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes,
-                                                       int staleness, bool servers_step) {
-  return std::make_unique<PushPullExchange>(std::move(servers), partition_bytes, staleness, servers_step);
+                                                       int staleness, bool servers_step, bool asynchronous) {
+  return std::make_unique<PushPullExchange>(std::move(servers), partition_bytes, staleness, servers_step,
+                                            asynchronous);
 }
 
 std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<RankProgram>()> make_worker,
@@ -388,6 +486,21 @@ std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<R
 }
 
 void check_parameter_servers(const ParallelConfig& parallel) {
+  if (parallel.parameter_server_asynchronous) {
+    if (parallel.parameter_servers == 0)
+      throw StrategyError("strategy.parameter_server_asynchronous", "asynchronous servers need parameter_servers");
+    if (parallel.parameter_server_staleness != 0)
+      throw StrategyError("strategy.parameter_server_asynchronous",
+                          "asynchronous servers bound no staleness: parameter_server_staleness must be 0");
+    if (parallel.offload_optimizer)
+      throw StrategyError("strategy.parameter_server_asynchronous", "the workers keep no optimizer to offload");
+  } else if (parallel.parameter_server_jitter != 0 || parallel.parameter_server_seed != 0) {
+    throw StrategyError(parallel.parameter_server_jitter != 0 ? "strategy.parameter_server_jitter"
+                                                              : "strategy.parameter_server_seed",
+                        "the order of pushes is drawn for asynchronous servers only (parameter_server_asynchronous)");
+  }
+  if (!(parallel.parameter_server_jitter >= 0) || !std::isfinite(parallel.parameter_server_jitter))
+    throw StrategyError("strategy.parameter_server_jitter", "must be 0 or more");
   if (parallel.parameter_server_optimizer) {
     if (parallel.parameter_servers == 0)
       throw StrategyError("strategy.parameter_server_optimizer", "servers that step the optimizer need parameter_servers");

@@ -40,8 +40,17 @@
 // sends the partitions' parameters back; the workers pull them into their parameters and make no
 // optimizer step (GradientCodec::updates_parameters). It learns each pushed gradient's parameter
 // from the names the worker allocates on its NullRuntime ("<p>.grad" is p's) and their placements.
-// Not modeled: a worker running ahead of a slower one (the server takes each step's pushes in a
-// fixed order, as in the synchronous exchange), and asynchronous servers (no bound).
+// Asynchronous servers (ParallelConfig::parameter_server_asynchronous; Downpour SGD, Dean et al.
+// 2012): the workers are those of servers that step the optimizer, unchanged (push during
+// backward, pull the parameters after it); each server instead takes one worker's push at a time
+// in the order of strategies/parameter_server_order.hpp (each worker once per step of the run, a
+// faster one earlier), steps AdamW on it alone and sends that worker its partitions' parameters as
+// they are then. So a worker's next step starts from parameters that other workers' updates,
+// applied meanwhile, made newer or that its own made stale: staleness as it comes, unbounded. A
+// server's iteration t takes the pushes of order[tW, (t+1)W). Its partitions' values are sent
+// before the next update overwrites them (the next AdamW waits for the send).
+// Not modeled for synchronous and stale servers: a worker running ahead of a slower one (the
+// server takes each step's pushes in a fixed order).
 //
 // In the simulator the pushes of every worker meet at the server's links (incast) and its pulls
 // leave through them; the servers are ranks after the workers, on the cluster's next devices.
@@ -63,15 +72,27 @@ inline constexpr int kPullTag = 0x5054;
 
 // The worker's side: `servers` are the server ranks; gradients go in partitions of at most
 // `partition_bytes`; updates `staleness` steps old (0: synchronous); `servers_step`: the servers
-// step the optimizer and the pulls bring parameters (GradientCodec::updates_parameters).
+// step the optimizer and the pulls bring parameters (GradientCodec::updates_parameters);
+// `asynchronous`: the servers serve one worker at a time (every worker visits them in rank order).
 std::unique_ptr<GradientCodec> make_push_pull_exchange(std::vector<int> servers, std::int64_t partition_bytes,
-                                                       int staleness, bool servers_step = false);
+                                                       int staleness, bool servers_step = false,
+                                                       bool asynchronous = false);
 
 // Servers that step the optimizer (ParallelConfig::parameter_server_optimizer): AdamW's settings
 // and the gradients' scale (1 / micro-batches in the global batch, as a worker's step has it).
+// Asynchronous servers (ParallelConfig::parameter_server_asynchronous) apply each worker's push
+// alone, in the order asynchronous_push_order draws from these, each scaled by 1 / its worker's
+// micro-batches (the mean gradient of its share of the batch, as a one-replica step has it).
+struct AsynchronousPushes {
+  std::vector<double> step_s;       // per worker: its step's relative duration (micro-batches / speed)
+  double jitter = 0;
+  std::uint64_t seed = 0;
+  std::vector<float> grad_scale;    // per worker
+};
 struct ServerOptimizer {
   TrainingConfig training;
   float grad_scale = 1.0f;
+  std::optional<AsynchronousPushes> asynchronous;
 };
 
 // The server's program. `make_worker` makes worker 0's program (played once on a NullRuntime to

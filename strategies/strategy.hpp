@@ -89,6 +89,15 @@ struct ParallelConfig {
   // parameters' fp32 values and Adam's moments, workers pull parameters instead of sums and keep no
   // optimizer state). Synchronous only. false: BytePS's design, servers only sum.
   bool parameter_server_optimizer = false;
+  // Asynchronous servers (Downpour SGD, Dean et al. 2012; strategies/parameter_server_order.hpp):
+  // each worker's gradient is applied by the servers' optimizer as it arrives, and that worker
+  // pulls the parameters as they are then; no worker waits for another. The order of arrivals is a
+  // model's, drawn from parameter_server_seed with each step time spread by parameter_server_jitter
+  // (a log-normal's log-spread; 0: the workers' speeds alone), the same in the simulator and the
+  // CPU backend. The servers step the optimizer (parameter_server_optimizer is implied).
+  bool parameter_server_asynchronous = false;
+  double parameter_server_jitter = 0.0;
+  std::uint64_t parameter_server_seed = 0;
   Recompute recompute_granularity = Recompute::none;
   bool overlap_grad_reduce = true;
   std::int64_t ddp_bucket_size = 40'000'000;  // parameters per gradient bucket (Megatron default)
@@ -116,6 +125,13 @@ class StrategyError : public std::invalid_argument {
 class RankProgram {
  public:
   virtual ~RankProgram() = default;
+  // The run's iterations, [first, first + count), told before setup by a backend that knows them:
+  // a program whose steps depend on the whole run (asynchronous parameter servers, whose order of
+  // pushes is drawn for every step of every worker) plans them here.
+  virtual void plan_iterations(int first, int count) {
+    (void)first;
+    (void)count;
+  }
   // Allocates parameters, gradients and optimizer state (once, before the first step).
   virtual void setup(Runtime& rt) = 0;
   // One training iteration: all micro-batches, gradient reduction, optimizer step.
@@ -194,6 +210,10 @@ class Strategy {
   // Its first iterations are unlike the rest (a stale exchange's first s steps pull nothing and
   // make no update): a backend that predicts a steady iteration warms up over at least these.
   virtual int irregular_iterations() const { return 0; }
+  // Ranks may run iterations ahead of one another (asynchronous parameter servers): a backend that
+  // joins every iteration across ranks cannot run it, and ranks hold different versions of the
+  // parameters, so no checkpoint can be taken.
+  virtual bool ranks_run_ahead() const { return false; }
   // One role per rank; empty when the strategy does not say.
   virtual std::vector<RankRole> rank_roles() const { return {}; }
   // Its ranks keep state in their node's host memory and step it on the host's CPU

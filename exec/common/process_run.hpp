@@ -33,6 +33,16 @@ class ProcessGroup {
   virtual void max(std::vector<double>& values) = 0;
 };
 
+// Ranks that run iterations ahead of one another (asynchronous parameter servers) cannot join every
+// iteration as a process run does: refused before anything starts.
+inline void refuse_ranks_running_ahead(const Strategy& strategy, const char* backend) {
+  if (strategy.ranks_run_ahead())
+    throw StrategyError("strategy.parameter_server_asynchronous",
+                        std::string("asynchronous servers' workers run ahead of one another, which ") + backend +
+                            " does not allow (it joins every iteration across ranks): run them on the CPU "
+                            "backend's threads, or simulate them");
+}
+
 // The iteration statistics of this process, joined over processes: the loss is the mean over the
 // distinct micro-batches of all ranks, the time the slowest rank's window.
 // `kernels_s`: this rank's kernel time in the iteration (each rank's is joined too).

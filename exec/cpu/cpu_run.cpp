@@ -227,6 +227,10 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
   if (world < 1) throw std::invalid_argument("run_cpu: empty strategy");
   if (o.checkpoint_every < 0) throw std::invalid_argument("run_cpu: negative checkpoint interval");
   const int total_iterations = checked_add(o.warmup_iterations, o.iterations, "run_cpu: warm-up + measured iterations");
+  if (strategy.ranks_run_ahead() && (!o.checkpoint_path.empty() || !o.resume_path.empty()))
+    throw StrategyError("strategy.parameter_server_asynchronous",
+                        "asynchronous servers leave every worker with its own version of the parameters: no "
+                        "checkpoint can be saved or resumed");
   Checkpoint resume;
   int first_iteration = 0;
   if (!o.resume_path.empty()) {
@@ -268,6 +272,7 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
       CpuDevice& device = *devices[r];
       try {
         auto program = strategy.program_for(r);
+        program->plan_iterations(first_iteration, total_iterations);
         program->setup(device);
         if (!o.resume_path.empty()) {
           try {
@@ -352,7 +357,15 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
                                   d.trace_records().end());
     if (o.capture_parameters) result.parameters.push_back(d.snapshot({MemCategory::parameters}));
   }
-  if (o.capture_parameters) result.global_parameters = global_state(devices, {MemCategory::parameters});
+  if (o.capture_parameters && strategy.ranks_run_ahead()) {
+    // Asynchronous servers: the model is the servers' (the last ranks), the workers' copies
+    // are each as old as its last pull.
+    std::vector<std::vector<PlacedTensor>> ranks;
+    for (auto d = devices.rbegin(); d != devices.rend(); ++d) ranks.push_back((*d)->placed_snapshot({MemCategory::parameters}));
+    result.global_parameters = assemble_global(ranks, /*first_wins=*/true);
+  } else if (o.capture_parameters) {
+    result.global_parameters = global_state(devices, {MemCategory::parameters});
+  }
   std::stable_sort(result.trace.records.begin(), result.trace.records.end(),
                    [](const TraceRecord& a, const TraceRecord& b) {
                      return a.rank != b.rank ? a.rank < b.rank : a.start_s < b.start_s;

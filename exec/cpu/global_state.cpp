@@ -14,10 +14,11 @@ using Seen = std::map<std::string, std::vector<bool>>;
 
 // Writes `value` at element `g` of `name`, refusing a replica that disagrees (NaN-safe).
 void put(Global& global, Seen& seen, const std::string& name, std::size_t n, std::size_t g, float value,
-         const std::string& who) {
+         const std::string& who, bool first_wins) {
   auto [it, fresh] = global.try_emplace(name, n, 0.0f);
   auto& mask = seen.try_emplace(name, n, false).first->second;
   if (it->second.size() != n) throw std::logic_error("global state: '" + name + "' placed with two global sizes");
+  if (mask[g] && first_wins) return;
   if (mask[g] && std::memcmp(&it->second[g], &value, sizeof(float)) != 0)
     throw std::logic_error("global state: replicas of '" + name + "' differ at element " + std::to_string(g) + " (" +
                            who + ")");
@@ -26,7 +27,8 @@ void put(Global& global, Seen& seen, const std::string& name, std::size_t n, std
 }
 
 // Every placed element of `tensors` into `global`.
-void place_all(Global& global, Seen& seen, const std::vector<PlacedTensor>& tensors, const std::string& who) {
+void place_all(Global& global, Seen& seen, const std::vector<PlacedTensor>& tensors, const std::string& who,
+               bool first_wins = false) {
   for (const PlacedTensor& t : tensors) {
     const TensorPlacement& p = t.placement;
     const auto n = static_cast<std::size_t>(p.global_numel());
@@ -34,7 +36,7 @@ void place_all(Global& global, Seen& seen, const std::vector<PlacedTensor>& tens
     seen.try_emplace(p.name, n, false);
     for (std::size_t i = 0; i < t.values.size(); ++i) {
       const std::int64_t g = p.global_index(static_cast<std::int64_t>(i));
-      if (g >= 0) put(global, seen, p.name, n, static_cast<std::size_t>(g), t.values[i], who);
+      if (g >= 0) put(global, seen, p.name, n, static_cast<std::size_t>(g), t.values[i], who, first_wins);
     }
   }
 }
@@ -48,10 +50,11 @@ void require_covered(const Seen& seen) {
 
 }  // namespace
 
-Global assemble_global(const std::vector<std::vector<PlacedTensor>>& ranks) {
+Global assemble_global(const std::vector<std::vector<PlacedTensor>>& ranks, bool first_wins) {
   Global global;
   Seen seen;
-  for (std::size_t r = 0; r < ranks.size(); ++r) place_all(global, seen, ranks[r], "rank " + std::to_string(r));
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    place_all(global, seen, ranks[r], "rank " + std::to_string(r), first_wins);
   require_covered(seen);
   return global;
 }
@@ -92,7 +95,7 @@ Global merge_partials(const std::vector<Global>& parts) {
       global.try_emplace(name, values.size(), 0.0f);
       seen.try_emplace(name, values.size(), false);
       for (std::size_t i = 0; i < values.size(); ++i)
-        if (!std::isnan(values[i])) put(global, seen, name, values.size(), i, values[i], "process " + std::to_string(r));
+        if (!std::isnan(values[i])) put(global, seen, name, values.size(), i, values[i], "process " + std::to_string(r), false);
     }
   require_covered(seen);
   return global;

@@ -22,9 +22,11 @@ struct PlacedTensor {
 // Logical tensors by name from every rank's placed tensors. Replicas (data parallel, the tied
 // embedding's copy) write the same elements; they must agree bit for bit. Every element of
 // every logical tensor must come from some rank. Throws std::logic_error otherwise (a
-// placement bug, not bad input).
+// placement bug, not bad input). `first_wins`: replicas may disagree and the first rank listed
+// that holds an element gives it (asynchronous servers' workers each hold their own version of
+// the parameters; the servers hold the model).
 std::map<std::string, std::vector<float>> assemble_global(
-    const std::vector<std::vector<PlacedTensor>>& ranks);
+    const std::vector<std::vector<PlacedTensor>>& ranks, bool first_wins = false);
 
 // Restoring a tensor placed at `p` from the global state: the logical tensor's values, checked
 // (std::runtime_error when the state lacks it or holds it at another size), and the tensor's part of

@@ -43,6 +43,7 @@ void check_options(const cpu::RunOptions& o) {
 cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, CudaRunExtras& extras) {
   const auto wall_start = std::chrono::steady_clock::now();
   check_options(o);
+  refuse_ranks_running_ahead(strategy, "the CUDA backend");
   // The checkpoint is read before any device is probed: a file that cannot resume this run is
   // refused the same way on a machine with or without a GPU.
   cpu::Checkpoint resume;

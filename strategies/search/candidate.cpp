@@ -36,7 +36,8 @@ nlohmann::json to_json(const Candidate& c) {
           {"expert_model_parallel_size", c.ep},
           {"parameter_servers", c.parameter_servers},
           {"parameter_server_staleness", c.parameter_server_staleness},
-          {"parameter_server_optimizer", c.parameter_server_optimizer}};
+          {"parameter_server_optimizer", c.parameter_server_optimizer},
+          {"parameter_server_asynchronous", c.parameter_server_asynchronous}};
   if (!c.layers_per_stage.empty()) j["pipeline_layers"] = c.layers_per_stage;
   if (!c.nodes.empty()) j["nodes_per_group"] = c.nodes;
   return j;
@@ -70,6 +71,8 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   if (j.contains("parameter_server_staleness"))
     c.parameter_server_staleness = j.at("parameter_server_staleness").get<int>();
   if (j.contains("parameter_server_optimizer")) c.parameter_server_optimizer = j.at("parameter_server_optimizer").get<bool>();
+  if (j.contains("parameter_server_asynchronous"))
+    c.parameter_server_asynchronous = j.at("parameter_server_asynchronous").get<bool>();
   return c;
 }
 
@@ -93,6 +96,7 @@ std::string Candidate::key() const {
   if (parameter_servers > 0) k += " servers=" + std::to_string(parameter_servers);
   if (parameter_server_staleness > 0) k += " staleness=" + std::to_string(parameter_server_staleness);
   if (parameter_server_optimizer) k += " server_optimizer";
+  if (parameter_server_asynchronous) k += " async";
   if (fp8 != Fp8Recipe::none) k += std::string(" fp8=") + tandem::to_string(fp8);
   if (!nodes.empty()) {
     k += " nodes=";

@@ -46,6 +46,7 @@ struct Candidate {
   int parameter_servers = 0;
   int parameter_server_staleness = 0;
   bool parameter_server_optimizer = false;  // the servers step the optimizer (synchronous plans)
+  bool parameter_server_asynchronous = false;  // asynchronous servers (they step the optimizer)
   // Nodes used of each node group of the cluster (platforms/cluster_selection.hpp); empty: ranks
   // 0..world-1 of the whole cluster.
   std::vector<int> nodes;

@@ -20,7 +20,9 @@ int distance(const Candidate& a, const Candidate& b) {
          (a.recompute != b.recompute) + (a.sequence_parallel != b.sequence_parallel) + (a.order != b.order) +
          (a.partition != b.partition || a.layers_per_stage != b.layers_per_stage) + (a.batch_split != b.batch_split) +
          (a.nodes != b.nodes) + (a.local_sgd_steps != b.local_sgd_steps) + (a.cp != b.cp) + (a.fp8 != b.fp8) +
-         (a.parameter_servers != b.parameter_servers) + (a.parameter_server_staleness != b.parameter_server_staleness);
+         (a.parameter_servers != b.parameter_servers) + (a.parameter_server_staleness != b.parameter_server_staleness) +
+         (a.parameter_server_optimizer != b.parameter_server_optimizer) +
+         (a.parameter_server_asynchronous != b.parameter_server_asynchronous);
 }
 
 class Guided {

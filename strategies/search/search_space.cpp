@@ -110,6 +110,7 @@ SearchSpace complete_space(SearchSpace s, const Cluster& cluster, const Training
   if (s.parameter_servers.empty()) s.parameter_servers = {0};
   if (s.parameter_server_staleness.empty()) s.parameter_server_staleness = {0};
   if (s.parameter_server_optimizer.empty()) s.parameter_server_optimizer = {0};
+  if (s.parameter_server_asynchronous.empty()) s.parameter_server_asynchronous = {0};
   const bool mixed = heterogeneous_prefix(cluster, largest) || (!s.nodes.empty() && cluster.is_heterogeneous());
   if (s.partition.empty())
     s.partition = mixed ? std::vector{HybridConfig::Partition::uniform, HybridConfig::Partition::proportional}
@@ -169,19 +170,29 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
               continue;
             }
             for (int staleness : s.parameter_server_staleness)
-              for (int server_optimizer : s.parameter_server_optimizer) {
-                if (server_optimizer && staleness > 0) {
-                  drop("servers that step the optimizer are synchronous");
-                  continue;
+              for (int server_optimizer : s.parameter_server_optimizer)
+                for (int asynchronous : s.parameter_server_asynchronous) {
+                  if (server_optimizer && staleness > 0) {
+                    drop("servers that step the optimizer are synchronous");
+                    continue;
+                  }
+                  if (asynchronous && staleness > 0) {
+                    drop("asynchronous servers bound no staleness");
+                    continue;
+                  }
+                  if (asynchronous && server_optimizer) {
+                    drop("asynchronous servers step the optimizer anyway (the plan without it)");
+                    continue;
+                  }
+                  Candidate c;
+                  c.dp = dp, c.micro_batch_size = mbs, c.recompute = recompute, c.fp8 = fp8, c.nodes = nodes;
+                  c.parameter_servers = servers;
+                  c.parameter_server_staleness = staleness;
+                  c.parameter_server_optimizer = server_optimizer != 0;
+                  c.parameter_server_asynchronous = asynchronous != 0;
+                  out.candidates.push_back(c);
+                  ++out.combinations;
                 }
-                Candidate c;
-                c.dp = dp, c.micro_batch_size = mbs, c.recompute = recompute, c.fp8 = fp8, c.nodes = nodes;
-                c.parameter_servers = servers;
-                c.parameter_server_staleness = staleness;
-                c.parameter_server_optimizer = server_optimizer != 0;
-                out.candidates.push_back(c);
-                ++out.combinations;
-              }
           }
       }
     }

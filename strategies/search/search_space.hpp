@@ -49,6 +49,7 @@ struct SearchSpace {
   // devices (dp = devices - servers), and their update staleness; default {0} and {0}.
   std::vector<int> parameter_servers;
   std::vector<int> parameter_server_staleness;
+  std::vector<int> parameter_server_asynchronous;  // 0 / 1 (plans with servers, staleness 0); default {0}
   std::vector<int> parameter_server_optimizer;  // 0 / 1 (synchronous plans only); default {0}
 };
 

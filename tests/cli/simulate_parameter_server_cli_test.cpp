@@ -133,5 +133,30 @@ TEST(SimulateParameterServerCli, ServersSteppingTheOptimizerTakeItsStateAndItsSt
   refused(simulate("stale-servers", scenario(8, 2, "  parameter_server_optimizer: true\n  parameter_server_staleness: 1\n")));
 }
 
+// Asynchronous servers (strategy.parameter_server_asynchronous): each server applies one worker's
+// push at a time, so its links carry what they carry synchronously, one worker after the other;
+// with equal workers the step costs about a synchronous one. The same input gives the same answer.
+TEST(SimulateParameterServerCli, AsynchronousServersServeOneWorkerAtATimeAtTheLinksPace) {
+  const std::string async = "  parameter_server_asynchronous: true\n";
+  const cli_test::CliRun synchronous = simulate("steps", scenario(8, 8, "  parameter_server_optimizer: true\n"), " --json -");
+  const cli_test::CliRun a = simulate("async", scenario(8, 8, async), " --json -");
+  const cli_test::CliRun again = simulate("again", scenario(8, 8, async), " --json -");
+  ASSERT_EQ(synchronous.status, 0) << synchronous.err;
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(iteration_s(a), iteration_s(again));
+  const double pushes_s = 8 * 2 * 1.56e9 / 8 / 12.5e9;  // each server's ingress: 1/8 of 8 workers' gradients
+  EXPECT_GT(iteration_s(a), pushes_s);
+  EXPECT_LT(iteration_s(a), 1.25 * iteration_s(synchronous));
+  EXPECT_NE(nlohmann::json::parse(a.out)["strategy"].get<std::string>().find("asynchronous"), std::string::npos) << a.out;
+  // Refused at its field where it cannot apply.
+  const cli_test::CliRun bounded = simulate("bounded", scenario(8, 8, async + "  parameter_server_staleness: 1\n"));
+  EXPECT_EQ(bounded.status, 2) << bounded.err;
+  EXPECT_NE(bounded.err.find("strategy.parameter_server_asynchronous"), std::string::npos) << bounded.err;
+  const cli_test::CliRun jitter = simulate("jitter", scenario(8, 8, async + "  parameter_server_jitter: 2\n"));
+  EXPECT_EQ(jitter.status, 2) << jitter.err;
+  EXPECT_NE(jitter.err.find("parameter_server_jitter"), std::string::npos) << jitter.err;
+}
+
 }  // namespace
 }  // namespace tandem

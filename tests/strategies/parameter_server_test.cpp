@@ -158,6 +158,55 @@ TEST(ParameterServer, WhatItDoesNotCombineWithIsRefusedAtItsField) {
   } catch (const StrategyError& e) {
     EXPECT_EQ(e.field(), "strategy.parameter_server_staleness");
   }
+  // Asynchronous servers bound no staleness and draw no order without being asked for.
+  ParallelConfig bounded;
+  bounded.parameter_server_asynchronous = true;
+  bounded.parameter_server_staleness = 1;
+  EXPECT_EQ(refused(bounded), "strategy.parameter_server_asynchronous");
+  ParallelConfig jitter;
+  jitter.parameter_server_jitter = 0.2;
+  EXPECT_EQ(refused(jitter), "strategy.parameter_server_jitter");
+  ParallelConfig seed;
+  seed.parameter_server_seed = 3;
+  EXPECT_EQ(refused(seed), "strategy.parameter_server_seed");
+  ParallelConfig alone;
+  alone.parameter_server_asynchronous = true;
+  try {
+    strategy(2, 0, alone);
+    ADD_FAILURE() << "asynchronous servers without servers accepted";
+  } catch (const StrategyError& e) {
+    EXPECT_EQ(e.field(), "strategy.parameter_server_asynchronous");
+  }
+}
+
+// An asynchronous server takes each worker's push alone, in the order drawn for the run: one
+// optimizer step and one reply per worker and partition, each worker's slot after the one before.
+TEST(ParameterServer, AnAsynchronousServerAppliesEachWorkersPushAloneInTheDrawnOrder) {
+  ParallelConfig p;
+  p.parameter_server_asynchronous = true;
+  const DataParallel s = strategy(3, 1, p);
+  NullRuntime rt(s.world_size());
+  std::vector<int> received_from;
+  int updates = 0, replies = 0;
+  rt.on_communicate = [&](const CommOp& op) {
+    if (op.kind == OpKind::recv && (received_from.empty() || received_from.back() != op.peer))
+      received_from.push_back(op.peer);
+    if (op.kind == OpKind::send) ++replies;
+  };
+  rt.on_compute = [&](const ComputeOp& op) { updates += op.kind == OpKind::optimizer; };
+  const auto server = s.program_for(3);
+  server->plan_iterations(0, 2);
+  server->setup(rt);
+  server->train_step(rt, 0);
+  server->train_step(rt, 1);
+  // gpt-tiny's gradients fit one bucket: each slot is one run of receives from one worker.
+  EXPECT_EQ(received_from, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(updates, replies);
+  EXPECT_GT(updates, 0);
+  EXPECT_EQ(updates % 6, 0);
+  // The workers are those of servers that step the optimizer: they keep no optimizer state.
+  const Issued worker = one_step(s, 0);
+  for (const CommOp& op : worker.comms) EXPECT_EQ(op.peer, 3);
 }
 
 // What one rank issues in each of `steps` steps: the communication's kinds in order, and whether

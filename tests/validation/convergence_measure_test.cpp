@@ -25,7 +25,7 @@ TEST(ConvergenceMeasure, EveryStrategyTrainsOnARealTextAndItsTimeToTheTargetIsSt
                               " > " + (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << cli_test::read_file(dir / "log.txt");
   const nlohmann::json j = nlohmann::json::parse(cli_test::read_file(out));
-  ASSERT_EQ(j["variants"].size(), 7u);
+  ASSERT_EQ(j["variants"].size(), 8u);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& v : j["variants"]) {
     by_name[v["name"].get<std::string>()] = v;

@@ -28,6 +28,7 @@ variants=(
   "ps_stale_0|data_parallel_size: 4, parameter_servers: 1|data_parallel_size: 8, parameter_servers: 8"
   "ps_stale_1|data_parallel_size: 4, parameter_servers: 1, parameter_server_staleness: 1|data_parallel_size: 8, parameter_servers: 8, parameter_server_staleness: 1"
   "ps_stale_3|data_parallel_size: 4, parameter_servers: 1, parameter_server_staleness: 3|data_parallel_size: 8, parameter_servers: 8, parameter_server_staleness: 3"
+  "ps_async|data_parallel_size: 4, parameter_servers: 1, parameter_server_asynchronous: true|data_parallel_size: 8, parameter_servers: 8, parameter_server_asynchronous: true"
 )
 
 # The CPU backend runs on a cluster of CPU cores: this machine's, with room for 4 workers and a

@@ -21,8 +21,7 @@ namespace {
 
 using testing::gpt_tiny;
 
-DataParallel strategy(int workers, int servers, DType precision, int staleness = 0, bool servers_step = false) {
-  const TrainingConfig training = testing::gpt_tiny_training(precision);
+ParallelConfig parallel_config(int workers, int servers, int staleness = 0, bool servers_step = false) {
   ParallelConfig parallel;
   parallel.data_parallel_size = workers;
   parallel.parameter_servers = servers;
@@ -30,7 +29,21 @@ DataParallel strategy(int workers, int servers, DType precision, int staleness =
   parallel.parameter_server_partition_bytes = 4'000;  // tensors cut into parts: pushes of parts at offsets
   parallel.parameter_server_staleness = staleness;
   parallel.parameter_server_optimizer = servers_step;
-  return DataParallel(gpt_tiny(), training, parallel, {});
+  return parallel;
+}
+
+DataParallel strategy(int workers, int servers, DType precision, int staleness = 0, bool servers_step = false) {
+  return DataParallel(gpt_tiny(), testing::gpt_tiny_training(precision),
+                      parallel_config(workers, servers, staleness, servers_step), {});
+}
+
+// Asynchronous servers, their order of pushes drawn with `jitter` from `seed`.
+DataParallel asynchronous(int workers, int servers, double jitter = 0, std::uint64_t seed = 0) {
+  ParallelConfig parallel = parallel_config(workers, servers);
+  parallel.parameter_server_asynchronous = true;
+  parallel.parameter_server_jitter = jitter;
+  parallel.parameter_server_seed = seed;
+  return DataParallel(gpt_tiny(), testing::gpt_tiny_training(DType::fp32), parallel, {});
 }
 
 RunResult train(const DataParallel& s, int steps, const std::string& checkpoint = "", const std::string& resume = "") {
@@ -193,6 +206,49 @@ TEST(ParameterServerTraining, AServersOptimizerCheckpointResumesAsDataParallel) 
   for (std::size_t i = 0; i < 2; ++i)
     EXPECT_NEAR(resumed.iterations[i].loss, straight.iterations[i + 2].loss, 1e-5 * std::abs(straight.iterations[i + 2].loss));
   std::filesystem::remove_all(dir);
+}
+
+// Asynchronous servers with one worker: nobody else updates in between, so each update is the
+// worker's own, as one replica's step (exactly: the same AdamW on the same fp32 values).
+TEST(ParameterServerTraining, AsynchronousServersWithOneWorkerTrainAsOneReplica) {
+  const RunResult reference = train(strategy(1, 0, DType::fp32), 3);
+  for (int servers : {1, 2}) {
+    const RunResult ps = train(asynchronous(1, servers), 3);
+    ASSERT_EQ(ps.iterations.size(), reference.iterations.size());
+    for (std::size_t i = 0; i < ps.iterations.size(); ++i)
+      EXPECT_EQ(ps.iterations[i].loss, reference.iterations[i].loss) << servers << " server(s), step " << i;
+    EXPECT_EQ(max_difference(ps, reference, 3), 0.0) << servers << " server(s)";
+  }
+}
+
+// Two workers: worker 1's first gradient is taken at the initial parameters but applied after
+// worker 0's update (stale by one), so the run leaves synchronous training at once; it still
+// trains, and the same order (the seed's) gives the same run bit for bit.
+TEST(ParameterServerTraining, AsynchronousWorkersStepOnParametersOthersUpdatedReproduciblyPerSeed) {
+  const RunResult sync = train(strategy(2, 1, DType::fp32, 0, true), 6);
+  const RunResult a = train(asynchronous(2, 1), 6);
+  const RunResult again = train(asynchronous(2, 1), 6);
+  ASSERT_EQ(a.iterations.size(), 6u);
+  EXPECT_EQ(a.iterations[0].loss, sync.iterations[0].loss);  // both start at the initial parameters
+  EXPECT_NE(a.iterations[2].loss, sync.iterations[2].loss);
+  EXPECT_GT(max_difference(a, sync, 6), 1.0);
+  for (std::size_t i = 0; i < a.iterations.size(); ++i) EXPECT_EQ(a.iterations[i].loss, again.iterations[i].loss) << i;
+  EXPECT_EQ(max_difference(a, again, 6), 0.0);
+  EXPECT_LT(a.iterations.back().loss, a.iterations.front().loss);
+  // Another seed with jitter is another order of pushes, so another run.
+  const RunResult shuffled = train(asynchronous(4, 2, 0.5, 1), 4), reshuffled = train(asynchronous(4, 2, 0.5, 2), 4);
+  EXPECT_GT(max_difference(shuffled, reshuffled, 4), 0.0);
+}
+
+TEST(ParameterServerTraining, AsynchronousServersRefuseCheckpointsAtTheirField) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("tandem-async-" + std::to_string(::getpid()) + ".ck")).string();
+  try {
+    train(asynchronous(2, 1), 1, path);
+    ADD_FAILURE() << "asynchronous servers saved a checkpoint";
+  } catch (const StrategyError& e) {
+    EXPECT_EQ(e.field(), "strategy.parameter_server_asynchronous");
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 }  // namespace

@@ -90,6 +90,28 @@ TEST(SearchSpace, ParameterServersTakeDevicesFromTheWorkersOfDataParallelPlans) 
   EXPECT_GT(e.dropped.at("parameter servers leave no worker"), 0);
 }
 
+TEST(SearchSpace, AsynchronousServersArePlansOfTheirOwnWithoutABound) {
+  const Cluster cluster = find_cluster("tiny-h100");  // 8 devices
+  const TrainingConfig training = batch_of(12);
+  SearchSpace s;
+  s.micro_batch_size = {1};
+  s.recompute = {Recompute::none};
+  s.parameter_servers = {2};
+  s.parameter_server_staleness = {0, 1};
+  s.parameter_server_asynchronous = {0, 1};
+  const Enumeration e = enumerate(complete_space(s, cluster, training), cluster, training);
+  int asynchronous = 0;
+  for (const Candidate& c : e.candidates) {
+    if (!c.parameter_server_asynchronous) continue;
+    ++asynchronous;
+    EXPECT_EQ(c.parameter_server_staleness, 0) << c.key();
+    EXPECT_NE(c.key().find(" async"), std::string::npos) << c.key();
+    EXPECT_TRUE(candidate_from_json(to_json(c)).parameter_server_asynchronous);
+  }
+  EXPECT_EQ(asynchronous, 1);
+  EXPECT_EQ(e.dropped.at("asynchronous servers bound no staleness"), 1);
+}
+
 TEST(SearchSpace, ImpossibleSizesAreDroppedWithTheirReason) {
   const Cluster cluster = find_cluster("tiny-h100");
   const TrainingConfig training = batch_of(6);
