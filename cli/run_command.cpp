@@ -281,7 +281,8 @@ int run_run(const RunCommandOptions& o) {
     for (std::size_t r = 0; r < options.compute_slowdown.size(); ++r)
       if (options.compute_slowdown[r] != 1)
         std::cout << "straggler   rank " << r << ": compute x" << options.compute_slowdown[r] << " (injected)\n";
-    options.on_iteration = [watch = std::make_shared<StragglerWatch>()](const exec::cpu::IterationStats& s) {
+    options.on_iteration = [watch = std::make_shared<StragglerWatch>(StragglerWatch::classes_of(strategy->rank_roles()))](
+                               const exec::cpu::IterationStats& s) {
       char line[160];
       std::snprintf(line, sizeof line, "iter %4d%s  loss %8.4f  time %8.4f s  %10.0f tokens/s\n",
                     s.iteration, s.warmup ? " (warm-up)" : "", s.loss, s.time_s, s.tokens_per_s);

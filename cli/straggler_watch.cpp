@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace tandem::cli {
 
@@ -23,8 +24,10 @@ std::optional<std::string> StragglerWatch::observe(const exec::cpu::IterationSta
   std::optional<std::string> line;
   for (std::size_t r = 0; r < k.size(); ++r) {
     std::vector<double> peers;
+    const auto class_of = [&](std::size_t rank) { return rank < peer_class_.size() ? peer_class_[rank] : 0; };
     for (std::size_t q = 0; q < k.size(); ++q)
-      if (q != r) peers.push_back(k[q]);
+      if (q != r && class_of(q) == class_of(r)) peers.push_back(k[q]);
+    if (peers.empty()) continue;  // alone in its kind of work: nobody to compare with
     const double typical = median(peers);
     const bool slow = typical > 0 && k[r] >= kRatio * typical;
     streak_[r] = slow ? streak_[r] + 1 : 0;
@@ -38,6 +41,14 @@ std::optional<std::string> StragglerWatch::observe(const exec::cpu::IterationSta
     }
   }
   return line;
+}
+
+std::vector<int> StragglerWatch::classes_of(const std::vector<RankRole>& roles) {
+  std::map<std::pair<int, int>, int> ids;
+  std::vector<int> out;
+  for (const RankRole& role : roles)
+    out.push_back(ids.try_emplace({role.stage, role.layers}, static_cast<int>(ids.size())).first->second);
+  return out;
 }
 
 }  // namespace tandem::cli

@@ -485,15 +485,23 @@ std::unique_ptr<RankProgram> make_server_program(std::function<std::unique_ptr<R
   return std::make_unique<ServerProgram>(std::move(make_worker), rank, workers, world, staleness, std::move(optimizer));
 }
 
+namespace {
+
+// Servers that step the optimizer (asked for at `field`, `who` in the messages): they need servers,
+// take no staleness (`why_no_staleness`) and leave the workers no optimizer to offload.
+void check_servers_step(const ParallelConfig& parallel, const std::string& field, const std::string& who,
+                        const std::string& why_no_staleness) {
+  if (parallel.parameter_servers == 0) throw StrategyError(field, who + " need parameter_servers");
+  if (parallel.parameter_server_staleness != 0) throw StrategyError(field, who + " " + why_no_staleness);
+  if (parallel.offload_optimizer) throw StrategyError(field, "the workers keep no optimizer to offload");
+}
+
+}  // namespace
+
 void check_parameter_servers(const ParallelConfig& parallel) {
   if (parallel.parameter_server_asynchronous) {
-    if (parallel.parameter_servers == 0)
-      throw StrategyError("strategy.parameter_server_asynchronous", "asynchronous servers need parameter_servers");
-    if (parallel.parameter_server_staleness != 0)
-      throw StrategyError("strategy.parameter_server_asynchronous",
-                          "asynchronous servers bound no staleness: parameter_server_staleness must be 0");
-    if (parallel.offload_optimizer)
-      throw StrategyError("strategy.parameter_server_asynchronous", "the workers keep no optimizer to offload");
+    check_servers_step(parallel, "strategy.parameter_server_asynchronous", "asynchronous servers",
+                       "bound no staleness: parameter_server_staleness must be 0");
   } else if (parallel.parameter_server_jitter != 0 || parallel.parameter_server_seed != 0) {
     throw StrategyError(parallel.parameter_server_jitter != 0 ? "strategy.parameter_server_jitter"
                                                               : "strategy.parameter_server_seed",
@@ -501,15 +509,9 @@ void check_parameter_servers(const ParallelConfig& parallel) {
   }
   if (!(parallel.parameter_server_jitter >= 0) || !std::isfinite(parallel.parameter_server_jitter))
     throw StrategyError("strategy.parameter_server_jitter", "must be 0 or more");
-  if (parallel.parameter_server_optimizer) {
-    if (parallel.parameter_servers == 0)
-      throw StrategyError("strategy.parameter_server_optimizer", "servers that step the optimizer need parameter_servers");
-    if (parallel.parameter_server_staleness != 0)
-      throw StrategyError("strategy.parameter_server_optimizer",
-                          "servers that step the optimizer are built synchronous (parameter_server_staleness 0)");
-    if (parallel.offload_optimizer)
-      throw StrategyError("strategy.parameter_server_optimizer", "the workers keep no optimizer to offload");
-  }
+  if (parallel.parameter_server_optimizer)
+    check_servers_step(parallel, "strategy.parameter_server_optimizer", "servers that step the optimizer",
+                       "are built synchronous (parameter_server_staleness 0)");
   if (parallel.parameter_servers == 0) {
     if (parallel.parameter_server_staleness != 0)
       throw StrategyError("strategy.parameter_server_staleness", "bounded staleness needs parameter_servers");

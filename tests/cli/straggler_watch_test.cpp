@@ -40,5 +40,20 @@ TEST(StragglerWatch, NoiseWarmUpAndBalancedRanksAreNotNamed) {
   EXPECT_FALSE(watch.observe(iteration(10, {1.0})));  // one rank has no peers
 }
 
+// Parameter servers do little compute: a worker is not slow for taking longer than a server, nor
+// one pipeline stage for taking longer than a stage of other layers; workers among themselves are.
+TEST(StragglerWatch, RanksOfAnotherKindOfWorkAreNoPeers) {
+  // Two workers and a server, as DataParallel::rank_roles gives them.
+  const std::vector<RankRole> roles = {{0, 0, -1, 4}, {0, 1, -1, 4}, {-1, -1, 0, 0}};
+  StragglerWatch watch(StragglerWatch::classes_of(roles));
+  EXPECT_EQ(StragglerWatch::classes_of(roles), (std::vector<int>{0, 0, 1}));
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(watch.observe(iteration(i, {1.0, 1.0, 0.01}))) << i;
+  watch.observe(iteration(5, {1.0, 3.0, 0.01}));
+  watch.observe(iteration(6, {1.0, 3.0, 0.01}));
+  const auto named = watch.observe(iteration(7, {1.0, 3.0, 0.01}));
+  ASSERT_TRUE(named);
+  EXPECT_NE(named->find("rank 1: kernels 3.00x"), std::string::npos) << *named;
+}
+
 }  // namespace
 }  // namespace tandem::cli

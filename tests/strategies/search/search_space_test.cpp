@@ -59,14 +59,20 @@ TEST(SearchSpace, AProportionalSplitOfAlikeDevicesIsEnumeratedOnlyWhereTheBatchD
   EXPECT_TRUE(six_replicas) << "tp=1 dp=6 on 6 devices: only a proportional split runs it";
 }
 
-TEST(SearchSpace, ParameterServersTakeDevicesFromTheWorkersOfDataParallelPlans) {
-  const Cluster cluster = find_cluster("tiny-h100");  // 8 devices
-  const TrainingConfig training = batch_of(12);
+// Plans with these numbers of servers (and staleness 0 or 1), one micro-batch size, no recompute.
+SearchSpace server_space(std::vector<int> servers) {
   SearchSpace s;
   s.micro_batch_size = {1};
   s.recompute = {Recompute::none};
-  s.parameter_servers = {0, 2, 8};
+  s.parameter_servers = std::move(servers);
   s.parameter_server_staleness = {0, 1};
+  return s;
+}
+
+TEST(SearchSpace, ParameterServersTakeDevicesFromTheWorkersOfDataParallelPlans) {
+  const Cluster cluster = find_cluster("tiny-h100");  // 8 devices
+  const TrainingConfig training = batch_of(12);
+  const SearchSpace s = server_space({0, 2, 8});
   const Enumeration e = enumerate(complete_space(s, cluster, training), cluster, training);
   std::set<int> stalenesses;
   int with_servers = 0;
@@ -93,11 +99,7 @@ TEST(SearchSpace, ParameterServersTakeDevicesFromTheWorkersOfDataParallelPlans) 
 TEST(SearchSpace, AsynchronousServersArePlansOfTheirOwnWithoutABound) {
   const Cluster cluster = find_cluster("tiny-h100");  // 8 devices
   const TrainingConfig training = batch_of(12);
-  SearchSpace s;
-  s.micro_batch_size = {1};
-  s.recompute = {Recompute::none};
-  s.parameter_servers = {2};
-  s.parameter_server_staleness = {0, 1};
+  SearchSpace s = server_space({2});
   s.parameter_server_asynchronous = {0, 1};
   const Enumeration e = enumerate(complete_space(s, cluster, training), cluster, training);
   int asynchronous = 0;
