@@ -135,6 +135,7 @@ struct Case {
   // Communication-efficient data parallelism (issue 16): a codec, local SGD's period, servers.
   Compression codec = Compression::none;
   int local_sgd_steps = 1, parameter_servers = 0;
+  bool asynchronous = false;  // asynchronous servers
   int world() const { return dp * tp * pp + parameter_servers; }
 };
 const Case kReference = {"data dp=2", "data_parallel", 2, 1, 1, 0};
@@ -163,6 +164,7 @@ Scenario scenario_for(const Case& k, const Cluster& cluster) {
   s.parallel.gradient_compression.type = k.codec;
   s.parallel.local_sgd_steps = k.local_sgd_steps;
   s.parallel.parameter_servers = k.parameter_servers;
+  s.parallel.parameter_server_asynchronous = k.asynchronous;
   return s;
 }
 
@@ -459,7 +461,10 @@ TEST(PredictionAccuracy, CalibratedLocalhostPredictsCommunicationEfficientStrate
   local.local_sgd_steps = 4;
   Case servers{"servers 2 + 1", "data_parallel", 2, 1, 1, 0};
   servers.parameter_servers = 1;
-  check_cases({int8, local, servers}, kTrials, kHealthyBound);
+  Case asynchronous{"asynchronous servers 2 + 1", "data_parallel", 2, 1, 1, 0};
+  asynchronous.parameter_servers = 1;
+  asynchronous.asynchronous = true;
+  check_cases({int8, local, servers, asynchronous}, kTrials, kHealthyBound);
 }
 
 }  // namespace
