@@ -547,8 +547,10 @@ void check_experts(const Model& model, const ParallelConfig& p) {
   if (experts % ep)
     throw StrategyError(field, std::to_string(ep) + " does not divide the model's " + std::to_string(experts) + " experts");
   // Tensor parallelism splits each expert's width too (expert-tensor parallelism, transformer.hpp).
+  // Context parallelism splits each sequence: the experts' gradients are summed over the
+  // context-parallel ranks too (expert_data_group) and the load-balancing loss over the whole
+  // sequences (its picks per expert all-reduced over the context-parallel group, transformer.cpp).
   const char* not_built = " with experts is not built yet";
-  if (p.context_parallel_size > 1) throw StrategyError("strategy.context_parallel_size", std::string("context parallelism") + not_built);
   if (p.local_sgd_steps > 1) throw StrategyError("strategy.local_sgd_steps", std::string("local SGD") + not_built);
   if (p.gradient_compression.enabled())
     throw StrategyError("strategy.gradient_compression", std::string("gradient compression") + not_built);

@@ -52,6 +52,7 @@ const char* to_string(MoeStep step) {
     case MoeStep::dispatch: return "moe_dispatch";
     case MoeStep::combine: return "moe_combine";
     case MoeStep::regroup: return "moe_regroup";
+    case MoeStep::count: return "moe_count";
   }
   return "?";
 }

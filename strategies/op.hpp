@@ -170,10 +170,15 @@ struct MemcpyArgs {
 //             backward {d_buffer [E,C,h], experts, slots} -> {dx [T,h]}
 //   combine   forward  {expert_out [E,C,h], experts, slots, gates} -> {y [T,h]} = Σ_k gate·out
 //             backward {d_y, expert_out, experts, slots, gates} -> {d_expert_out [E,C,h], d_gates [T,k]}
+//             With a fifth input, counts [E] fp32 (the picks per expert over every rank that holds
+//             part of these sequences: context parallelism, `balance_tokens` tokens in all), f_e
+//             is those counts' share (this rank's loss part stays a mean over its own tokens).
+//   count     forward  {experts [T,k]} -> {counts [E] fp32}: the picks each expert got (context
+//             parallelism sums them over the sequence's ranks for the load-balancing loss).
 //   regroup   [ep, E/ep, C, h] (what an all-to-all over the expert-parallel group delivers: each
 //             member's tokens for this rank's experts) -> [E/ep, ep·C, h] (each expert's rows
 //             together, for its GEMMs); backward: the inverse. hidden = h, tokens unused.
-enum class MoeStep : std::uint8_t { route, dispatch, combine, regroup };
+enum class MoeStep : std::uint8_t { route, dispatch, combine, regroup, count };
 const char* to_string(MoeStep step);
 struct MoeArgs {
   MoeStep step = MoeStep::route;
@@ -181,6 +186,7 @@ struct MoeArgs {
   int ep = 1;  // regroup: members of the expert-parallel group
   bool backward = false;
   float aux_loss_coeff = 0;  // route backward
+  std::int64_t balance_tokens = 0;  // route backward with counts: the tokens they count (0: `tokens`)
 };
 
 // CodecArgs (gradient compression, strategies/compression/codec_args.hpp) run as element-wise ops.

@@ -237,6 +237,7 @@ Cost moe_cost(const MoeArgs& a, DType dtype) {
       return a.backward ? Cost{4.0 * picked, (T * h + 2.0 * picked + buffer) * e + indices + 2.0 * T * k * e}
                         : Cost{2.0 * picked, (picked + T * h) * e + indices + T * k * e};
     case MoeStep::regroup: return Cost{0.0, 2.0 * buffer * e};
+    case MoeStep::count: return Cost{T * k, indices / 2 + E * 4.0};
   }
   return {};
 }

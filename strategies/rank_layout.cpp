@@ -86,8 +86,9 @@ Group RankLayout::expert_group(int rank, int ep) const {
 Group RankLayout::expert_data_group(int rank, int ep) const {
   const RankCoord me = coord_of(rank);
   Group g;
-  g.id = kExpertDataGroups + me.tp + tp_ * (me.pp + pp_ * (me.cp + cp_ * (me.dp % ep)));
-  for (int d = me.dp % ep; d < dp_; d += ep) g.ranks.push_back(rank_of({me.tp, d, me.pp, me.cp}));
+  g.id = kExpertDataGroups + me.tp + tp_ * (me.pp + pp_ * (me.dp % ep));
+  for (int d = me.dp % ep; d < dp_; d += ep)
+    for (int c = 0; c < cp_; ++c) g.ranks.push_back(rank_of({me.tp, d, me.pp, c}));
   return g;
 }
 

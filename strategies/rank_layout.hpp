@@ -47,10 +47,11 @@ class RankLayout {
   // The data group's block of `block_size` consecutive replicas that holds `rank` (hierarchical
   // local SGD's synchronous block); block_size divides dp.
   Group data_block_group(int rank, int block_size) const;
-  // Expert parallelism (Megatron-Core's expert_model_parallel_size, ep divides dp; cp == 1): the
-  // block of ep consecutive replicas holding `rank`, which exchange tokens (all-to-all) at every
-  // mixture-of-experts layer, each holding its share of the experts; and the replicas at `rank`'s
-  // place in every block, which hold the same experts and sum their gradients.
+  // Expert parallelism (Megatron-Core's expert_model_parallel_size, ep divides dp): the block of
+  // ep consecutive replicas holding `rank` (at its context-parallel index), which exchange tokens
+  // (all-to-all) at every mixture-of-experts layer, each holding its share of the experts; and the
+  // ranks at `rank`'s place in every block, at every context-parallel index, which hold the same
+  // experts and sum their gradients (each computed them on its part of the sequences).
   Group expert_group(int rank, int ep) const;
   Group expert_data_group(int rank, int ep) const;
   Group pipeline_group(int rank) const;  // same tp, dp, cp; stage order

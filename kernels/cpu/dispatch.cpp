@@ -349,7 +349,8 @@ void run_moe(const OpContext& c, const MoeArgs& a) {
         if (c.options().router_load) c.options().router_load->add(out_ids(1), s);
       } else
         moe_route_backward(c.out(0, a.tokens * a.experts), c.in(0, picks), in_ids(1), c.in(2, a.tokens * a.experts),
-                           c.in(3, picks), s, a.aux_loss_coeff);
+                           c.in(3, picks), s, a.aux_loss_coeff, c.inputs() > 4 ? c.in(4, a.experts) : nullptr,
+                           a.balance_tokens);
       return;
     case MoeStep::dispatch:
       if (!a.backward) moe_dispatch_forward(c.out(0, buffer), c.in(0, rows), in_ids(1), in_ids(2), s);
@@ -365,6 +366,9 @@ void run_moe(const OpContext& c, const MoeArgs& a) {
     case MoeStep::regroup:
       if (a.ep < 1 || a.experts % a.ep) c.fail("moe regroup: experts do not split over the expert-parallel group");
       moe_regroup(c.out(0, buffer), c.in(0, buffer), a.ep, a.experts / a.ep, a.capacity, a.hidden, a.backward);
+      return;
+    case MoeStep::count:
+      moe_count(c.out(0, a.experts), in_ids(0), s);
       return;
   }
 }

@@ -92,8 +92,14 @@ void moe_route_forward(float* gates, std::int32_t* experts, std::int32_t* slots,
     }
 }
 
+void moe_count(float* counts, const std::int32_t* experts, const MoeShape& s) {
+  std::fill(counts, counts + s.experts, 0.0f);
+  for (I64 i = 0; i < s.tokens * s.topk; ++i) counts[experts[i]] += 1.0f;
+}
+
 void moe_route_backward(float* d_logits, const float* gates, const std::int32_t* experts, const float* probs,
-                        const float* d_gates, const MoeShape& s, float aux_loss_coeff) {
+                        const float* d_gates, const MoeShape& s, float aux_loss_coeff, const float* counts,
+                        std::int64_t balance_tokens) {
   const I64 E = s.experts, k = s.topk;
   std::fill(d_logits, d_logits + s.tokens * E, 0.0f);
   for (I64 t = 0; t < s.tokens; ++t) {
@@ -108,6 +114,12 @@ void moe_route_backward(float* d_logits, const float* gates, const std::int32_t*
   // d aux / d probs[t][e] = coeff·E·f_e / T (f_e counts picks: no gradient); then the softmax.
   std::vector<double> f, p;
   balance_terms(experts, probs, s, f, p);
+  // The whole sequences' shares with `counts`; the gradient itself is this rank's part of a loss
+  // that is a mean over its own tokens (the step divides by the context-parallel size, as it does
+  // the language-model loss's), so the 1/T stays this routing's.
+  const I64 all = counts != nullptr && balance_tokens > 0 ? balance_tokens : s.tokens;
+  if (counts != nullptr)
+    for (I64 e = 0; e < E; ++e) f[at(e)] = static_cast<double>(counts[e]) / static_cast<double>(all * k);
   const double scale = static_cast<double>(aux_loss_coeff) * static_cast<double>(E) / static_cast<double>(s.tokens);
   for (I64 t = 0; t < s.tokens; ++t) {
     const float* pr = probs + t * E;

@@ -34,8 +34,14 @@ void moe_route_forward(float* gates, std::int32_t* experts, std::int32_t* slots,
 // d_logits [tokens, experts] from the gates' gradient, plus the gradient of Switch Transformer's
 // load-balancing loss aux_loss_coeff·E·Σ_e f_e·P_e (Fedus et al. 2021, arXiv 2101.03961, eq. 4:
 // f_e the share of the picks that chose e, P_e the mean probability of e over the tokens).
+// `counts` (null: this routing's own): the picks per expert over `balance_tokens` tokens of which
+// these are part (context parallelism: the whole sequences' picks, summed over their ranks), which
+// set f_e; the loss stays a mean over these tokens (the step divides by the ranks).
 void moe_route_backward(float* d_logits, const float* gates, const std::int32_t* experts, const float* probs,
-                        const float* d_gates, const MoeShape& s, float aux_loss_coeff);
+                        const float* d_gates, const MoeShape& s, float aux_loss_coeff, const float* counts = nullptr,
+                        std::int64_t balance_tokens = 0);
+// counts [experts]: the picks each expert got.
+void moe_count(float* counts, const std::int32_t* experts, const MoeShape& s);
 // The value of that loss for one routing (reported beside the language-model loss in tests).
 double moe_load_balancing_loss(const std::int32_t* experts, const float* probs, const MoeShape& s,
                                float aux_loss_coeff);

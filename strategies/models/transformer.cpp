@@ -1197,7 +1197,21 @@ class TransformerBlock final : public LayerBase {
     rt.release(d_buffer);
     rt.release(slots);
     Tensor d_logits = alloc("mlp.router.doutput", {x_.b, x_.s, E});
-    moe_op(em, ph, "mlp.route", "bwd", {gates, experts, probs, d_gates}, {d_logits}, moe_args(MoeStep::route, true));
+    std::vector<Tensor> route_in{gates, experts, probs, d_gates};
+    MoeArgs route = moe_args(MoeStep::route, true);
+    if (x_.cp > 1 && cfg_.moe_aux_loss_coeff > 0) {
+      // Context parallelism: this rank routed its part of each sequence; the load-balancing
+      // loss is over the whole sequences (as one rank's), so its picks per expert are summed over
+      // the context-parallel group first.
+      Tensor counts = rt.alloc(em.name("mlp.route.counts"), {E}, DType::fp32, kAct);
+      moe_op(em, ph, "mlp.route.count", "bwd", {experts}, {counts}, moe_args(MoeStep::count, true));
+      em.pending(ops::all_reduce(rt, ph, em.label("mlp.route.count.allreduce", "bwd"), counts, ctx_.cp_group,
+                                 em.comm_issue(Stream::tp_comm)));
+      route_in.push_back(counts);
+      route.balance_tokens = T * x_.cp;
+    }
+    moe_op(em, ph, "mlp.route", "bwd", route_in, {d_logits}, route);
+    if (route_in.size() > 4) rt.release(route_in.back());
     for (const Tensor& t : {gates, experts, probs, d_gates}) rt.release(t);
     GemmArgs router_dgrad{T, x_.h, E};
     router_dgrad.trans_b = true;

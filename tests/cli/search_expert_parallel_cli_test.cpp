@@ -58,15 +58,33 @@ TEST(SearchExpertParallelCli, BadExpertSettingsAreInputErrorsAtTheirField) {
                      "strategy.expert_model_parallel_size", "does not divide data_parallel_size");
   expect_field_error(simulate("experts", mixtral_with("  data_parallel_size: 16\n  expert_model_parallel_size: 16\n")),
                      "strategy.expert_model_parallel_size", "does not divide the model's 8 experts");
-  expect_field_error(simulate("context", mixtral_with("  data_parallel_size: 8\n  expert_model_parallel_size: 8\n"
-                                                      "  context_parallel_size: 2\n")),
-                     "strategy.context_parallel_size", "context parallelism with experts is not built yet");
+  expect_field_error(simulate("local", mixtral_with("  data_parallel_size: 8\n  expert_model_parallel_size: 8\n"
+                                                    "  local_sgd_steps: 2\n")),
+                     "strategy.local_sgd_steps", "local SGD with experts is not built yet");
   expect_field_error(simulate("dense", "name: moe-bad\nmodel: gpt3-1.3b\ncluster: dgx-h100\n"
                                        "training: {global_batch_size: 8, micro_batch_size: 1}\n"
                                        "strategy: {type: hybrid, data_parallel_size: 8, expert_model_parallel_size: 2}\n"),
                      "strategy.expert_model_parallel_size", "needs a model with experts");
   expect_field_error(simulate("topk", mixtral_with("  data_parallel_size: 8\n", "  moe_router_topk: 9\n")),
                      "model.moe_router_topk", "exceeds num_moe_experts");
+}
+
+// At a 32k context with a global batch of 32 sequences, data parallelism alone leaves each
+// pipeline two micro-batches (most of the step idle); context parallelism with experts splits the
+// sequences and wins, and the winner keeps experts split too.
+TEST(SearchExpertParallelCli, AtALongContextContextParallelismWithExpertsWins) {
+  const cli_test::CliRun run = cli_test::run_tandem("search search-mixtral-8x7b-32k-cp --workers 2 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  ASSERT_FALSE(report["ranked"].empty());
+  const nlohmann::json& best = report["ranked"][0];
+  EXPECT_GT(best["knobs"]["context_parallel_size"].get<int>(), 1) << best["candidate"];
+  EXPECT_GT(best["knobs"]["expert_model_parallel_size"].get<int>(), 1) << best["candidate"];
+  // Better than the baseline without context parallelism by more than a third.
+  const cli_test::CliRun baseline = cli_test::run_tandem("simulate search-mixtral-8x7b-32k-cp --json -");
+  ASSERT_EQ(baseline.status, 0) << baseline.err;
+  const double baseline_s = nlohmann::json::parse(baseline.out)["iteration_time_s"].get<double>();
+  EXPECT_LT(best["prediction"]["iteration_time_s"].get<double>(), baseline_s * 2 / 3) << best["candidate"];
 }
 
 TEST(SearchExpertParallelCli, DroplessRoutingIsPricedAtTheBusiestExpertsLoadAndSaysSo) {

@@ -46,16 +46,19 @@ inline std::shared_ptr<const Model> small_gpt(std::string name, int layers, std:
 // The same with a mixture of experts in every block but the first: 4 experts of width 2·hidden,
 // top-2, an expert capacity of 1.0x its balanced share (so that some picks are dropped), a shared
 // expert of width hidden and Switch's load-balancing loss, no biases (experts have none).
+// `rope` with context parallelism, which also needs it dropless (capacity 0): a rank's expert
+// capacity counts its own part of each sequence, so it cannot drop the picks one rank drops.
 inline std::shared_ptr<const Model> small_moe_gpt(std::string name, int layers, std::int64_t hidden, int heads,
-                                                  std::int64_t vocab, std::int64_t seq) {
+                                                  std::int64_t vocab, std::int64_t seq, bool rope = false) {
   TransformerConfig c = gpt_config(std::move(name), layers, hidden, heads, seq, vocab);
+  if (rope) c.position = PositionEmbeddingType::rope;
   c.hidden_dropout = 0;
   c.attention_dropout = 0;
   c.bias = false;
   c.num_moe_experts = 4;
   c.moe_router_topk = 2;
   c.moe_ffn_hidden_size = 2 * hidden;
-  c.moe_expert_capacity_factor = 1.0;
+  c.moe_expert_capacity_factor = rope ? 0.0 : 1.0;
   c.moe_aux_loss_coeff = 0.01;
   // DeepSeek's layout: the first block dense, a shared expert beside the routed ones.
   c.moe_first_dense_layers = 1;
