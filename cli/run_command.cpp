@@ -296,11 +296,9 @@ int run_run(const RunCommandOptions& o) {
   exec::cuda::CudaRunExtras extras;
   extras.math = scenario.training.precision == DType::fp32 ? kernels::cuda::MathMode::fp32 : kernels::cuda::MathMode::bf16;
 #endif
-  if (o.rebalance_after && (cuda || !o.resume_path.empty() || *o.rebalance_after >= options.iterations))
+  if (o.rebalance_after && (cuda || *o.rebalance_after >= options.iterations))
     throw InputError("command line", 0, "--rebalance-after",
-                     cuda ? "re-balancing is built for the cpu backend only"
-                     : !o.resume_path.empty() ? "re-balancing starts a run: not with --resume"
-                                              : "needs iterations after it: K below --iterations");
+                     cuda ? "re-balancing is built for the cpu backend only" : "needs iterations after it: K below --iterations");
   exec::cpu::RunResult result;
   std::optional<RebalancedRun> rebalanced;
   try {
@@ -313,7 +311,8 @@ int run_run(const RunCommandOptions& o) {
       const CpuRunner runner = processes ? CpuRunner(run_cpu_processes) : CpuRunner(exec::cpu::run_cpu);
       if (o.rebalance_after)
         rebalanced = run_rebalanced(scenario, *strategy, options, *o.rebalance_after, runner,
-                                    processes ? static_cast<long>(::getppid()) : static_cast<long>(::getpid()));
+                                    processes ? static_cast<long>(::getppid()) : static_cast<long>(::getpid()),
+                                    quiet ? nullptr : &std::cout);
       else result = runner(*strategy, options);
       if (processes) finish_processes();
     }

@@ -100,6 +100,7 @@ struct Attempt {
   Clock::time_point launched;
   std::optional<Clock::time_point> ready;  // every rank set up, holding the checkpoint's state
   Scenario scenario;                       // the plan, for the simulator
+  std::string rebalance;                   // --rebalance-after: the re-split it made ("2/2 -> 3/1")
 };
 
 struct Failure {
@@ -239,7 +240,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   if (o.checkpoint_path.empty())
     throw InputError("command line", 0, "--elastic", "needs --checkpoint FILE: a failed job resumes from it");
   for (const auto& [given, name] : {std::pair{!o.trace_path.empty(), "--trace"}, {!o.chrome_trace_path.empty(), "--chrome-trace"},
-                                    {o.rebalance_after.has_value(), "--rebalance-after"}, {o.warmup.value_or(0) > 0, "--warmup"}})
+                                    {o.warmup.value_or(0) > 0, "--warmup"}})
     if (given) throw InputError("command line", 0, name, std::string("not with --elastic (its jobs restart mid-run)"));
   if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"))
     throw InputError("command line", 0, "--elastic", "the supervisor launches mpirun itself: run it without mpirun");
@@ -284,6 +285,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
         << " iteration(s), heartbeat timeout " << e.heartbeat_timeout_s << " s\n";
 
   static const std::regex kIterLine(R"(^iter\s+(\d+)\s+loss\s+(\S+))");
+  static const std::regex kRebalanceLine(R"(^rebalance .*micro-batches per replica (\S+ -> \S+))");
   while (true) {
     Attempt a;
     a.index = static_cast<int>(attempts.size());
@@ -313,6 +315,10 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
     if (!o.corpus_path.empty()) args.insert(args.end(), {"--corpus", o.corpus_path});
     for (const std::string& s : o.slow_ranks)  // a straggler the re-planned job no longer has is dropped
       if (std::atoi(s.c_str()) < ranks) args.insert(args.end(), {"--slow-rank", s});
+    // Every job re-balances its batch shares K iterations after its start, from its own ranks'
+    // measured speeds (a restarted job's ranks, or a re-planned job's, are not the last job's).
+    if (o.rebalance_after && end_iteration - resume_from > *o.rebalance_after)
+      args.insert(args.end(), {"--rebalance-after", std::to_string(*o.rebalance_after)});
     a.launched = Clock::now();
     a.pid = launch(args, a);
     if (a.pid < 0) throw std::runtime_error("cannot start mpirun");
@@ -344,7 +350,8 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
         pending.erase(0, nl + 1);
         std::smatch m;
         if (std::regex_search(line, m, kIterLine)) losses[std::stoi(m[1].str())] = std::stod(m[2].str());
-        if (!quiet && line.rfind("iter", 0) == 0) say << line << "\n" << std::flush;
+        if (std::regex_search(line, m, kRebalanceLine)) attempts.back().rebalance = m[1].str();
+        if (!quiet && (line.rfind("iter", 0) == 0 || line.rfind("rebalance", 0) == 0)) say << line << "\n" << std::flush;
       }
     };
     while (true) {
@@ -546,6 +553,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
                          {"on_spare", a.on_spare}, {"plan", a.plan},
                          {"start_s", a.ready ? seconds_between(a.launched, *a.ready) : -1.0},
                          {"simulated_iteration_s", simulated_s[i]}});
+    if (!a.rebalance.empty()) j["jobs"].back()["rebalance"] = a.rebalance;
   }
   j["failures"] = nlohmann::json::array();
   j["regrowths"] = nlohmann::json::array();

@@ -77,16 +77,21 @@ std::string joined(const std::vector<std::int64_t>& v) {
 }  // namespace
 
 RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy, const exec::cpu::RunOptions& options,
-                             int first_part, const CpuRunner& run, long job_id) {
+                             int first_part, const CpuRunner& run, long job_id, std::ostream* live) {
   if (first_part < 1 || first_part >= options.iterations)
     throw std::invalid_argument("re-balancing needs iterations before and after it");
   RebalancedRun out;
+  // The hand-over checkpoint: the run's own when it keeps one (its periodic checkpoints go on
+  // through the first part, and an elastic supervisor resumes a failed job from them), else a
+  // temporary one, removed.
+  const bool own = !options.checkpoint_path.empty();
   const std::filesystem::path checkpoint =
-      std::filesystem::temp_directory_path() / ("tandem-rebalance-" + std::to_string(job_id) + ".ck");
+      own ? std::filesystem::path(options.checkpoint_path)
+          : std::filesystem::temp_directory_path() / ("tandem-rebalance-" + std::to_string(job_id) + ".ck");
   exec::cpu::RunOptions first = options;
   first.iterations = first_part;
   first.checkpoint_path = checkpoint.string();
-  first.checkpoint_every = 0;
+  if (!own) first.checkpoint_every = 0;
   out.before = run(strategy, first);
   // Measured speeds, the re-split strategy, the rest of the run from the checkpoint.
   std::vector<double> compute_s;
@@ -94,6 +99,12 @@ RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy,
   const std::vector<double> speeds =
       replica_speeds(strategy.rank_roles(), compute_s, first.iterations + first.warmup_iterations);
   const std::unique_ptr<Strategy> rebalanced = rebalanced_strategy(scenario, speeds);
+  out.micro_batches_before = micro_batches_of(strategy, scenario.training.micro_batch_size);
+  out.micro_batches_after = micro_batches_of(*rebalanced, scenario.training.micro_batch_size);
+  char split[200];
+  std::snprintf(split, sizeof split, "rebalance   after %d iteration(s): micro-batches per replica %s -> %s (measured speeds)\n",
+                first_part, joined(out.micro_batches_before).c_str(), joined(out.micro_batches_after).c_str());
+  if (live) *live << split << std::flush;  // said as it happens: an elastic supervisor echoes it
   exec::cpu::RunOptions second = options;
   second.iterations = options.iterations - first_part;
   second.warmup_iterations = 0;
@@ -101,25 +112,21 @@ RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy,
   try {
     out.after = run(*rebalanced, second);
   } catch (...) {
-    std::filesystem::remove(checkpoint);
+    if (!own) std::filesystem::remove(checkpoint);
     throw;
   }
-  std::filesystem::remove(checkpoint);
-  out.micro_batches_before = micro_batches_of(strategy, scenario.training.micro_batch_size);
-  out.micro_batches_after = micro_batches_of(*rebalanced, scenario.training.micro_batch_size);
+  if (!own) std::filesystem::remove(checkpoint);
   std::vector<double> slowdown = options.compute_slowdown;
   slowdown.resize(static_cast<std::size_t>(strategy.world_size()), 1.0);
   out.predicted = predict_rebalance(scenario, slowdown, speeds);
   char line[256];
   std::snprintf(line, sizeof line,
-                "rebalance   after %d iteration(s): micro-batches per replica %s -> %s (measured speeds)\n"
                 "before      %.4f s/iteration measured, %.4f s predicted\n"
                 "after       %.4f s/iteration measured, %.4f s predicted (%+.1f%% measured, %+.1f%% predicted)\n",
-                first_part, joined(out.micro_batches_before).c_str(), joined(out.micro_batches_after).c_str(),
                 out.before.iteration_time_s, out.predicted.before_s, out.after.iteration_time_s, out.predicted.after_s,
                 100 * (out.after.iteration_time_s / out.before.iteration_time_s - 1),
                 100 * (out.predicted.after_s / out.predicted.before_s - 1));
-  out.report = line;
+  out.report = (live ? "" : std::string(split)) + line;
   return out;
 }
 

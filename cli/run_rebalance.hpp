@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,8 @@ struct RebalancedRun {
 // the same joined measurements). `job_id` names the temporary checkpoint, the same in all of one
 // job's processes (the process id with threads, mpirun's with processes).
 using CpuRunner = std::function<exec::cpu::RunResult(const Strategy&, const exec::cpu::RunOptions&)>;
+// `live`: where the re-split is said as soon as it is decided (else it opens `report`).
 RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy, const exec::cpu::RunOptions& options,
-                             int first_part, const CpuRunner& run, long job_id);
+                             int first_part, const CpuRunner& run, long job_id, std::ostream* live = nullptr);
 
 }  // namespace tandem::cli
