@@ -254,6 +254,9 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   if (!o.resume_path.empty()) check_input_file(o.resume_path, kMaxCheckpointBytes);
   const Scenario scenario = load_scenario(o.scenario);
   const auto first_strategy = make_strategy(scenario);
+  if (first_strategy->ranks_run_ahead())  // its jobs are processes that join every iteration, and resume from checkpoints
+    scenario.fail("strategy.parameter_server_asynchronous",
+                  "asynchronous servers' workers run ahead of one another and hold no common checkpoint: not with --elastic");
   const std::int64_t sequences = first_strategy->sequences_per_iteration();
   const int iterations = o.iterations.value_or(10);
   const int every = o.checkpoint_every.value_or(1);

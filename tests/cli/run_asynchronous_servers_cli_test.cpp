@@ -4,6 +4,7 @@
 // localhost has two cores; tests/exec/cpu/parameter_server_training_test.cpp trains four workers.)
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -30,6 +31,13 @@ TEST(RunAsynchronousServersCli, WorkersTrainOnThreadsAndACheckpointIsRefusedAtTh
   EXPECT_NE(refused.err.find("async.yaml:9"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("strategy.parameter_server_asynchronous"), std::string::npos) << refused.err;
   EXPECT_FALSE(std::filesystem::exists(checkpoint));
+  // An elastic run resumes its jobs from checkpoints: refused the same way, before any job starts.
+  if (std::system("command -v mpirun >/dev/null 2>&1") == 0) {
+    const cli_test::CliRun elastic = cli_test::run_tandem("run " + path + " --elastic --iterations 3 --checkpoint " + checkpoint);
+    EXPECT_EQ(elastic.status, 2) << elastic.err;
+    EXPECT_NE(elastic.err.find("async.yaml:9"), std::string::npos) << elastic.err;
+    EXPECT_NE(elastic.err.find("--elastic"), std::string::npos) << elastic.err;
+  }
 }
 
 }  // namespace
