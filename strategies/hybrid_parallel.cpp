@@ -459,15 +459,34 @@ class HybridRank final : public RankProgram {
       else backward(rt, a.micro_batch, a.chunk, nullptr, false);
     }
     for (auto& chunk : chunks_)
-      for (auto& layer : chunk) reduce_tensor_partial_gradients(rt, *layer, static_cast<int>(plan_.micro_batches) - 1);
+      for (auto& layer : chunk) {
+        reduce_tensor_partial_gradients(rt, *layer, static_cast<int>(plan_.micro_batches) - 1);
+        if (ctx_.ep_size > 1) scale_expert_gradients(rt, *layer);
+      }
     rt.wait(rt.record(Stream::dp_comm));
     sync_tied_embedding(rt);
     optimizer_step(rt, iteration, 1.0f / static_cast<float>(plan_.micro_batches));
     if (++steps_since_average_ == plan_.parallel.local_sgd_steps) average_parameters(rt, false);
   }
+  // A local step's expert gradients sum the tokens of this rank's whole expert-parallel block (every
+  // member's tokens routed to its experts), the rest this replica's only: 1/ep makes them a mean over
+  // as many micro-batches as the step's scale counts.
+  void scale_expert_gradients(Runtime& rt, const Layer& layer) {
+    for (const Tensor& g : layer.expert_gradients()) {
+      ElementwiseArgs scale{ElementwiseFn::scale, g.numel()};
+      scale.factor = 1.0f / static_cast<float>(ctx_.ep_size);
+      ops::elementwise(rt, Phase::backward, layer.name() + ".expert_grads.local_scale", {g}, {g}, scale);
+    }
+  }
   void average_parameters(Runtime& rt, bool with_moments) {
     steps_since_average_ = 0;
-    average_models(rt, optimizer_, layer_pointers(), data_group_, with_moments, &outer_);
+    if (ctx_.ep_size == 1) return average_models(rt, optimizer_, layer_pointers(), data_group_, with_moments, &outer_);
+    // Expert parallelism: the experts are averaged over the replicas holding the same ones, the
+    // rest over every replica.
+    const auto expert = [this](const Tensor& p) { return expert_parameters_.count(p.id) > 0; };
+    average_models(rt, optimizer_, layer_pointers(), data_group_, with_moments, &outer_,
+                   [&](const Tensor& p) { return !expert(p); });
+    average_models(rt, optimizer_, layer_pointers(), expert_data_group_, with_moments, &outer_, expert);
   }
   std::vector<const Layer*> layer_pointers() const {
     std::vector<const Layer*> layers;
@@ -550,8 +569,11 @@ void check_experts(const Model& model, const ParallelConfig& p) {
   // Context parallelism splits each sequence: the experts' gradients are summed over the
   // context-parallel ranks too (expert_data_group) and the load-balancing loss over the whole
   // sequences (its picks per expert all-reduced over the context-parallel group, transformer.cpp).
+  // Local SGD averages the experts over the replicas holding the same ones (average_parameters);
+  // hierarchical blocks would need the experts' gradients summed within a block's share of them.
   const char* not_built = " with experts is not built yet";
-  if (p.local_sgd_steps > 1) throw StrategyError("strategy.local_sgd_steps", std::string("local SGD") + not_built);
+  if (p.local_sgd_steps > 1 && p.local_sgd_group_size > 1 && ep > 1)
+    throw StrategyError("strategy.local_sgd_group_size", std::string("hierarchical local SGD (local_sgd_group_size > 1)") + not_built);
   if (p.gradient_compression.enabled())
     throw StrategyError("strategy.gradient_compression", std::string("gradient compression") + not_built);
 }

@@ -62,12 +62,14 @@ void OuterOptimizer::allocate(Runtime& rt, const ShardedAdam& optimizer, const s
   }
 }
 
-void OuterOptimizer::step(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers) const {
+void OuterOptimizer::step(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
+                          const std::function<bool(const Tensor&)>& include) const {
   if (plain()) return;
   for (const Layer* layer : layers) {
     const std::vector<Tensor> values = optimizer.masters(layer->name(), layer->parameters());
     const auto& state = state_.at(layer->name());
     for (std::size_t j = 0; j < values.size(); ++j) {
+      if (include && !include(layer->parameters()[j])) continue;
       ElementwiseArgs args{ElementwiseFn::outer_nesterov, values[j].numel()};
       args.lr = lr_;
       args.momentum = momentum_;
@@ -79,23 +81,30 @@ void OuterOptimizer::step(Runtime& rt, const ShardedAdam& optimizer, const std::
 }
 
 void average_models(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
-                    const Group& replicas, bool with_moments, const OuterOptimizer* outer) {
+                    const Group& replicas, bool with_moments, const OuterOptimizer* outer,
+                    const std::function<bool(const Tensor&)>& include) {
   if (replicas.size() == 1 && (outer == nullptr || with_moments)) return;
+  const auto taken = [&](const Layer& layer, std::size_t j) { return !include || include(layer.parameters()[j]); };
   std::vector<Tensor> values;
   for (const Layer* layer : layers) {
-    for (const Tensor& m : optimizer.masters(layer->name(), layer->parameters())) values.push_back(m);
-    if (with_moments)
-      for (const Tensor& m : optimizer.moments(layer->name())) values.push_back(m);
+    const std::vector<Tensor> masters = optimizer.masters(layer->name(), layer->parameters());
+    for (std::size_t j = 0; j < masters.size(); ++j)
+      if (taken(*layer, j)) values.push_back(masters[j]);
+    if (with_moments) {
+      const std::vector<Tensor> moments = optimizer.moments(layer->name());  // (m, v) per parameter
+      for (std::size_t j = 0; 2 * j + 1 < moments.size(); ++j)
+        if (taken(*layer, j)) values.insert(values.end(), {moments[2 * j], moments[2 * j + 1]});
+    }
   }
-  if (replicas.size() > 1)
+  if (replicas.size() > 1 && !values.empty())
     rt.wait(ops::all_reduce(rt, Phase::optimizer, "dp.params.average", values, replicas,
                             Issue{Stream::dp_comm, {rt.record(Stream::compute)}}, ReduceOp::avg));
-  if (outer != nullptr && !with_moments) outer->step(rt, optimizer, layers);
+  if (outer != nullptr && !with_moments) outer->step(rt, optimizer, layers, include);
   for (const Layer* layer : layers) {
     const std::vector<Tensor> masters = optimizer.masters(layer->name(), layer->parameters());
     for (std::size_t j = 0; j < masters.size(); ++j) {
       const Tensor& param = layer->parameters()[j];
-      if (masters[j].id == param.id) continue;
+      if (masters[j].id == param.id || !taken(*layer, j)) continue;
       ops::elementwise(rt, Phase::optimizer, layer->name() + ".p" + std::to_string(j) + ".average_cast", {masters[j]},
                        {param}, ElementwiseArgs{ElementwiseFn::cast, param.numel()});
     }

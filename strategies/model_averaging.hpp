@@ -4,6 +4,7 @@
 // parameters stored in another dtype. Data-parallel and hybrid strategies share it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -36,8 +37,10 @@ class OuterOptimizer {
   OuterOptimizer(float lr, float momentum) : lr_(lr), momentum_(momentum) {}
   bool plain() const { return lr_ == 1.0f && momentum_ == 0.0f; }
   void allocate(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers);
-  // After the replicas' average landed in the optimizer's fp32 values: the outer step, in place.
-  void step(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers) const;
+  // After the replicas' average landed in the optimizer's fp32 values: the outer step, in place,
+  // on the parameters `include` takes (all when empty).
+  void step(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
+            const std::function<bool(const Tensor&)>& include = {}) const;
 
  private:
   float lr_, momentum_;
@@ -46,8 +49,11 @@ class OuterOptimizer {
 
 // `optimizer` holds the whole state of `layers` (unsharded); `replicas` is this rank's data-parallel
 // group. With `outer` (DiLoCo; not for a settle's average, `with_moments`), the average is its
-// outer gradient. Blocks the host until the mean is in place.
+// outer gradient. Blocks the host until the mean is in place. `include`: only these parameters (and
+// their state) are averaged over `replicas` (all when empty): a mixture of experts averages its
+// experts over the replicas that hold the same ones and the rest over every replica.
 void average_models(Runtime& rt, const ShardedAdam& optimizer, const std::vector<const Layer*>& layers,
-                    const Group& replicas, bool with_moments, const OuterOptimizer* outer = nullptr);
+                    const Group& replicas, bool with_moments, const OuterOptimizer* outer = nullptr,
+                    const std::function<bool(const Tensor&)>& include = {});
 
 }  // namespace tandem

@@ -110,6 +110,7 @@ struct ElementwiseArgs {
   std::int64_t numel = 0;  // elements of the output
   bool backward = false;
   float lr = 0, momentum = 0;  // outer_nesterov's
+  float factor = 0;  // a same-size scale's factor (0: none given here: zeroing by label, or the backend's)
 };
 struct EmbeddingArgs {
   std::int64_t tokens = 0, vocab = 0, hidden = 0;

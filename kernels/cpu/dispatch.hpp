@@ -24,7 +24,7 @@
 //   scale        an op whose output is smaller than its input is the loss mean: output[0] =
 //                mean over args.numel rows of column 0 of inputs[0] (the per-token losses in
 //                the cross-entropy stats [tokens, 2]). A same-size scale multiplies by
-//                options.scale_factor(op) when given, else by 0 when the label's last
+//                ElementwiseArgs::factor when not 0, else options.scale_factor(op) when given, else by 0 when the label's last
 //                component is "zero" (gradient zeroing), else it throws: ElementwiseArgs has
 //                no factor.
 //   embedding    without an ids tensor the op is a position embedding: token t reads row

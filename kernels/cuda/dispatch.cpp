@@ -153,7 +153,8 @@ void elementwise(const Op& c, const ElementwiseArgs& a) {
         return;
       }
       float alpha;
-      if (c.options.scale_factor) alpha = c.options.scale_factor(c.op());
+      if (a.factor != 0) alpha = a.factor;
+      else if (c.options.scale_factor) alpha = c.options.scale_factor(c.op());
       else if (last_component(c.op().label) == "zero") alpha = 0.0f;
       else c.fail("a same-size scale needs a factor (RunOptions::scale_factor)");
       scale_forward(c.out(0, n), c.in(0, n), n, alpha, c.stream());

@@ -58,9 +58,9 @@ TEST(SearchExpertParallelCli, BadExpertSettingsAreInputErrorsAtTheirField) {
                      "strategy.expert_model_parallel_size", "does not divide data_parallel_size");
   expect_field_error(simulate("experts", mixtral_with("  data_parallel_size: 16\n  expert_model_parallel_size: 16\n")),
                      "strategy.expert_model_parallel_size", "does not divide the model's 8 experts");
-  expect_field_error(simulate("local", mixtral_with("  data_parallel_size: 8\n  expert_model_parallel_size: 8\n"
-                                                    "  local_sgd_steps: 2\n")),
-                     "strategy.local_sgd_steps", "local SGD with experts is not built yet");
+  expect_field_error(simulate("local", mixtral_with("  data_parallel_size: 8\n  expert_model_parallel_size: 4\n"
+                                                    "  local_sgd_steps: 2\n  local_sgd_group_size: 2\n")),
+                     "strategy.local_sgd_group_size", "hierarchical local SGD (local_sgd_group_size > 1) with experts is not built yet");
   expect_field_error(simulate("dense", "name: moe-bad\nmodel: gpt3-1.3b\ncluster: dgx-h100\n"
                                        "training: {global_batch_size: 8, micro_batch_size: 1}\n"
                                        "strategy: {type: hybrid, data_parallel_size: 8, expert_model_parallel_size: 2}\n"),

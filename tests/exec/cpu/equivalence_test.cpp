@@ -280,6 +280,24 @@ TEST(EquivalentExperts, ContextTensorAndSequenceParallelismTogetherEqualOneRank)
   EXPECT_GT(reference.iterations.front().loss - reference.iterations.back().loss, 0.05);
 }
 
+// Local SGD with experts: replicas step alone between averages; an average takes the experts over
+// the replicas holding the same ones (expert_data_group) and the rest over every replica. After the
+// run's last average each expert's holders hold it alike and every replica the rest alike (the
+// global state assembles only if replicas agree bit for bit), one expert-parallel member's experts
+// stay distinct from the other's (averaged over every replica they would be equal), and it trains.
+TEST(EquivalentExperts, LocalSgdAveragesTheExpertsOverTheReplicasHoldingThem) {
+  Shape shape;
+  shape.dp = 4, shape.moe = true, shape.ep = 2, shape.local_sgd_steps = 2;
+  const RunResult r = run(shape, 4);
+  ASSERT_EQ(r.world_size, 4);
+  EXPECT_LT(r.iterations.back().loss, r.iterations.front().loss);
+  const std::vector<float>& fc1 = r.global_parameters.at("layer1.mlp.experts.fc1.weight");  // [E = 4, ...]
+  const std::size_t per_expert = fc1.size() / 4;
+  std::size_t equal = 0;
+  for (std::size_t i = 0; i < per_expert; ++i) equal += fc1[i] == fc1[2 * per_expert + i];  // expert 0 vs 2
+  EXPECT_LT(equal, per_expert / 2) << "experts 0 and 2 (two members' shares) were averaged together";
+}
+
 TEST(EquivalentCheckpoint, DataParallelCheckpointResumesUnderTensorParallel) {
   expect_resumable(named("dp2", {.dp = 2}), named("tp2", {.tp = 2}));
 }
