@@ -12,7 +12,9 @@
 // are then weighted by each replica's share of the batch before the sum.
 //
 // With parameter_servers S > 0 ranks dp..dp+S-1 are servers that sum the gradients instead of the
-// all-reduce (strategies/parameter_server.hpp); the replicas are ranks 0..dp-1.
+// all-reduce (strategies/parameter_server.hpp); the replicas are ranks 0..dp-1. Asynchronous servers
+// (parameter_server_asynchronous) apply each replica's push alone, in an order drawn from the
+// replicas' step times (strategies/parameter_server_order.hpp): the replicas run ahead of one another.
 #pragma once
 
 #include <memory>
