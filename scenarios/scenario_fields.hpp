@@ -119,7 +119,8 @@ inline constexpr FieldDoc kStrategy[] = {
      "of the CPU backend or the simulator; no checkpoints)"},
     {"parameter_server_jitter", "fraction", "0",
      "asynchronous servers: the log-spread of each worker's step time in the model that orders the pushes "
-     "(0: the workers' speeds alone, equal ones give round robin)", &limits::kParameterServerJitter},
+     "(0: the workers' speeds alone, equal ones give round robin); it shapes the staleness, not the simulated "
+     "step (the simulator's workers take their modelled times)", &limits::kParameterServerJitter},
     {"parameter_server_seed", "count", "0", "asynchronous servers: the seed of the order of pushes", nullptr,
      &limits::kParameterServerSeed},
     {"local_sgd_steps", "steps", "1", "local SGD: replicas average parameters every H steps (data_parallel; 1: synchronous)",
