@@ -272,7 +272,10 @@ int run_goodput(const GoodputOptions& o) {
   // The episodes they would play, refused at the most frequent straggler's field.
   double episodes = 0;
   const StragglerSpec* most_frequent = nullptr;
-  for (const StragglerSpec& s : transient_stragglers(rs.base.stragglers)) {
+  // Kept in a variable: `most_frequent` points into it after the loop (a temporary's range-for
+  // ended its life there; ThreadSanitizer's run found the read after free).
+  const std::vector<StragglerSpec> transient = transient_stragglers(rs.base.stragglers);
+  for (const StragglerSpec& s : transient) {
     episodes += spec.trials * spec.horizon_s / s.episode_every_s;
     if (most_frequent == nullptr || s.episode_every_s < most_frequent->episode_every_s) most_frequent = &s;
   }
