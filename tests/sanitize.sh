@@ -15,6 +15,8 @@
 #     under a sanitizer every lock and wake-up is many times slower, so it says nothing there.
 #   * ReportInChromium.*: headless Chromium renders the report; the browser is what runs, and it
 #     refuses the instrumented parent's preloaded runtime.
+#   * RunStragglerCli.ASlowedRankComputesLonger*: asserts the injected 5x slowdown in measured
+#     kernel time; under TSan the instrumentation's own cost dominates (measured 0.20 vs 0.22 s).
 # Under TSan the simulator runs its actors as threads (sim/simulation.cpp selects SimGrid's thread
 # contexts when built with -fsanitize=thread): its usual contexts switch stacks by hand, which TSan
 # cannot follow (races reported between actors that never run at once). So the whole suite runs,
@@ -46,7 +48,7 @@ case "$kind" in
     exit 2
     ;;
 esac
-exclude="^(PredictionAccuracy|ReportInChromium)\.|^CpuMicrobenchmarks\.PassingACoreBetweenThreads"
+exclude="^(PredictionAccuracy|ReportInChromium)\.|^CpuMicrobenchmarks\.PassingACoreBetweenThreads|^RunStragglerCli\.ASlowedRankComputesLonger"
 files="${3:-}"
 
 # -O1 -g: readable stacks at a tolerable speed.
