@@ -22,9 +22,9 @@ std::optional<std::string> StragglerWatch::observe(const exec::cpu::IterationSta
   streak_.resize(k.size(), 0);
   flagged_.resize(k.size(), false);
   std::optional<std::string> line;
+  const auto class_of = [&](std::size_t rank) { return rank < peer_class_.size() ? peer_class_[rank] : 0; };
   for (std::size_t r = 0; r < k.size(); ++r) {
     std::vector<double> peers;
-    const auto class_of = [&](std::size_t rank) { return rank < peer_class_.size() ? peer_class_[rank] : 0; };
     for (std::size_t q = 0; q < k.size(); ++q)
       if (q != r && class_of(q) == class_of(r)) peers.push_back(k[q]);
     if (peers.empty()) continue;  // alone in its kind of work: nobody to compare with

@@ -22,14 +22,14 @@ namespace {
 // moves the bucket's partitions the server sums in bucket order. With as many workers as servers
 // each step pairs them one to one (a server's link busy all along); with more workers a server
 // serves W/S of them per step, its link the bottleneck as it is in a real incast.
-int server_at_step(int worker, int step, int servers) { return (worker + step) % servers; }
-
 // Asynchronous servers serve one worker at a time in the same order, so every worker visits the
 // servers in the same order too (server k in step k): the first worker's partitions flow through
 // the servers one after the other and the next follows one server behind, a pipeline in which no
-// worker waits for a server still busy with a worker it is itself behind (the rotation above would
-// make worker w wait at server w for every worker before it).
-int asynchronous_server_at_step(int step) { return step; }
+// worker waits for a server still busy with a worker it is itself behind (the rotation would make
+// worker w wait at server w for every worker before it).
+int server_at_step(int worker, int step, int servers, bool asynchronous) {
+  return asynchronous ? step : (worker + step) % servers;
+}
 
 // ---- the worker's side ----
 
@@ -128,8 +128,7 @@ class PushPullExchange final : public GradientCodec {
     const int count = static_cast<int>(servers_.size());
     Handle last;
     for (int step = 0; step < count; ++step) {
-      const int at = asynchronous_ ? asynchronous_server_at_step(step) : server_at_step(rt.rank(), step, count);
-      const int server = servers_[static_cast<std::size_t>(at)];
+      const int server = servers_[static_cast<std::size_t>(server_at_step(rt.rank(), step, count, asynchronous_))];
       for (std::size_t i = 0; i < bucket.pieces.size(); ++i) {
         const Piece& p = bucket.pieces[i];
         if (p.server != server) continue;
@@ -257,7 +256,7 @@ class ServerProgram final : public RankProgram {
     //    are training state: placed as their part of a logical tensor per bucket and slot (the
     //    bucket's elements in order), so that a checkpoint holds them whatever the number of servers.
     // Asynchronous servers keep no sums: each push is applied alone from the scratch buffer.
-    const bool sums = !(optimizer_ && optimizer_->asynchronous);
+    const bool sums = !asynchronous();
     for (OwnedBucket& b : buckets_) {
       if (sums) b.sums.resize(static_cast<std::size_t>(staleness_ + 1));
       for (std::size_t t = 0; t < b.shapes.size(); ++t) {
@@ -287,11 +286,11 @@ class ServerProgram final : public RankProgram {
   }
 
   void plan_iterations(int first, int count) override {
-    if (optimizer_ && optimizer_->asynchronous) plan_order(first + count);
+    if (asynchronous()) plan_order(first + count);
   }
 
   void train_step(Runtime& rt, int iteration) override {
-    if (optimizer_ && optimizer_->asynchronous) return apply_pushes_as_they_come(rt, iteration);
+    if (asynchronous()) return apply_pushes_as_they_come(rt, iteration);
     const int slots = staleness_ + 1;
     // Stale: the sums of step iteration - s leave first, while this step's pushes come in (the
     // previous step's end saw them complete).
@@ -382,6 +381,8 @@ class ServerProgram final : public RankProgram {
     }
   }
 
+  bool asynchronous() const { return optimizer_ && optimizer_->asynchronous; }
+
   // The order of pushes for `steps` steps of every worker (a backend that does not plan its
   // iterations gets the order of the steps made so far).
   void plan_order(int steps) {
@@ -460,7 +461,7 @@ class ServerProgram final : public RankProgram {
     const int servers = world_ - workers_, index = rank_ - workers_;
     for (int step = 0; step < servers; ++step)
       for (int w = 0; w < workers_; ++w)
-        if (server_at_step(w, step, servers) == index) visit(w);
+        if (server_at_step(w, step, servers, false) == index) visit(w);
   }
 
   std::function<std::unique_ptr<RankProgram>()> make_worker_;

@@ -1,5 +1,6 @@
 #include "exec/cpu/cpu_run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <set>
@@ -129,11 +130,15 @@ class CheckpointBarrier {
 };
 
 
+// `last_ranks_win`: replicas may disagree and the highest rank holding an element gives it
+// (asynchronous servers, the last ranks, hold the model; each worker its own older copy).
 std::map<std::string, std::vector<float>> global_state(const std::vector<std::unique_ptr<CpuDevice>>& devices,
-                                                       const std::set<MemCategory>& categories) {
+                                                       const std::set<MemCategory>& categories,
+                                                       bool last_ranks_win = false) {
   std::vector<std::vector<PlacedTensor>> ranks;
   for (const auto& d : devices) ranks.push_back(d->placed_snapshot(categories));
-  return assemble_global(ranks);
+  if (last_ranks_win) std::reverse(ranks.begin(), ranks.end());
+  return assemble_global(ranks, /*first_wins=*/last_ranks_win);
 }
 
 Checkpoint snapshot_run(const Strategy& strategy, const RunOptions& o, int next_iteration,
@@ -357,15 +362,8 @@ RunResult run_cpu(const Strategy& strategy, const RunOptions& o) {
                                   d.trace_records().end());
     if (o.capture_parameters) result.parameters.push_back(d.snapshot({MemCategory::parameters}));
   }
-  if (o.capture_parameters && strategy.ranks_run_ahead()) {
-    // Asynchronous servers: the model is the servers' (the last ranks), the workers' copies
-    // are each as old as its last pull.
-    std::vector<std::vector<PlacedTensor>> ranks;
-    for (auto d = devices.rbegin(); d != devices.rend(); ++d) ranks.push_back((*d)->placed_snapshot({MemCategory::parameters}));
-    result.global_parameters = assemble_global(ranks, /*first_wins=*/true);
-  } else if (o.capture_parameters) {
-    result.global_parameters = global_state(devices, {MemCategory::parameters});
-  }
+  if (o.capture_parameters)
+    result.global_parameters = global_state(devices, {MemCategory::parameters}, strategy.ranks_run_ahead());
   std::stable_sort(result.trace.records.begin(), result.trace.records.end(),
                    [](const TraceRecord& a, const TraceRecord& b) {
                      return a.rank != b.rank ? a.rank < b.rank : a.start_s < b.start_s;

@@ -1199,11 +1199,12 @@ class TransformerBlock final : public LayerBase {
     Tensor d_logits = alloc("mlp.router.doutput", {x_.b, x_.s, E});
     std::vector<Tensor> route_in{gates, experts, probs, d_gates};
     MoeArgs route = moe_args(MoeStep::route, true);
+    Tensor counts;
     if (x_.cp > 1 && cfg_.moe_aux_loss_coeff > 0) {
       // Context parallelism: this rank routed its part of each sequence; the load-balancing
       // loss is over the whole sequences (as one rank's), so its picks per expert are summed over
       // the context-parallel group first.
-      Tensor counts = rt.alloc(em.name("mlp.route.counts"), {E}, DType::fp32, kAct);
+      counts = rt.alloc(em.name("mlp.route.counts"), {E}, DType::fp32, kAct);
       moe_op(em, ph, "mlp.route.count", "bwd", {experts}, {counts}, moe_args(MoeStep::count, true));
       em.pending(ops::all_reduce(rt, ph, em.label("mlp.route.count.allreduce", "bwd"), counts, ctx_.cp_group,
                                  em.comm_issue(Stream::tp_comm)));
@@ -1211,7 +1212,7 @@ class TransformerBlock final : public LayerBase {
       route.balance_tokens = T * x_.cp;
     }
     moe_op(em, ph, "mlp.route", "bwd", route_in, {d_logits}, route);
-    if (route_in.size() > 4) rt.release(route_in.back());
+    if (counts.valid()) rt.release(counts);
     for (const Tensor& t : {gates, experts, probs, d_gates}) rt.release(t);
     GemmArgs router_dgrad{T, x_.h, E};
     router_dgrad.trans_b = true;
