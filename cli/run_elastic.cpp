@@ -216,6 +216,7 @@ std::vector<double> predict_recoveries(std::vector<Attempt>& attempts, std::vect
   std::error_code ec;
   const auto checkpoint_bytes = static_cast<double>(fs::file_size(checkpoint_path, ec));
   for (Failure& f : failures) {
+    if (static_cast<std::size_t>(f.attempt) + 1 >= attempts.size()) continue;  // lost after the last iteration
     const Attempt& next = attempts[static_cast<std::size_t>(f.attempt) + 1];
     sim::reliability::RestartCost cost;
     cost.stop_s = kStopS;
@@ -371,7 +372,10 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
           b.next_iteration = next;
           b.changed = now;
         }
-        if (!detected && b.pid > 0 && ::kill(b.pid, 0) != 0 && errno == ESRCH && !ended) {
+        // A rank past its last iteration exits once the job's closing collectives are done, while
+        // rank 0 still writes its results: that is an end, not a failure.
+        const bool finished = b.next_iteration >= end_iteration;
+        if (!detected && b.pid > 0 && !finished && ::kill(b.pid, 0) != 0 && errno == ESRCH && !ended) {
           detected = now;  // a rank's process is gone while its job still runs
           detected_unix = unix_now_s();
           dead_rank = r;
@@ -504,6 +508,15 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
 
     Failure f = stopped_job(cause);
     f.rank = dead_rank;
+    if (f.resumed_from >= end_iteration) {
+      // Lost after its last iteration's checkpoint: every iteration is done, nothing to restart.
+      f.next_plan = "none: every iteration was done";
+      failures.push_back(f);
+      if (!quiet)
+        say << "failure     rank " << f.rank << " of job " << f.attempt << " (" << f.cause
+            << ") after the last iteration's checkpoint; nothing left to run\n" << std::flush;
+      break;
+    }
     const auto failed = std::count_if(failures.begin(), failures.end(), [](const Failure& x) { return !x.regrowth; });
     if (failed >= e.max_restarts)
       throw std::runtime_error("rank " + std::to_string(dead_rank) + " failed (" + cause + ") after " +
@@ -590,6 +603,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
   }
   char line[400];
   for (const Failure& f : failures) {
+    if (static_cast<std::size_t>(f.attempt) + 1 >= attempts.size()) continue;  // nothing was restarted
     std::snprintf(line, sizeof line,
                   "%-11s job %d: restarted in %.2f s (ranks ready at the checkpoint), back at iteration %d "
                   "%.2f s after the %s",
