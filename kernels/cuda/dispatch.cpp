@@ -8,9 +8,11 @@
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cuda/adamw.cuh"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/compression_dispatch.hpp"
 #include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/moe_dispatch.hpp"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/op_args.hpp"
 
@@ -274,10 +276,8 @@ void run(const ComputeOp& op, const TensorData& data, const RunOptions& options,
         else if constexpr (std::is_same_v<T, EmbeddingArgs>) embedding(c, a);
         else if constexpr (std::is_same_v<T, LossArgs>) loss(c, a);
         else if constexpr (std::is_same_v<T, OptimizerArgs>) optimizer(c, a);
-        else if constexpr (std::is_same_v<T, CodecArgs>)
-          c.fail("gradient compression codecs have no CUDA kernels yet (CPU backend and simulator only)");
-        else if constexpr (std::is_same_v<T, MoeArgs>)
-          c.fail("mixture-of-experts routing has no CUDA kernels yet (CPU backend and simulator only)");
+        else if constexpr (std::is_same_v<T, CodecArgs>) run_codec(c, a, c.ctx);
+        else if constexpr (std::is_same_v<T, MoeArgs>) run_moe(c, a, c.options, c.ctx);
         else copy_columns(c, a);
       },
       op.args);
