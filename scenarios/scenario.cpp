@@ -282,6 +282,8 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.choice("pipeline_schedule", [&](const std::string& v) { h.schedule = parse_pipeline_schedule(v); });
   r.count("virtual_pipeline_model_parallel_size", h.virtual_stages, limits::kVirtualStages);
   if (h.virtual_stages > 1 && !node.has("pipeline_schedule")) h.schedule = PipelineSchedule::interleaved_1f1b;
+  // ZB-V's V is two chunks per stage: its own, unless the scenario says otherwise (then refused).
+  if (h.schedule == PipelineSchedule::zb_v && !node.has("virtual_pipeline_model_parallel_size")) h.virtual_stages = 2;
   r.choice("rank_order", [&](const std::string& v) { h.order = parse_rank_order(v); });
   r.choice("pipeline_partition", [&](const std::string& v) {
     if (v == "uniform") h.partition = HybridConfig::Partition::uniform;

@@ -62,10 +62,7 @@ void describe(const Strategy& strategy, const Scenario& s, const search::Candida
     auto all_equal = [](const auto& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end(); };
     e.even_batches = all_equal(hybrid->micro_batches_per_replica());
     e.even_layers = all_equal(hybrid->layers_per_virtual_stage());
-    const int stages = hybrid->layout().pp_size();
-    e.layers_per_stage.assign(stages, 0);
-    const auto& per_virtual = hybrid->layers_per_virtual_stage();
-    for (std::size_t v = 0; v < per_virtual.size(); ++v) e.layers_per_stage[v % stages] += per_virtual[v];
+    e.layers_per_stage = hybrid->layers_per_stage();
   }
 }
 

@@ -84,7 +84,7 @@ class HybridRank final : public RankProgram {
     expert_optimizer_ = ShardedAdam(expert_data_group_.size(), plan_.parallel.offload_optimizer);
     chunks_.resize(v);
     for (int c = 0; c < v; ++c) {
-      const int k = c * p + me_.pp;
+      const int k = virtual_stage_of(c);
       for (int i = plan_.first_layer_of_virtual_stage[k]; i < plan_.first_layer_of_virtual_stage[k + 1]; ++i) {
         Layer& layer = *all[i];
         // ZeRO-2/3 keep no persistent full gradient: a shard accumulator instead.
@@ -203,17 +203,33 @@ class HybridRank final : public RankProgram {
 
  private:
   int virtual_stages() const { return plan_.layout->pp_size() * plan_.hybrid.virtual_stages; }
-  int stage_of(int k) const { return k % plan_.layout->pp_size(); }
+  // This stage's chunk c as a global virtual stage, and the stage holding virtual stage k.
+  int virtual_stage_of(int c) const { return virtual_stage(plan_.hybrid.schedule, c, me_.pp, plan_.layout->pp_size()); }
+  int stage_of(int k) const { return stage_of_virtual_stage(plan_.hybrid.schedule, k, plan_.layout->pp_size()); }
   int peer_of(int k) const { return plan_.layout->rank_of({me_.tp, me_.dp, stage_of(k), me_.cp}); }
+  static Tensor take(std::map<int, Tensor>& handed, int mb) {
+    const auto it = handed.find(mb);
+    if (it == handed.end()) throw std::logic_error("micro-batch " + std::to_string(mb) + " was not handed over");
+    const Tensor t = it->second;
+    handed.erase(it);
+    return t;
+  }
+  // Whether virtual stage k's neighbour k2 is on this rank too (zb_v's turn of the V, on the last
+  // stage): the tensor then passes from chunk to chunk here, without a send.
+  bool here(int k2) const { return stage_of(k2) == me_.pp; }
+  // The send stream towards virtual stage k's rank (strategies/runtime.hpp: one per direction).
+  Stream send_stream_to(int k) const { return stage_of(k) > me_.pp ? Stream::pp_send : Stream::pp_send_prev; }
   std::string tag_label(int mb, int k, const char* what) const {
     return "mb" + std::to_string(mb) + ".vs" + std::to_string(k) + "." + what;
   }
 
   void forward(Runtime& rt, int mb, int c) {
-    const int k = c * plan_.layout->pp_size() + me_.pp;
+    const int k = virtual_stage_of(c);
     Tensor x;
     if (k == 0) {
       x = plan_.model->make_input(rt, plan_.batch, mb, ctx_);
+    } else if (here(k - 1)) {
+      x = take(handed_activations_, mb);
     } else {
       // The activation from the previous virtual stage (tag 2k: forward traffic into k).
       const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k] - 1];
@@ -229,18 +245,22 @@ class HybridRank final : public RankProgram {
     }
     if (k == virtual_stages() - 1) {
       rt.release(x);  // the loss
+    } else if (here(k + 1)) {
+      handed_activations_[mb] = x;
     } else {
       const Handle sent = ops::send(rt, Phase::forward, tag_label(mb, k, "send_act"), x, peer_of(k + 1),
-                                    Issue{Stream::pp_send, {rt.record(Stream::compute)}}, 2 * (k + 1));
+                                    Issue{send_stream_to(k + 1), {rt.record(Stream::compute)}}, 2 * (k + 1));
       rt.release_after(x, sent);
     }
   }
 
   // `first_reduction`: ZeRO-2/3 overwrite the gradient shards instead of adding to them.
   void backward(Runtime& rt, int mb, int c, GradientBuckets* buckets, bool first_reduction) {
-    const int k = c * plan_.layout->pp_size() + me_.pp;
+    const int k = virtual_stage_of(c);
     Tensor grad;
-    if (k != virtual_stages() - 1) {
+    if (k != virtual_stages() - 1 && here(k + 1)) {
+      grad = take(handed_gradients_, mb);
+    } else if (k != virtual_stages() - 1) {
       // The gradient of this stage's output from the next virtual stage (tag 2k+1).
       const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k + 1] - 1];
       grad = rt.alloc(tag_label(mb, k, "output_grad"), spec.shape, spec.dtype, MemCategory::activations);
@@ -273,9 +293,11 @@ class HybridRank final : public RankProgram {
     }
     if (k == 0) {
       if (grad.valid()) rt.release(grad);
+    } else if (here(k - 1)) {
+      handed_gradients_[mb] = grad;
     } else {
       const Handle sent = ops::send(rt, Phase::backward, tag_label(mb, k, "send_grad"), grad, peer_of(k - 1),
-                                    Issue{Stream::pp_send, {rt.record(Stream::compute)}}, 2 * (k - 1) + 1);
+                                    Issue{send_stream_to(k - 1), {rt.record(Stream::compute)}}, 2 * (k - 1) + 1);
       rt.release_after(grad, sent);
     }
   }
@@ -368,8 +390,9 @@ class HybridRank final : public RankProgram {
   // Megatron keeps a copy of a tied word embedding on the last pipeline stage; the first and last
   // stage all-reduce its gradient so both copies stay equal.
   void sync_tied_embedding(Runtime& rt) {
-    const int p = plan_.layout->pp_size();
-    if (p == 1 || (me_.pp != 0 && me_.pp != p - 1)) return;
+    const int p = plan_.layout->pp_size(), last = stage_of(virtual_stages() - 1);
+    // One table when the embedding and the head share a rank (p == 1, zb_v's first stage).
+    if (p == 1 || last == 0 || (me_.pp != 0 && me_.pp != last)) return;
     const Layer* holder = me_.pp == 0 ? chunks_.front().front().get() : chunks_.back().back().get();
     const Tensor* grad = holder->tied_gradient();
     if (grad == nullptr) return;
@@ -534,6 +557,9 @@ class HybridRank final : public RankProgram {
   std::vector<Tensor> boundaries_;
   std::map<int, Tensor> param_shard_;                          // ZeRO-3: full parameter id -> its part
   std::map<int, std::pair<const Layer*, std::size_t>> grad_owner_;  // gradient id -> (layer, index)
+  // zb_v's last stage: chunk 0's output and chunk 1's input gradient, per micro-batch, kept here
+  // between the two chunks' passes.
+  std::map<int, Tensor> handed_activations_, handed_gradients_;
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
   ShardedAdam optimizer_;
   ShardedAdam expert_optimizer_;        // ZeRO with expert parallelism: the experts' (shards_experts_apart)
@@ -602,15 +628,19 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
+  if (hybrid_.schedule == PipelineSchedule::zb_v && hybrid_.virtual_stages != 2)
+    throw StrategyError("strategy.virtual_pipeline_model_parallel_size",
+                        "zb_v runs two chunks per stage (its V), got " + std::to_string(hybrid_.virtual_stages));
   if (splits_backward(hybrid_.schedule)) {
     // W passes run after their B: a per-micro-batch gradient reduction (ZeRO-2/3), TE's bulk
     // overlap of the weight-gradient GEMMs and local SGD's own step are not split that way here.
     if (parallel_.zero_stage >= 2)
-      throw StrategyError("strategy.pipeline_schedule", "zb_h1 needs zero_stage 0 or 1 (ZeRO-2/3 reduce every backward)");
+      throw StrategyError("strategy.pipeline_schedule", std::string(to_string(hybrid_.schedule)) +
+                                                            " needs zero_stage 0 or 1 (ZeRO-2/3 reduce every backward)");
     if (parallel_.tp_comm_overlap)
-      throw StrategyError("strategy.pipeline_schedule", "zb_h1 with tp_comm_overlap is not built");
+      throw StrategyError("strategy.pipeline_schedule", std::string(to_string(hybrid_.schedule)) + " with tp_comm_overlap is not built");
     if (parallel_.local_sgd_steps > 1)
-      throw StrategyError("strategy.pipeline_schedule", "zb_h1 with local SGD is not built");
+      throw StrategyError("strategy.pipeline_schedule", std::string(to_string(hybrid_.schedule)) + " with local SGD is not built");
   }
   // As Megatron-Core asserts: Transformer Engine overlaps sequence parallelism's collectives.
   if (parallel_.tp_comm_overlap && !parallel_.sequence_parallel)
@@ -671,15 +701,21 @@ std::optional<ReplicaStructure> HybridParallel::replica_structure() const {
 
 std::vector<RankRole> HybridParallel::rank_roles() const {
   std::vector<RankRole> roles;
-  const int stages = layout_.pp_size();
+  const std::vector<int> layers = layers_per_stage();
   for (int rank = 0; rank < layout_.world_size(); ++rank) {
     const RankCoord c = layout_.coord_of(rank);
-    int layers = 0;
-    for (std::size_t v = static_cast<std::size_t>(c.pp); v < virtual_stage_layers_.size(); v += stages)
-      layers += virtual_stage_layers_[v];
-    roles.push_back({c.pp, c.dp, layers, micro_batches_[c.dp] * training_.micro_batch_size});
+    roles.push_back({c.pp, c.dp, layers[static_cast<std::size_t>(c.pp)],
+                     micro_batches_[c.dp] * training_.micro_batch_size});
   }
   return roles;
+}
+
+std::vector<int> HybridParallel::layers_per_stage() const {
+  const int p = layout_.pp_size();
+  std::vector<int> out(static_cast<std::size_t>(p), 0);
+  for (std::size_t k = 0; k < virtual_stage_layers_.size(); ++k)
+    out[static_cast<std::size_t>(stage_of_virtual_stage(hybrid_.schedule, static_cast<int>(k), p))] += virtual_stage_layers_[k];
+  return out;
 }
 
 std::optional<PipelineStructure> HybridParallel::pipeline_structure() const {
@@ -765,9 +801,13 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
     std::vector<double> speed(p);
     for (int s = 0; s < p; ++s)
       speed[s] = least_over(devices, [&](const RankCoord& c) { return c.pp == s; }, &RankDevice::speed);
-    if (movable < p) throw StrategyError("strategy.pipeline_model_parallel_size", "more stages than layers");
-    const auto shares = split_proportionally(movable, speed);
-    per_stage.assign(shares.begin(), shares.end());
+    // In whole chunks' worth (v layers at a time): a stage's chunks share its layers evenly.
+    if (movable % v != 0)
+      throw StrategyError("strategy.virtual_pipeline_model_parallel_size",
+                          std::to_string(movable) + " layers do not split into chunks of " + std::to_string(v));
+    if (movable < p * v) throw StrategyError("strategy.pipeline_model_parallel_size", "more (virtual) stages than layers");
+    const auto shares = split_proportionally(movable / v, speed);
+    for (const auto share : shares) per_stage.push_back(static_cast<int>(share) * v);
     // ... and within their memory: model states (16 bytes per parameter, sharded by TP and ZeRO)
     // plus the activations of the micro-batches a stage keeps in flight (1F1B: p - s).
     const double bytes_per_layer_param = 16.0 / layout_.tp_size() /
@@ -783,16 +823,16 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
     for (int guard = 0; guard < movable * p; ++guard) {
       int worst = -1;
       for (int s = 0; s < p; ++s)
-        if (per_stage[s] > 1 && demand(s, per_stage[s]) > capacity(s) && (worst < 0 || demand(s, per_stage[s]) - capacity(s) > demand(worst, per_stage[worst]) - capacity(worst)))
+        if (per_stage[s] > v && demand(s, per_stage[s]) > capacity(s) && (worst < 0 || demand(s, per_stage[s]) - capacity(s) > demand(worst, per_stage[worst]) - capacity(worst)))
           worst = s;
       if (worst < 0) break;
       int roomiest = -1;
       for (int s = 0; s < p; ++s)
-        if (s != worst && demand(s, per_stage[s] + 1) <= capacity(s) &&
+        if (s != worst && demand(s, per_stage[s] + v) <= capacity(s) &&
             (roomiest < 0 || capacity(s) - demand(s, per_stage[s]) > capacity(roomiest) - demand(roomiest, per_stage[roomiest])))
           roomiest = s;
       if (roomiest < 0) break;  // nowhere to go: the prediction will say out of memory
-      per_stage[worst]--, per_stage[roomiest]++;
+      per_stage[worst] -= v, per_stage[roomiest] += v;
     }
   }
   // Chunks of a stage share its layers evenly (interleaving needs that).
@@ -802,7 +842,7 @@ void HybridParallel::partition_layers(const std::vector<RankDevice>& devices) {
       throw StrategyError("strategy.virtual_pipeline_model_parallel_size",
                           "stage " + std::to_string(s) + "'s " + std::to_string(per_stage[s]) +
                               " layers do not split into " + std::to_string(v) + " chunks");
-    for (int c = 0; c < v; ++c) per_virtual[c * p + s] = per_stage[s] / v;
+    for (int c = 0; c < v; ++c) per_virtual[virtual_stage(hybrid_.schedule, c, s, p)] = per_stage[s] / v;
   }
   virtual_stage_layers_ = per_virtual;
 }

@@ -94,6 +94,9 @@ class HybridParallel final : public Strategy {
   PipelineSchedule schedule() const { return hybrid_.schedule; }
   // Transformer layers held by each virtual stage (chunk c of stage s is virtual stage c*p+s).
   const std::vector<int>& layers_per_virtual_stage() const { return virtual_stage_layers_; }
+  // Transformer layers per pipeline stage, all its chunks together (the schedule says which
+  // virtual stages a stage holds).
+  std::vector<int> layers_per_stage() const;
   const std::vector<std::int64_t>& micro_batches_per_replica() const { return micro_batches_; }
   BatchShape batch_shape() const;
 

@@ -83,6 +83,7 @@ const char* to_string(Stream stream) {
     case Stream::tp_comm: return "tp_comm";
     case Stream::pp_send: return "pp_send";
     case Stream::pp_recv: return "pp_recv";
+    case Stream::pp_send_prev: return "pp_send_prev";
   }
   return "?";
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "strategies/zero_bubble_v.hpp"
+
 namespace tandem {
 
 const char* to_string(PipelineSchedule schedule) {
@@ -11,19 +13,32 @@ const char* to_string(PipelineSchedule schedule) {
     case PipelineSchedule::one_f_one_b: return "1f1b";
     case PipelineSchedule::interleaved_1f1b: return "interleaved_1f1b";
     case PipelineSchedule::zb_h1: return "zb_h1";
+    case PipelineSchedule::zb_v: return "zb_v";
   }
   return "?";
 }
 
-bool splits_backward(PipelineSchedule schedule) { return schedule == PipelineSchedule::zb_h1; }
+bool splits_backward(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::zb_h1 || schedule == PipelineSchedule::zb_v;
+}
+
+int virtual_stage(PipelineSchedule schedule, int chunk, int stage, int stages) {
+  if (schedule == PipelineSchedule::zb_v && chunk == 1) return 2 * stages - 1 - stage;
+  return chunk * stages + stage;
+}
+int stage_of_virtual_stage(PipelineSchedule schedule, int virtual_stage, int stages) {
+  if (schedule == PipelineSchedule::zb_v && virtual_stage >= stages) return 2 * stages - 1 - virtual_stage;
+  return virtual_stage % stages;
+}
+int chunk_of_virtual_stage(PipelineSchedule, int virtual_stage, int stages) { return virtual_stage / stages; }
 
 PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
-                 PipelineSchedule::interleaved_1f1b, PipelineSchedule::zb_h1}) {
+                 PipelineSchedule::interleaved_1f1b, PipelineSchedule::zb_h1, PipelineSchedule::zb_v}) {
     if (name == to_string(s)) return s;
   }
   throw std::invalid_argument("unknown pipeline schedule '" + name +
-                              "' (expected gpipe, 1f1b, interleaved_1f1b or zb_h1)");
+                              "' (expected gpipe, 1f1b, interleaved_1f1b, zb_h1 or zb_v)");
 }
 
 const char* to_string(PipelineAction::Kind kind) {
@@ -54,6 +69,9 @@ void validate_pipeline(PipelineSchedule schedule, int stages, int micro_batches,
                                   ") must be a multiple of the stages (" +
                                   std::to_string(stages) + ")");
     }
+  } else if (schedule == PipelineSchedule::zb_v) {
+    if (chunks != 2)
+      throw std::invalid_argument(what + "model chunks per stage must be 2 (its V), got " + std::to_string(chunks));
   } else if (chunks != 1) {
     throw std::invalid_argument(what + "model chunks per stage must be 1, got " +
                                 std::to_string(chunks) + " (use interleaved_1f1b)");
@@ -100,6 +118,12 @@ int warmup_forwards(PipelineSchedule schedule, int stage, int stages, int micro_
       return std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
     }
     case PipelineSchedule::zb_h1: return std::min(stages - stage - 1, micro_batches);  // as 1F1B
+    case PipelineSchedule::zb_v: {
+      const auto actions = zero_bubble_v(stages, micro_batches).stages[static_cast<std::size_t>(stage)];
+      return static_cast<int>(std::find_if(actions.begin(), actions.end(),
+                                           [](const PipelineAction& a) { return a.kind != PipelineAction::Kind::forward; }) -
+                              actions.begin());
+    }
   }
   return 0;
 }
@@ -109,7 +133,8 @@ std::optional<SteadyState> steady_state(PipelineSchedule schedule, int stages) {
     case PipelineSchedule::gpipe: return std::nullopt;
     case PipelineSchedule::one_f_one_b: return SteadyState{stages, 1};
     case PipelineSchedule::interleaved_1f1b: return SteadyState{2 * static_cast<std::int64_t>(stages), stages};
-    case PipelineSchedule::zb_h1: return std::nullopt;  // not shown periodic: every micro-batch is simulated
+    case PipelineSchedule::zb_h1:
+    case PipelineSchedule::zb_v: return std::nullopt;  // not shown periodic: every micro-batch is simulated
   }
   return std::nullopt;
 }
@@ -120,6 +145,10 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stag
   if (schedule == PipelineSchedule::zb_h1) {
     validate_stage(schedule, stage, stages, micro_batches, chunks);
     return zero_bubble_h1(stage, p, m);
+  }
+  if (schedule == PipelineSchedule::zb_v) {
+    validate_stage(schedule, stage, stages, micro_batches, chunks);
+    return zero_bubble_v(p, m).stages[static_cast<std::size_t>(stage)];
   }
   const int warmup = warmup_forwards(schedule, stage, p, m, v);  // validates
   const int total = m * v;
@@ -148,6 +177,10 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stag
 double bubble_time_over_ideal(PipelineSchedule schedule, int stages, int micro_batches,
                               int chunks) {
   validate_pipeline(schedule, stages, micro_batches, chunks);
+  if (schedule == PipelineSchedule::zb_v) {  // its unit-time order: 6m units of work per stage
+    const int ideal = 6 * micro_batches;
+    return static_cast<double>(zero_bubble_v(stages, micro_batches).makespan_units - ideal) / ideal;
+  }
   const double shrink = schedule == PipelineSchedule::interleaved_1f1b ? chunks
                         : schedule == PipelineSchedule::zb_h1          ? 3.0
                                                                        : 1.0;

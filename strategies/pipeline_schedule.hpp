@@ -36,6 +36,13 @@
 //                micro-batches between F and W as 1F1B's first stage; it sends its input
 //                gradients back without waiting for weight gradients, and the earlier stages'
 //                cool-down shortens. v = 1; the order does not depend on the F/B/W durations.
+//   zb_v         ZB-V of the same paper (section 6): v = 2 chunks per stage placed in a V, chunk 0
+//                of stage s is virtual stage s and chunk 1 is virtual stage 2p-1-s, so the first
+//                stage holds the embedding and the loss, and the last stage passes its chunk 0's
+//                output to its own chunk 1 without communication. Backwards split into B and W as
+//                zb_h1. The order is built by strategies/zero_bubble_v.hpp's unit-time list
+//                scheduler under 1F1B's peak activation memory (2p chunk sets = p stages' worth),
+//                so it depends on p and m only.
 #pragma once
 
 #include <cstdint>
@@ -45,18 +52,18 @@
 
 namespace tandem {
 
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1 };
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_v };
 
-// "gpipe", "1f1b", "interleaved_1f1b", "zb_h1".
+// "gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_v".
 const char* to_string(PipelineSchedule schedule);
 // Inverse of to_string; std::invalid_argument for anything else.
 PipelineSchedule parse_pipeline_schedule(const std::string& name);
 
 struct PipelineAction {
-  // weight: the W pass of a split backward (zb_h1); a schedule without it runs whole backwards.
+  // weight: the W pass of a split backward (zb_h1, zb_v); a schedule without it runs whole backwards.
   enum class Kind { forward, backward, weight } kind;
   int micro_batch;  // 0..m-1
-  int chunk;        // model chunk held by this stage, 0..v-1 (virtual stage chunk*p + stage)
+  int chunk;        // model chunk held by this stage, 0..v-1 (virtual_stage says which)
 
   bool operator==(const PipelineAction&) const = default;
 };
@@ -65,14 +72,15 @@ const char* to_string(PipelineAction::Kind kind);  // "F" / "B" / "W"
 // Whether the schedule splits backwards into B and W actions.
 bool splits_backward(PipelineSchedule schedule);
 
-// The global virtual stage of chunk `chunk` on stage `stage` (c*p + s), and back.
-inline int virtual_stage(int chunk, int stage, int stages) { return chunk * stages + stage; }
-inline int stage_of_virtual_stage(int virtual_stage, int stages) { return virtual_stage % stages; }
-inline int chunk_of_virtual_stage(int virtual_stage, int stages) { return virtual_stage / stages; }
+// The global virtual stage of chunk `chunk` on stage `stage` (c*p + s; zb_v: s or 2p-1-s), and
+// back: the stage that holds virtual stage k, and which of its chunks it is.
+int virtual_stage(PipelineSchedule schedule, int chunk, int stage, int stages);
+int stage_of_virtual_stage(PipelineSchedule schedule, int virtual_stage, int stages);
+int chunk_of_virtual_stage(PipelineSchedule schedule, int virtual_stage, int stages);
 
 // Throws std::invalid_argument (the message names the knob) unless p >= 1, m >= 1, and v == 1
-// for GPipe and 1F1B, v >= 2 and m % p == 0 for interleaved. The functions below that take a
-// stage also require 0 <= stage < p.
+// for GPipe, 1F1B and ZB-H1, v >= 2 and m % p == 0 for interleaved, v == 2 for ZB-V. The
+// functions below that take a stage also require 0 <= stage < p.
 void validate_pipeline(PipelineSchedule schedule, int stages, int micro_batches, int chunks);
 
 // Forwards a stage runs before its first backward (GPipe: m; 1F1B: min(p-s-1, m); interleaved:
@@ -104,6 +112,7 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stag
 //   interleaved:  (p-1)*(t_f+t_b)/v         -> bubble / ideal = (p-1)/(v*m)
 //   zb_h1:        (p-1)*(t_f+t_b-t_w), t_b and t_w the two halves of the backward: with the
 //                 paper's t_f = t_b = t_w, (p-1)/(3m)
+//   zb_v:         what its own order leaves idle with t_f = t_b = t_w (strategies/zero_bubble_v.hpp)
 // (each chunk takes t_f/v, t_b/v, so the fill and drain shrink by v).
 double bubble_time_over_ideal(PipelineSchedule schedule, int stages, int micro_batches,
                               int chunks);

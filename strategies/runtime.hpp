@@ -25,8 +25,11 @@ struct Handle {
 
 // Streams by role. The compute stream is where the host's own work runs; the others carry
 // communication so that it overlaps computation, as Megatron and DDP do.
-enum class Stream : std::uint8_t { compute = 0, dp_comm = 1, tp_comm = 2, pp_send = 3, pp_recv = 4 };
-inline constexpr int kStreamCount = 5;
+// pp_send carries pipeline sends to a later stage, pp_send_prev those to an earlier one: each
+// stream is FIFO and a send completes when its receiver takes it, so sends to two peers on one
+// stream would wait for each other (zb_v sends both ways; strategies/zero_bubble_v.hpp).
+enum class Stream : std::uint8_t { compute = 0, dp_comm = 1, tp_comm = 2, pp_send = 3, pp_recv = 4, pp_send_prev = 5 };
+inline constexpr int kStreamCount = 6;
 const char* to_string(Stream stream);
 
 struct Issue {

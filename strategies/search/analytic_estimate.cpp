@@ -101,8 +101,8 @@ std::vector<std::vector<std::int64_t>> program_keys(const Strategy& strategy, Es
       }
       keys[r].push_back(c.pp == 0);
       keys[r].push_back(c.pp == p - 1);
-      for (std::size_t k = static_cast<std::size_t>(c.pp); k < layers.size(); k += static_cast<std::size_t>(p))
-        keys[r].push_back(layers[k]);
+      for (std::size_t k = 0; k < layers.size(); ++k)
+        if (stage_of_virtual_stage(hybrid->schedule(), static_cast<int>(k), p) == c.pp) keys[r].push_back(layers[k]);
     }
   } else if (const auto* data = dynamic_cast<const DataParallel*>(&strategy)) {
     // Replicas by their batch share; parameter servers (ranks after them) each by itself.
@@ -130,7 +130,7 @@ bool in_first_replica(const Strategy& strategy, int r) {
 Seconds pipeline_lower_bound_s(const HybridParallel& hybrid, const std::vector<RankEstimate>& ranks) {
   const RankLayout& layout = hybrid.layout();
   const int p = layout.pp_size();
-  // Interleaved (v > 1): no bound claimed; nor when W passes can run after the drain (zb_h1).
+  // Interleaved (v > 1): no bound claimed; nor when W passes can run after the drain (zb_h1, zb_v).
   if (p == 1 || static_cast<int>(hybrid.layers_per_virtual_stage().size()) != p || splits_backward(hybrid.schedule()))
     return 0;
   Seconds bound = 0;

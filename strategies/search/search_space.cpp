@@ -256,8 +256,8 @@ Enumeration enumerate(const SearchSpace& s, const Cluster& cluster, const Traini
             const std::vector<PipelineSchedule> one_f_one_b{PipelineSchedule::one_f_one_b};
             for (PipelineSchedule schedule : pp > 1 ? s.schedule : one_f_one_b) {
               const bool interleaved = schedule == PipelineSchedule::interleaved_1f1b;
-              const std::vector<int> one{1};
-              for (int v : interleaved ? s.virtual_stages : one) {
+              const std::vector<int> one{1}, v_shape{2};  // zb_v: two chunks per stage
+              for (int v : interleaved ? s.virtual_stages : schedule == PipelineSchedule::zb_v ? v_shape : one) {
                 if (interleaved && v < 2) {
                   drop("interleaved schedule needs at least 2 virtual stages");
                   continue;

@@ -173,6 +173,28 @@ TEST(HybridParallelRoles, EachRankKnowsItsStageReplicaLayersAndBatchShare) {
   EXPECT_EQ(chunked[1].sequences, 4);
 }
 
+// ZB-V's V: with proportional stages the two fast stages take more layers, and each stage's
+// layers sit in virtual stages s and 2p-1-s (its two chunks), not s and s+p as interleaved.
+TEST(HybridParallelPartition, ZeroBubbleVPlacesAStagesTwoChunksAtBothArmsOfTheV) {
+  HybridConfig h;
+  h.schedule = PipelineSchedule::zb_v;
+  h.virtual_stages = 2;
+  h.partition = HybridConfig::Partition::proportional;
+  const HybridParallel v = pipeline(4, 8, h,
+                                    {{989e12, 80e9, 0, "H100"}, {989e12, 80e9, 1, "H100"},
+                                     {312e12, 80e9, 2, "A100"}, {312e12, 80e9, 3, "A100"}});
+  const auto& per_virtual = v.layers_per_virtual_stage();
+  ASSERT_EQ(per_virtual.size(), 8u);
+  const std::vector<int> per_stage = v.layers_per_stage();
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(per_virtual[static_cast<std::size_t>(s)], per_virtual[static_cast<std::size_t>(7 - s)]) << "stage " << s;
+    EXPECT_EQ(per_stage[static_cast<std::size_t>(s)], 2 * per_virtual[static_cast<std::size_t>(s)]);
+  }
+  EXPECT_GT(per_stage[0], per_stage[3]);
+  const std::vector<RankRole> roles = v.rank_roles();
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(roles[static_cast<std::size_t>(s)].layers, per_stage[static_cast<std::size_t>(s)]);
+}
+
 TEST(HybridParallelValidation, ImpossibleConfigurationsNameTheKnob) {
   auto field_of = [](auto&& build) {
     try {

@@ -19,6 +19,7 @@ constexpr auto kGpipe = PipelineSchedule::gpipe;
 constexpr auto k1f1b = PipelineSchedule::one_f_one_b;
 constexpr auto kInterleaved = PipelineSchedule::interleaved_1f1b;
 constexpr auto kZbH1 = PipelineSchedule::zb_h1;
+constexpr auto kZbV = PipelineSchedule::zb_v;
 
 // "F<micro-batch>.<chunk> B<micro-batch>.<chunk> ..." — compact and readable in a failure.
 std::string render(const std::vector<PipelineAction>& actions) {
@@ -42,7 +43,7 @@ struct Timeline {
   std::vector<double> busy;         // compute time per stage
 };
 
-Timeline execute(const std::vector<std::vector<PipelineAction>>& per_stage, int p, int m, int v,
+Timeline execute(PipelineSchedule sch, const std::vector<std::vector<PipelineAction>>& per_stage, int p, int m, int v,
                  double tf, double tb, double tw = 0) {
   const int V = p * v;
   constexpr double kNotDone = -1;
@@ -57,7 +58,7 @@ Timeline execute(const std::vector<std::vector<PipelineAction>>& per_stage, int 
     for (int s = 0; s < p; ++s) {
       while (next[s] < per_stage[s].size()) {
         const PipelineAction& a = per_stage[s][next[s]];
-        const int k = virtual_stage(a.chunk, s, p);
+        const int k = virtual_stage(sch, a.chunk, s, p);
         double ready = free_at[s];
         bool ok = true;
         auto need = [&](double end) {
@@ -96,7 +97,7 @@ std::vector<std::vector<PipelineAction>> all_stages(PipelineSchedule sch, int p,
 
 // ZB-H1 splits the backward into two halves (the paper's t_b = t_w when t_b + t_w = 2 t_f).
 Timeline run(PipelineSchedule sch, int p, int m, int v, double tf = 1.0, double tb = 2.0) {
-  return execute(all_stages(sch, p, m, v), p, m, v, tf, tb, splits_backward(sch) ? tb / 2 : 0.0);
+  return execute(sch, all_stages(sch, p, m, v), p, m, v, tf, tb, splits_backward(sch) ? tb / 2 : 0.0);
 }
 
 // The (p, m, v) combinations each schedule accepts, over a small grid.
@@ -115,7 +116,7 @@ std::vector<std::tuple<int, int, int>> grid(PipelineSchedule sch) {
 }
 
 TEST(PipelineScheduleTest, NamesRoundTrip) {
-  for (auto s : {kGpipe, k1f1b, kInterleaved, kZbH1}) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
+  for (auto s : {kGpipe, k1f1b, kInterleaved, kZbH1, kZbV}) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
   EXPECT_STREQ(to_string(k1f1b), "1f1b");
   EXPECT_THROW(parse_pipeline_schedule("1F1B"), std::invalid_argument);
   EXPECT_THROW(parse_pipeline_schedule("interleaved"), std::invalid_argument);
@@ -215,15 +216,15 @@ TEST(PipelineScheduleTest, ExecutorDetectsDeadlock) {
       {{Kind::backward, 0, 0}, {Kind::forward, 0, 0}},
       {{Kind::forward, 0, 0}, {Kind::backward, 0, 0}},
   };
-  EXPECT_TRUE(execute(bad, 2, 1, 1, 1, 2).deadlock);
+  EXPECT_TRUE(execute(k1f1b, bad, 2, 1, 1, 1, 2).deadlock);
   // Stages disagreeing on the micro-batch order: stage 0's first backward waits on stage 1,
   // which waits for a forward that stage 0 runs only after that backward.
   std::vector<std::vector<PipelineAction>> bad2 = {
       {{Kind::forward, 0, 0}, {Kind::backward, 0, 0}, {Kind::forward, 1, 0}, {Kind::backward, 1, 0}},
       {{Kind::forward, 1, 0}, {Kind::backward, 1, 0}, {Kind::forward, 0, 0}, {Kind::backward, 0, 0}},
   };
-  EXPECT_TRUE(execute(bad2, 2, 2, 1, 1, 2).deadlock);
-  EXPECT_FALSE(execute(all_stages(k1f1b, 2, 2, 1), 2, 2, 1, 1, 2).deadlock);
+  EXPECT_TRUE(execute(k1f1b, bad2, 2, 2, 1, 1, 2).deadlock);
+  EXPECT_FALSE(execute(k1f1b, all_stages(k1f1b, 2, 2, 1), 2, 2, 1, 1, 2).deadlock);
 }
 
 TEST(PipelineScheduleTest, NoScheduleDeadlocks) {
@@ -347,6 +348,82 @@ TEST(PipelineScheduleTest, ZeroBubbleH1KeepsOneFOneBsPeakMicroBatches) {
         peak = std::max(peak, held);
       }
       EXPECT_EQ(peak, std::min(p, m));
+    }
+  }
+}
+
+// ZB-V: the V placement (chunk 0 of stage s is virtual stage s, chunk 1 is 2p-1-s, so stage 0
+// holds both ends of the model), and every (micro-batch, chunk)'s F, B and W once, in that order.
+TEST(PipelineScheduleTest, ZeroBubbleVPlacesTwoChunksPerStageInAVAndRunsEachPassOnce) {
+  EXPECT_EQ(virtual_stage(kZbV, 0, 1, 4), 1);
+  EXPECT_EQ(virtual_stage(kZbV, 1, 1, 4), 6);
+  EXPECT_EQ(virtual_stage(kZbV, 1, 0, 4), 7);
+  EXPECT_EQ(virtual_stage(kInterleaved, 1, 0, 4), 4);
+  for (int k = 0; k < 8; ++k) {
+    const int s = stage_of_virtual_stage(kZbV, k, 4), c = chunk_of_virtual_stage(kZbV, k, 4);
+    EXPECT_EQ(virtual_stage(kZbV, c, s, 4), k);
+  }
+  EXPECT_THROW(validate_pipeline(kZbV, 4, 8, 1), std::invalid_argument);
+  EXPECT_THROW(validate_pipeline(kZbV, 4, 8, 3), std::invalid_argument);
+  for (int p : {1, 2, 3, 4, 8})
+    for (int m : {1, 2, 3, 5, 8, 16, 24}) {
+      for (int s = 0; s < p; ++s) {
+        const auto actions = pipeline_actions(kZbV, s, p, m, 2);
+        ASSERT_EQ(actions.size(), 6u * m) << render(actions);
+        std::map<std::tuple<Kind, int, int>, int> at;
+        for (int i = 0; i < static_cast<int>(actions.size()); ++i)
+          ASSERT_TRUE(at.emplace(std::make_tuple(actions[i].kind, actions[i].micro_batch, actions[i].chunk), i).second);
+        for (int mb = 0; mb < m; ++mb)
+          for (int c = 0; c < 2; ++c) {
+            EXPECT_LT(at.at({Kind::forward, mb, c}), at.at({Kind::backward, mb, c})) << render(actions);
+            EXPECT_LT(at.at({Kind::backward, mb, c}), at.at({Kind::weight, mb, c})) << render(actions);
+          }
+        // Never more than 1F1B's first stage: p micro-batches of the whole stage (2p chunk sets).
+        EXPECT_LE(max_in_flight_micro_batches(actions), 2 * p) << "p=" << p << " m=" << m << " s=" << s;
+      }
+      const Timeline t = run(kZbV, p, m, 2);
+      EXPECT_FALSE(t.deadlock) << "p=" << p << " m=" << m;
+      for (int s = 0; s < p; ++s) EXPECT_NEAR(t.busy[s], m * 3.0, 1e-9);
+    }
+}
+
+// A runtime sends on one FIFO stream per direction and a send completes when taken: each stage
+// must take the messages of a peer's stream in the order that peer sent them, or both wait.
+TEST(PipelineScheduleTest, ZeroBubbleVTakesEveryStreamsMessagesInTheOrderTheyWereSent) {
+  for (int p : {2, 3, 4, 8})
+    for (int m : {1, 3, 8, 16, 32}) {
+      // (from, to) -> messages in send order / in take order; a message is (gradient?, k, mb).
+      std::map<std::pair<int, int>, std::vector<std::tuple<bool, int, int>>> sent, taken;
+      for (int s = 0; s < p; ++s)
+        for (const PipelineAction& a : pipeline_actions(kZbV, s, p, m, 2)) {
+          if (a.kind == Kind::weight) continue;
+          const int k = virtual_stage(kZbV, a.chunk, s, p);
+          const bool fwd = a.kind == Kind::forward;
+          const int out_k = fwd ? k + 1 : k - 1, in_k = fwd ? k - 1 : k + 1;
+          if (out_k >= 0 && out_k < 2 * p && stage_of_virtual_stage(kZbV, out_k, p) != s)
+            sent[{s, stage_of_virtual_stage(kZbV, out_k, p)}].emplace_back(!fwd, out_k, a.micro_batch);
+          if (in_k >= 0 && in_k < 2 * p && stage_of_virtual_stage(kZbV, in_k, p) != s)
+            taken[{stage_of_virtual_stage(kZbV, in_k, p), s}].emplace_back(!fwd, k, a.micro_batch);
+        }
+      EXPECT_EQ(sent, taken) << "p=" << p << " m=" << m;
+      EXPECT_EQ(sent.size(), p > 1 ? 2u * (p - 1) : 0u);
+    }
+}
+
+// With t_f = t_b = t_w (the paper's assumption), ZB-V's order runs in its own unit-time length,
+// which bubble_time_over_ideal reports, and once there are at least twice as many micro-batches
+// as stages it idles less than ZB-H1 (the authors' table: no bubble at ZB-V's limit, a third of
+// 1F1B's for ZB-H1).
+TEST(PipelineScheduleTest, ZeroBubbleVIdlesLessThanZeroBubbleH1) {
+  for (int p : {2, 4, 8}) {
+    for (int m : {2 * p, 4 * p, 8 * p}) {
+      // One chunk pass takes 1: t_f = 2 for the whole stage, t_b = 4 (B 2 + W 2).
+      const Timeline zbv = run(kZbV, p, m, 2, 2.0, 4.0), zbh1 = run(kZbH1, p, m, 1, 2.0, 4.0);
+      ASSERT_FALSE(zbv.deadlock);
+      const double ideal = m * 6.0;
+      EXPECT_NEAR((zbv.iteration_time - ideal) / ideal, bubble_time_over_ideal(kZbV, p, m, 2), 1e-12) << "p=" << p << " m=" << m;
+      EXPECT_LT(zbv.iteration_time, zbh1.iteration_time) << "p=" << p << " m=" << m;
+      EXPECT_LT(bubble_time_over_ideal(kZbV, p, m, 2), 0.5 * bubble_time_over_ideal(kZbH1, p, m, 1) + 1e-12);
     }
   }
 }

@@ -191,6 +191,13 @@ INSTANTIATE_TEST_SUITE_P(
                       named("tp2_sp_pp2_zb_h1", {.tp = 2, .pp = 2, .sp = true, .schedule = PipelineSchedule::zb_h1}),
                       named("pp2_dp2_zero1_zb_h1", {.pp = 2, .dp = 2, .zero = 1, .schedule = PipelineSchedule::zb_h1,
                                                     .precision = DType::bf16}),
+                      // ZB-V: two chunks per stage in a V (stage 0 holds the embedding and the
+                      // head, one shared tied table), backwards split into B and W.
+                      named("pp2_zb_v", {.pp = 2, .schedule = PipelineSchedule::zb_v, .virtual_stages = 2}),
+                      named("tp2_sp_pp2_zb_v",
+                            {.tp = 2, .pp = 2, .sp = true, .schedule = PipelineSchedule::zb_v, .virtual_stages = 2}),
+                      named("pp2_dp2_zero1_zb_v", {.pp = 2, .dp = 2, .zero = 1, .schedule = PipelineSchedule::zb_v,
+                                                   .virtual_stages = 2, .precision = DType::bf16}),
                       // Mixture of experts (4 experts, top-2, capacity 1.0x, load-balancing loss):
                       // replicas with every expert, and experts split over 2 or 4 replicas that
                       // exchange their tokens by all-to-all.
@@ -200,6 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
                       named("moe_pp2_dp2_ep2", {.pp = 2, .dp = 2, .moe = true, .ep = 2}),
                       named("moe_pp2_dp2_ep2_zb_h1",
                             {.pp = 2, .dp = 2, .schedule = PipelineSchedule::zb_h1, .moe = true, .ep = 2}),
+                      named("moe_pp2_dp2_ep2_zb_v", {.pp = 2, .dp = 2, .schedule = PipelineSchedule::zb_v,
+                                                     .virtual_stages = 2, .moe = true, .ep = 2}),
                       // Expert-tensor parallelism: each expert's width split over the tensor
                       // group, with and without expert parallelism and sequence parallelism.
                       named("moe_tp2", {.tp = 2, .moe = true}),
