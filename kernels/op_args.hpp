@@ -108,6 +108,30 @@ inline void check_args_kind(const OpTensors& tensors) {
     tensors.fail(std::string("arguments are for a ") + to_string(kind) + " op");
 }
 
+// A block table of a codec op (strategies/compression/codec_args.hpp): int32 words held in the
+// fp32 storage of input or output i, at least `count` of them.
+inline std::uint32_t* table_words(const OpTensors& c, bool output, std::size_t i, std::int64_t count) {
+  float* p = output ? c.out(i, count) : c.in(i, count);
+  return reinterpret_cast<std::uint32_t*>(p);
+}
+
+// A codec op's inputs (or outputs) as one concatenation of `n` elements, walked in order:
+// visit(tensor index, offset in the concatenation, length) for each tensor, after checking that
+// it fits; in the end they must add up to exactly n (pack, unpack, the decodes).
+template <class Visit>
+void for_each_concatenated(const OpTensors& c, bool outputs, std::int64_t n, Visit&& visit) {
+  const std::string side = outputs ? "outputs" : "inputs";
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < (outputs ? c.outputs() : c.inputs()); ++i) {
+    const std::int64_t len = (outputs ? c.output_tensor(i) : c.input_tensor(i)).numel();
+    if (at + len > n) c.fail("the " + side + " hold more elements than the op's numel " + std::to_string(n));
+    visit(i, at, len);
+    at += len;
+  }
+  if (at != n)
+    c.fail("the " + side + " hold " + std::to_string(at) + " elements, the op's numel is " + std::to_string(n));
+}
+
 // The last '.'-component of a label ("layer0.grad.zero" -> "zero").
 inline std::string_view last_component(std::string_view label) {
   const auto dot = label.rfind('.');

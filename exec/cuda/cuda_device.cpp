@@ -287,6 +287,7 @@ Handle CudaDevice::compute(ComputeOp op, const Issue& issue) {
     options.iteration = iteration_;
     options.hidden_dropout = settings_.hidden_dropout;
     options.attention_dropout = settings_.attention_dropout;
+    options.router_load = &router_load_;
     const kernels::cuda::TensorData data = [this, &op](const Tensor& t) { return storage(t, op.label); };
     const kernels::cuda::StreamContext ctx{cs, blas_.get(), [this](std::size_t b) { return workspace(b); }};
     const std::int64_t id = begin_op(s, issue.after);

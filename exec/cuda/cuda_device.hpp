@@ -42,6 +42,7 @@
 #include "exec/cpu/global_state.hpp"
 #include "exec/cuda/caching_allocator.hpp"
 #include "exec/cuda/nccl_collectives.hpp"
+#include "kernels/cpu/moe.hpp"
 #include "kernels/cuda/dispatch.hpp"
 #include "strategies/memory_ledger.hpp"
 #include "strategies/runtime.hpp"
@@ -87,6 +88,9 @@ class CudaDevice final : public Runtime {
   double comm_busy_s() const { return comm_busy_s_; }
   std::size_t compute_ops() const { return compute_ops_; }
   std::size_t comm_ops() const { return comm_ops_; }
+  // Mixture-of-experts models: every forward routing's expert load, as the CPU device measures it
+  // (each routing's picks are copied to the host behind the route op, which waits for them).
+  const kernels::cpu::RouterLoad& router_load() const { return router_load_; }
   std::map<std::string, std::vector<float>> snapshot(const std::set<MemCategory>& categories);
   // Live tensors of these categories with their placements (unplaced: whole, under their name).
   std::vector<cpu::PlacedTensor> placed_snapshot(const std::set<MemCategory>& categories);
@@ -161,6 +165,7 @@ class CudaDevice final : public Runtime {
   std::vector<cpu::LossRecord> losses_;
   double compute_s_ = 0, comm_busy_s_ = 0;
   std::size_t compute_ops_ = 0, comm_ops_ = 0;
+  kernels::cpu::RouterLoad router_load_;
 };
 
 }  // namespace tandem::exec::cuda

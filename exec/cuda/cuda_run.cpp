@@ -127,6 +127,7 @@ cpu::RunResult run_cuda(const Strategy& strategy, const cpu::RunOptions& o, Cuda
     rs.compute_ops = device.compute_ops();
     rs.comm_ops = device.comm_ops();
     result.ranks.push_back(rs);
+    result.router_load = device.router_load();  // this process's rank's routings, as `ranks`
     extras.peak_allocated_bytes = device.allocator().peak_in_use_bytes();
     extras.peak_reserved_bytes = device.allocator().peak_reserved_bytes();
     result.trace.source = "cuda";

@@ -10,8 +10,9 @@
 // failure injection and BLAS threads are CPU-only and refused here. Across processes the
 // iteration time is the slowest rank's, the loss the mean over all micro-batch losses seen (a
 // tensor-parallel group's identical copies leave it unchanged); `ranks` holds this process's
-// rank only, and so do `parameters` (captured) — `global_parameters` (the logical tensors) is
-// filled for a one-process run only, since assembling it would need every rank's parts here.
+// rank only, and so do `router_load` (a mixture of experts' measured routings) and `parameters`
+// (captured) — `global_parameters` (the logical tensors) is filled for a one-process run only,
+// since assembling it would need every rank's parts here.
 // Checkpoints are refused (CLI: exit 2) for the same reason: the CPU backend's checkpoints
 // hold the logical tensors, which no single process of a multi-GPU run holds.
 #pragma once

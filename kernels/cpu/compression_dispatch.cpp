@@ -16,41 +16,26 @@ using I64 = std::int64_t;
 // Elements of chunk `row` that hold data when `numel` elements are cut into chunks of `chunk`.
 I64 valid_in_row(I64 numel, I64 chunk, I64 row) { return std::clamp<I64>(numel - row * chunk, 0, chunk); }
 
-std::uint32_t* words(const OpTensors& c, bool output, std::size_t i, I64 count) {
-  float* p = output ? c.out(i, count) : c.in(i, count);
-  return reinterpret_cast<std::uint32_t*>(p);
-}
-
-// Copies x[0:n] into the concatenation of outputs [first, outputs()), rounded to `format`.
-void scatter_to_outputs(const OpTensors& c, std::size_t first, const float* x, I64 n, CodecFormat format) {
-  I64 at = 0;
-  for (std::size_t i = first; i < c.outputs(); ++i) {
-    const I64 len = c.output_tensor(i).numel();
-    if (at + len > n) c.fail("the outputs hold more elements than the op's numel " + std::to_string(n));
+// Copies x[0:n] into the concatenation of the outputs, rounded to `format`.
+void scatter_to_outputs(const OpTensors& c, const float* x, I64 n, CodecFormat format) {
+  for_each_concatenated(c, true, n, [&](std::size_t i, I64 at, I64 len) {
     float* g = c.out(i, len);
     for (I64 j = 0; j < len; ++j) g[j] = round_to_format(x[at + j], format);
-    at += len;
-  }
-  if (at != n) c.fail("the outputs hold " + std::to_string(at) + " elements, the op's numel is " + std::to_string(n));
+  });
 }
 
 void pack(const OpTensors& c, const CodecArgs& a) {
   float* x = c.out(0, a.numel);
-  I64 at = 0;
-  for (std::size_t i = 0; i < c.inputs(); ++i) {
-    const I64 len = c.input_tensor(i).numel();
-    if (at + len > a.numel) c.fail("the inputs hold more elements than the op's numel " + std::to_string(a.numel));
+  for_each_concatenated(c, false, a.numel, [&](std::size_t i, I64 at, I64 len) {
     const float* g = c.in(i, len);
     for (I64 j = 0; j < len; ++j) x[at + j] = round_to_format(a.accumulate ? x[at + j] + g[j] : g[j], a.format);
-    at += len;
-  }
-  if (at != a.numel) c.fail("the inputs hold " + std::to_string(at) + " elements, the op's numel is " + std::to_string(a.numel));
+  });
 }
 
 void quantize(const OpTensors& c, const CodecArgs& a) {
   const I64 row_words = quantized_row_words(a.format, a.chunk);
   const float* x = c.in(0, a.numel);
-  std::uint32_t* table = words(c, true, 0, (a.first_row + a.rows) * row_words);
+  std::uint32_t* table = table_words(c, true, 0, (a.first_row + a.rows) * row_words);
   float* residual = c.outputs() > 1 ? c.out(1, a.numel) : nullptr;
   for (I64 r = 0; r < a.rows; ++r)
     quantize_row(table + (a.first_row + r) * row_words, x + r * a.chunk, valid_in_row(a.numel, a.chunk, r),
@@ -60,7 +45,7 @@ void quantize(const OpTensors& c, const CodecArgs& a) {
 void dequantize_sum(const OpTensors& c, const CodecArgs& a) {
   if (a.numel > a.chunk) c.fail("dequantize_sum covers at most one chunk");
   const I64 row_words = quantized_row_words(a.format, a.chunk);
-  const std::uint32_t* table = words(c, false, 0, a.rows * row_words);
+  const std::uint32_t* table = table_words(c, false, 0, a.rows * row_words);
   float* y = c.out(0, a.numel);
   for (I64 r = 0; r < a.rows; ++r) dequantize_row(y, table + r * row_words, a.numel, a.format, a.accumulate || r > 0);
 }
@@ -68,22 +53,22 @@ void dequantize_sum(const OpTensors& c, const CodecArgs& a) {
 void dequantize_concat(const OpTensors& c, const CodecArgs& a) {
   const I64 row_words = quantized_row_words(a.format, a.chunk);
   const I64 rows = (a.numel + a.chunk - 1) / a.chunk;
-  const std::uint32_t* table = words(c, false, 0, rows * row_words);
+  const std::uint32_t* table = table_words(c, false, 0, rows * row_words);
   std::vector<float> x(static_cast<std::size_t>(a.numel));
   for (I64 r = 0; r < rows; ++r)
     dequantize_row(x.data() + r * a.chunk, table + r * row_words, valid_in_row(a.numel, a.chunk, r), a.format, false);
-  scatter_to_outputs(c, 0, x.data(), a.numel, CodecFormat::fp32);
+  scatter_to_outputs(c, x.data(), a.numel, CodecFormat::fp32);
 }
 
 void top_k(const OpTensors& c, const CodecArgs& a) {
   const float* x = c.in(0, a.numel);
-  std::uint32_t* row = words(c, true, 0, (a.first_row + 1) * 2 * a.k) + a.first_row * 2 * a.k;
+  std::uint32_t* row = table_words(c, true, 0, (a.first_row + 1) * 2 * a.k) + a.first_row * 2 * a.k;
   float* residual = c.outputs() > 1 ? c.out(1, a.numel) : nullptr;
   top_k_select(reinterpret_cast<std::int32_t*>(row), reinterpret_cast<float*>(row + a.k), x, a.numel, a.k, residual);
 }
 
 void scatter_sum(const OpTensors& c, const CodecArgs& a) {
-  const std::uint32_t* table = words(c, false, 0, a.rows * 2 * a.k);
+  const std::uint32_t* table = table_words(c, false, 0, a.rows * 2 * a.k);
   std::vector<float> y(static_cast<std::size_t>(a.numel), 0.0f);
   for (I64 r = 0; r < a.rows; ++r) {
     const std::uint32_t* row = table + r * 2 * a.k;
@@ -94,7 +79,7 @@ void scatter_sum(const OpTensors& c, const CodecArgs& a) {
       c.fail(std::string("row ") + std::to_string(r) + ": " + e.what());
     }
   }
-  scatter_to_outputs(c, 0, y.data(), a.numel, CodecFormat::fp32);
+  scatter_to_outputs(c, y.data(), a.numel, CodecFormat::fp32);
 }
 
 void subtract_scaled(const OpTensors& c, const CodecArgs& a) {
@@ -109,7 +94,7 @@ void run_codec(const OpTensors& c, const CodecArgs& a) {
   if (a.numel < 0 || a.rows < 0 || a.first_row < 0 || a.k < 0) c.fail("negative codec size");
   switch (a.step) {
     case CodecStep::pack: return pack(c, a);
-    case CodecStep::unpack: return scatter_to_outputs(c, 0, c.in(0, a.numel), a.numel, a.format);
+    case CodecStep::unpack: return scatter_to_outputs(c, c.in(0, a.numel), a.numel, a.format);
     case CodecStep::quantize: return quantize(c, a);
     case CodecStep::dequantize_sum: return dequantize_sum(c, a);
     case CodecStep::dequantize_concat: return dequantize_concat(c, a);

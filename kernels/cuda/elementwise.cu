@@ -12,9 +12,6 @@ constexpr int kThreads = 256;
 constexpr float kGeluScale = 0.7978845608028654f;  // √(2/π)
 constexpr float kGeluCubic = 0.044715f;
 
-#define TANDEM_GRID_LOOP(i, n) \
-  for (I64 i = blockIdx.x * static_cast<I64>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<I64>(gridDim.x) * blockDim.x)
-
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 __global__ void gelu_fwd(float* y, const float* x, I64 n) {

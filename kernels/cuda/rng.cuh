@@ -10,6 +10,11 @@ namespace tandem::kernels::cuda {
 
 using kernels::dropout_keep;
 
+// A grid-stride loop of the 64-bit index `i` over [0, n) (1-D kernels).
+#define TANDEM_GRID_LOOP(i, n)                                                                    \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+
 // Grid-stride loop bounds for 1-D kernels.
 inline unsigned blocks_for(std::int64_t n, int threads = 256) {
   const std::int64_t b = (n + threads - 1) / threads;

@@ -233,6 +233,19 @@ TEST(Scenario, ZeroBubbleWithZeroTwoNamesTheSchedule) {
   EXPECT_NE(std::string(e.what()).find("zero_stage"), std::string::npos) << e.what();
 }
 
+// ZB-V's V is two chunks per stage: taken as its default, and any other count refused at its field.
+TEST(Scenario, ZeroBubbleVRunsTwoChunksPerStageAndRefusesAnotherCount) {
+  const std::string zb_v = "  type: hybrid\n  data_parallel_size: 4\n  pipeline_model_parallel_size: 2\n"
+                           "  pipeline_schedule: zb_v\n";
+  const Scenario s = load_scenario(write_temp("zbv.yaml", replaced(kGood, "  type: data_parallel\n  data_parallel_size: 8\n", zb_v)));
+  EXPECT_EQ(s.hybrid.schedule, PipelineSchedule::zb_v);
+  EXPECT_EQ(s.hybrid.virtual_stages, 2);
+  EXPECT_NE(make_strategy(s)->name().find("zb_v v=2"), std::string::npos) << make_strategy(s)->name();
+  const InputError e = load_error(replaced(kGood, "  type: data_parallel\n  data_parallel_size: 8\n",
+                                           zb_v + "  virtual_pipeline_model_parallel_size: 3\n"));
+  EXPECT_EQ(e.field(), "strategy.virtual_pipeline_model_parallel_size");
+}
+
 TEST(Scenario, UnknownKnobIsRefused) {
   const InputError e = load_error(replaced(kGood, "  data_parallel_size: 8\n", "  data_paralel_size: 8\n"));
   EXPECT_EQ(e.line(), 10);

@@ -29,6 +29,7 @@ struct HybridShape {
   bool rope = false;  // rotary positions (what context parallelism needs) instead of a learned table
   bool moe = false;   // experts instead of the dense MLP (small_moe_gpt)
   int ep = 1;         // expert_model_parallel_size
+  CompressionConfig compression{};  // gradient_compression: the data-parallel all-reduce's codec
   int world_size() const { return tp * pp * dp * cp; }
 };
 
@@ -86,6 +87,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.local_sgd_group_size = s.local_sgd_group_size;
   parallel.expert_model_parallel_size = s.ep;
   parallel.ddp_bucket_size = bucket_params;
+  parallel.gradient_compression = s.compression;
   HybridConfig config;
   config.schedule = s.schedule;
   config.virtual_stages = s.virtual_stages;
