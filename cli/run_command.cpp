@@ -341,6 +341,10 @@ int run_run(const RunCommandOptions& o) {
                         {"measured_after_s", rebalanced->after.iteration_time_s},
                         {"predicted_before_s", rebalanced->predicted.before_s},
                         {"predicted_after_s", rebalanced->predicted.after_s}};
+    if (rebalanced && !rebalanced->layers_after.empty()) {
+      j["rebalance"]["layers_per_stage_before"] = rebalanced->layers_before;
+      j["rebalance"]["layers_per_stage_after"] = rebalanced->layers_after;
+    }
     // Stragglers that come and go are `goodput`'s; this run is between their episodes. Said, not
     // silently dropped.
     for (const StragglerSpec& s : transient_stragglers(scenario.stragglers))

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "cli/simulated_iterations.hpp"
+#include "strategies/hybrid_parallel.hpp"
 
 namespace tandem::cli {
 
@@ -38,9 +40,35 @@ std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std
   return speeds;
 }
 
+std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                 int iterations) {
+  // A stage's seconds of compute per layer and sequence: its slowest rank's.
+  std::map<int, double> stage_worst;
+  for (std::size_t r = 0; r < compute_s.size() && r < roles.size(); ++r) {
+    const RankRole& role = roles[r];
+    if (role.stage < 0 || role.layers <= 0 || role.sequences <= 0 || !(compute_s[r] > 0)) continue;
+    const double work = static_cast<double>(role.layers) * static_cast<double>(role.sequences) * std::max(1, iterations);
+    stage_worst[role.stage] = std::max(stage_worst[role.stage], compute_s[r] / work);
+  }
+  if (stage_worst.empty()) throw std::runtime_error("no pipeline stage computed anything: nothing to re-balance on");
+  std::vector<double> speeds(compute_s.size(), 0.0);
+  for (std::size_t r = 0; r < speeds.size(); ++r) {
+    const auto it = r < roles.size() ? stage_worst.find(roles[r].stage) : stage_worst.end();
+    if (it == stage_worst.end()) throw std::runtime_error("rank " + std::to_string(r) + "'s stage computed nothing");
+    speeds[r] = 1.0 / it->second;
+  }
+  return speeds;
+}
+
+bool rebalances_layers(const Scenario& scenario) {
+  return scenario.strategy_type == "hybrid" && scenario.parallel.pipeline_model_parallel_size > 1 &&
+         scenario.parallel.data_parallel_size == 1 && scenario.hybrid.layers_per_stage.empty();
+}
+
 std::unique_ptr<Strategy> rebalanced_strategy(const Scenario& scenario, const std::vector<double>& speeds) {
   Scenario s = scenario;
-  s.parallel.batch_split = BatchSplit::proportional;
+  if (rebalances_layers(scenario)) s.hybrid.partition = HybridConfig::Partition::proportional;
+  else s.parallel.batch_split = BatchSplit::proportional;
   return make_strategy(s, speeds);
 }
 
@@ -66,6 +94,13 @@ std::vector<std::int64_t> micro_batches_of(const Strategy& strategy, std::int64_
     counts[role.replica] = role.sequences / std::max<std::int64_t>(1, micro_batch_size);
   }
   return counts;
+}
+
+std::vector<std::int64_t> layers_of(const Strategy& strategy) {
+  const auto* hybrid = dynamic_cast<const HybridParallel*>(&strategy);
+  if (hybrid == nullptr) return {};
+  const std::vector<int> layers = hybrid->layers_per_stage();
+  return {layers.begin(), layers.end()};
 }
 
 std::string joined(const std::vector<std::int64_t>& v) {
@@ -96,14 +131,22 @@ RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy,
   // Measured speeds, the re-split strategy, the rest of the run from the checkpoint.
   std::vector<double> compute_s;
   for (const auto& rank : out.before.ranks) compute_s.push_back(rank.compute_s);
-  const std::vector<double> speeds =
-      replica_speeds(strategy.rank_roles(), compute_s, first.iterations + first.warmup_iterations);
+  const int measured = first.iterations + first.warmup_iterations;
+  const bool layers = rebalances_layers(scenario);
+  const std::vector<double> speeds = layers ? stage_speeds(strategy.rank_roles(), compute_s, measured)
+                                            : replica_speeds(strategy.rank_roles(), compute_s, measured);
   const std::unique_ptr<Strategy> rebalanced = rebalanced_strategy(scenario, speeds);
   out.micro_batches_before = micro_batches_of(strategy, scenario.training.micro_batch_size);
   out.micro_batches_after = micro_batches_of(*rebalanced, scenario.training.micro_batch_size);
+  if (layers) {
+    out.layers_before = layers_of(strategy);
+    out.layers_after = layers_of(*rebalanced);
+  }
   char split[200];
-  std::snprintf(split, sizeof split, "rebalance   after %d iteration(s): micro-batches per replica %s -> %s (measured speeds)\n",
-                first_part, joined(out.micro_batches_before).c_str(), joined(out.micro_batches_after).c_str());
+  std::snprintf(split, sizeof split, "rebalance   after %d iteration(s): %s %s -> %s (measured speeds)\n", first_part,
+                layers ? "layers per stage" : "micro-batches per replica",
+                joined(layers ? out.layers_before : out.micro_batches_before).c_str(),
+                joined(layers ? out.layers_after : out.micro_batches_after).c_str());
   if (live) *live << split << std::flush;  // said as it happens: an elastic supervisor echoes it
   exec::cpu::RunOptions second = options;
   second.iterations = options.iterations - first_part;

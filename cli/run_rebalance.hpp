@@ -1,11 +1,16 @@
-// `tandem run --rebalance-after K`: dynamic re-balancing of batch shares from measured step times
-// (issue 15). The run trains K iterations, measures each data-parallel replica's compute per
-// sequence (its slowest rank's: a straggler holds its whole replica back), re-splits the global
-// batch in proportion to the replicas' measured speeds (batch_split proportional, as the
-// heterogeneity-aware strategies split by peak speeds) and trains the remaining iterations under
-// the re-split strategy, resumed from a checkpoint of the first part (checkpoints hold logical
-// tensors: any strategy resumes them). The simulator predicts both parts with the same slowed
-// ranks.
+// `tandem run --rebalance-after K`: dynamic re-balancing of batch shares or pipeline layers from
+// measured step times (issue 15). The run trains K iterations, then
+//   * with data-parallel replicas: measures each replica's compute per sequence (its slowest
+//     rank's: a straggler holds its whole replica back) and re-splits the global batch in
+//     proportion to the replicas' speeds (batch_split proportional, as the heterogeneity-aware
+//     strategies split by peak speeds);
+//   * with one pipeline (pipeline stages, no replicas): measures each stage's compute per layer
+//     and sequence (its slowest rank's) and re-splits the layers over the stages in proportion to
+//     those speeds (pipeline_partition proportional, whole chunks at a time);
+// and trains the remaining iterations under the re-split strategy, resumed from a checkpoint of
+// the first part (checkpoints hold logical tensors: any strategy resumes them). With replicas
+// and stages both, only the batch is re-split: moving layers for one replica's slow stage would
+// unbalance the others. The simulator predicts both parts with the same slowed ranks.
 #pragma once
 
 #include <functional>
@@ -24,7 +29,17 @@ namespace tandem::cli {
 std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
                                    int iterations);
 
-// The scenario's strategy with its batch split in proportion to `speeds` (one per rank).
+// Each rank's speed as its pipeline stage's measured layer-sequences per second of compute (the
+// slowest of the stage's ranks): `roles` give stage, layers and sequences per iteration.
+std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                 int iterations);
+
+// Whether `scenario`'s re-balancing moves layers (one pipeline without replicas, its layers not
+// listed by hand) rather than batch shares.
+bool rebalances_layers(const Scenario& scenario);
+
+// The scenario's strategy re-split in proportion to `speeds` (one per rank): its layers over the
+// stages when rebalances_layers, else its batch over the replicas.
 std::unique_ptr<Strategy> rebalanced_strategy(const Scenario& scenario, const std::vector<double>& speeds);
 
 // Predicted iteration times of `scenario`'s strategy as it is and re-split by `speeds`, with
@@ -42,6 +57,7 @@ RebalancePrediction predict_rebalance(const Scenario& scenario, const std::vecto
 struct RebalancedRun {
   exec::cpu::RunResult before, after;
   std::vector<std::int64_t> micro_batches_before, micro_batches_after;  // per replica
+  std::vector<std::int64_t> layers_before, layers_after;                // per stage (layers re-split)
   RebalancePrediction predicted;
   std::string report;
 };

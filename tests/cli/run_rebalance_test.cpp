@@ -29,5 +29,16 @@ TEST(RunRebalance, RanksWithoutAReplicaOrWorkTakeTheMeanSpeed) {
   EXPECT_THROW(replica_speeds({{0, 0, 2, 8}}, {0.0}, 1), std::runtime_error);  // nothing measured
 }
 
+// A pipeline stage is as fast as its slowest rank per layer and sequence: stage 1 (2 layers)
+// computing as long as stage 0 (6 layers) is 3x slower per layer.
+TEST(RunRebalance, AStageIsAsFastAsItsSlowestRankPerLayer) {
+  const std::vector<RankRole> roles{{0, 0, 6, 8}, {1, 0, 2, 8}};
+  const std::vector<double> speeds = stage_speeds(roles, {1.2, 1.2}, 2);
+  ASSERT_EQ(speeds.size(), 2u);
+  EXPECT_DOUBLE_EQ(speeds[0], 6.0 * 16 / 1.2);
+  EXPECT_DOUBLE_EQ(speeds[1], 2.0 * 16 / 1.2);
+  EXPECT_THROW(stage_speeds(roles, {0.0, 0.0}, 1), std::runtime_error);  // nothing measured
+}
+
 }  // namespace
 }  // namespace tandem::cli

@@ -188,6 +188,38 @@ TEST(RunStragglerCli, RebalancingRanksAsProcessesGivesTheStragglerFewerMicroBatc
   }
 }
 
+// One pipeline without replicas: `--rebalance-after` measures each stage's compute per layer and
+// re-splits the layers (stage 1 slowed 3x: 4/4 -> 6/2 on a quiet machine), resumed from the first
+// part's checkpoint; the losses are an unbalanced run's (the same layers, placed elsewhere).
+TEST(RunStragglerCli, RebalancingMovesLayersOffASlowPipelineStage) {
+  if (const std::string why = too_busy_to_measure_speeds(); !why.empty()) GTEST_SKIP() << why;
+  const std::string path = cli_test::write_in_fresh_dir(
+      "tandem-run-rebalance", "layers", "tiny-pp.yaml",
+      "name: tiny-pp\nmodel: {type: transformer, name: gpt-8l, num_layers: 8, hidden_size: 64, num_attention_heads: 4,"
+      " vocab_size: 256, seq_length: 32}\ncluster: localhost\n"
+      "training: {global_batch_size: 16, micro_batch_size: 2, seq_length: 32, precision: fp32}\n"
+      "strategy: {type: hybrid, pipeline_model_parallel_size: 2}\n");
+  const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 8 --rebalance-after 4 --slow-rank 1:3 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const auto& r = j.at("rebalance");
+  EXPECT_EQ(r["layers_per_stage_before"], nlohmann::json({4, 4}));
+  const auto after = r["layers_per_stage_after"].get<std::vector<int>>();
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0] + after[1], 8);
+  EXPECT_GT(after[0], after[1]) << r;
+  EXPECT_EQ(r["micro_batches_before"], r["micro_batches_after"]);  // one replica: its batch stays
+  EXPECT_LT(r["predicted_after_s"].get<double>(), 0.8 * r["predicted_before_s"].get<double>()) << r;
+  const cli_test::CliRun plain = cli_test::run_tandem("run " + path + " --iterations 8 --json -");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
+  ASSERT_EQ(j["iterations"].size(), 4u);
+  for (const auto& it : j["iterations"]) {
+    const int i = it["iteration"].get<int>();
+    EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
+  }
+}
+
 TEST(RunStragglerCli, RebalancingNeedsIterationsAfterIt) {
   const std::string path = cli_test::write_in_fresh_dir("tandem-run-rebalance", "bad", "tiny.yaml",
                                                         "name: tiny\nmodel: gpt-tiny\ncluster: localhost\n"
