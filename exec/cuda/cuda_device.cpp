@@ -100,26 +100,31 @@ Tensor CudaDevice::alloc(std::string_view name, std::vector<std::int64_t> shape,
   // (its part of the logical tensor), or for the first op when it is never placed: computing
   // them twice would double the host time of a large model's setup.
   std::vector<float> host;
-  if (category == MemCategory::parameters) {
-    unplaced_parameters_.push_back(t.id);
-  } else if (category == MemCategory::activations && settings_.data && iteration_ >= 0) {
-    I64 k = 0;
-    std::string_view role;
-    if (parse_data_name(name, k, role)) {
-      host.assign(static_cast<std::size_t>(n), 0.0f);
-      cpu::DataPosition at;
-      at.iteration = iteration_;
-      at.micro_batch = micro_batch_offset_ + k;
-      at.sequences_per_iteration = settings_.sequences_per_iteration;
-      if (!settings_.data->fill(role, t, host.data(), at)) host.clear();
-    }
-  }
+  if (category == MemCategory::parameters) unplaced_parameters_.push_back(t.id);
+  else if (category == MemCategory::activations) host = data_values(t, name, nullptr);
   if (!host.empty()) {
     CUDA_CHECK(cudaMemcpyAsync(data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice, s));
   } else {
     CUDA_CHECK(cudaMemsetAsync(data, 0, storage_bytes(n), s));
   }
   return t;
+}
+
+std::vector<float> CudaDevice::data_values(const Tensor& t, std::string_view name, const TensorPlacement* where) const {
+  I64 k = 0;
+  std::string_view role;
+  if (!settings_.data || iteration_ < 0 || !parse_data_name(name, k, role)) return {};
+  std::vector<float> host(static_cast<std::size_t>(t.numel()), 0.0f);
+  cpu::DataPosition at;
+  at.iteration = iteration_;
+  at.micro_batch = micro_batch_offset_ + k;
+  at.sequences_per_iteration = settings_.sequences_per_iteration;
+  if (where && !where->segments.empty()) {
+    at.segments = where->segments;
+    at.seq_length = where->global_shape.at(static_cast<std::size_t>(where->dim));
+  }
+  if (!settings_.data->fill(role, t, host.data(), at)) host.clear();
+  return host;
 }
 
 void CudaDevice::free_buffer(int tensor_id, cudaEvent_t ready) {
@@ -147,8 +152,15 @@ void CudaDevice::init_unplaced_parameters() {
 }
 
 void CudaDevice::place(const Tensor& tensor, const TensorPlacement& placement) {
-  placements_[tensor.id] = placement;
   auto it = buffers_.find(tensor.id);
+  if (it != buffers_.end() && it->second.category == MemCategory::activations) {
+    // A data tensor holding part of the sequence (context parallelism): refilled from those
+    // positions, as the CPU backend's. Activations keep no placement.
+    const std::vector<float> host = data_values(tensor, names_.at(tensor.id), &placement);
+    if (!host.empty()) upload(it->second.data, host);
+    return;
+  }
+  placements_[tensor.id] = placement;
   if (it == buffers_.end()) return;
   // The CPU backend's values, made on the host (one source of truth for both backends).
   std::vector<float> host(static_cast<std::size_t>(it->second.numel));

@@ -120,6 +120,9 @@ class CudaDevice final : public Runtime {
   void free_buffer(int tensor_id, cudaEvent_t ready);
   void upload(float* device, const std::vector<float>& host);  // on the compute stream
   void init_unplaced_parameters();  // whole-tensor values of parameters never placed
+  // A data tensor's values (tokens, labels) from settings_.data, or empty when `name` is not a
+  // data tensor; with `where`'s segments, those positions of the sequence (context parallelism).
+  std::vector<float> data_values(const Tensor& t, std::string_view name, const TensorPlacement* where) const;
   void one_member_parts(const CommOp& op, const DeviceBuffer& full, const DeviceBuffer& parts, cudaStream_t s);
   std::int64_t begin_op(Stream stream, const std::vector<Handle>& after);
   void finish_iteration_records();

@@ -52,25 +52,28 @@ void gemm(const Op& c, const GemmArgs& a) {
 }
 
 void attention(const Op& c, const AttentionArgs& a) {
-  if (a.cp_size > 1) c.fail("context parallelism is simulated and run on the CPU backend, not yet on CUDA");
-  const AttentionShape s{a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.head_dim, a.causal};
+  const AttentionShape s{a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.head_dim, a.causal,
+                         a.cp_size, a.cp_rank};
   if (s.heads < 1 || s.head_dim < 1 || s.heads % s.kv_heads) c.fail("inconsistent attention shape");
+  const bool cp = a.cp_size > 1;  // inputs {qkv, kv, ...}; the backward also writes d_kv
   const I64 qkv_n = s.batch * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim;
+  const I64 kv_n = s.batch * a.kv_seq() * 2 * s.kv_heads * s.head_dim;
   const I64 ctx_n = s.batch * s.seq * s.heads * s.head_dim;
-  const I64 rows = s.batch * s.heads * s.seq, scores = rows * s.seq;
+  const I64 rows = s.batch * s.heads * s.seq, scores = rows * a.kv_seq();
+  const float* kv = cp ? c.in(1, kv_n) : nullptr;
   AttentionDropout drop{0.0f, c.dropout_key()};
   Blas& blas = *c.ctx.blas;
   if (!a.backward) {
     const AttentionForwardOutputs o = attention_forward_outputs(c, a.flash, rows, scores);
     if (o.dropout) drop.p = c.options.attention_dropout;
     attention_forward(blas, c.out(0, ctx_n), o.lse, o.probs, o.mask, o.dropped, c.in(0, qkv_n), s, drop,
-                      c.ctx.workspace, c.stream());
+                      c.ctx.workspace, c.stream(), kv);
     return;
   }
-  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores);
+  const AttentionSavedInputs saved = attention_saved_inputs(c, a.flash, rows, scores, cp ? 2 : 1);
   if (saved.dropout) drop.p = c.options.attention_dropout;
   attention_backward(blas, c.out(0, qkv_n), c.in(c.inputs() - 1, ctx_n), c.in(0, qkv_n), saved.lse, saved.probs,
-                     saved.mask, s, drop, c.ctx.workspace, c.stream());
+                     saved.mask, s, drop, c.ctx.workspace, c.stream(), kv, cp ? c.out(1, kv_n) : nullptr);
 }
 
 void norm(const Op& c, const NormArgs& a) {

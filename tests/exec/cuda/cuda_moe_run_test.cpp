@@ -16,13 +16,14 @@
 #include "exec/cpu/cpu_run.hpp"
 #include "exec/cuda/cuda_run.hpp"
 #include "tests/cli/cli_test_support.hpp"
+#include "tests/exec/cuda/cuda_cli_support.hpp"
 #include "tests/exec/cpu/hybrid_shape.hpp"
 #include "tests/kernels/cuda/cuda_test_support.hpp"
 
 namespace tandem::exec::cuda {
 namespace {
 
-constexpr double kLossTolerance = 1e-4;  // relative, per iteration (cuda_run_test.cpp)
+using testing::expect_losses_near;
 constexpr float kLr = 1e-3f;
 constexpr int kSteps = 3;
 // Per element |a − b| <= 1e-4·|b| + 1e-2·lr·steps: round-off relative to the weight, plus 1% of
@@ -41,22 +42,11 @@ cpu::RunOptions options_for(const Model& model) {
   return o;
 }
 
-// Every iteration's loss, from a run or from `tandem run --json -`'s output.
+// Every iteration's loss of a run.
 std::vector<double> losses(const cpu::RunResult& run) {
   std::vector<double> out;
   for (const cpu::IterationStats& s : run.iterations) out.push_back(s.loss);
   return out;
-}
-std::vector<double> losses(const cli_test::CliRun& run) {
-  std::vector<double> out;
-  for (const auto& it : nlohmann::json::parse(run.out)["iterations"]) out.push_back(it["loss"].get<double>());
-  return out;
-}
-
-void expect_losses_near(const std::vector<double>& got, const std::vector<double>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], kLossTolerance * std::abs(want[i])) << "iteration " << i;
 }
 
 TEST(CudaMoe, AMixtureOfExpertsModelTrainsAsOnTheCpuBackend) {
@@ -107,14 +97,8 @@ TEST(CudaMoe, ExpertsSplitOverTwoGpusExchangeTheirTokensAsOnTheCpuBackend) {
       "cluster: localhost\n"
       "training: {global_batch_size: 8, micro_batch_size: 2, seq_length: 32, precision: fp32, lr: 0.001}\n"
       "strategy: {type: hybrid, data_parallel_size: 2, expert_model_parallel_size: 2}\n");
-  const std::string args = "run " + path + " --iterations 3 --json -";
-  const cli_test::CliRun on_cpu = cli_test::run_tandem(args);
-  const cli_test::CliRun on_gpus =
-      cli_test::run_tandem_with_prefix("mpirun --oversubscribe --allow-run-as-root -np 2 ", args + " --backend cuda");
-  ASSERT_EQ(on_cpu.status, 0) << on_cpu.err;
-  ASSERT_EQ(on_gpus.status, 0) << on_gpus.err;
-  expect_losses_near(losses(on_gpus), losses(on_cpu));
-  EXPECT_TRUE(nlohmann::json::parse(on_gpus.out).contains("moe_router_load")) << on_gpus.out;
+  const testing::CpuAndGpus r = testing::expect_gpus_train_as_the_cpu(path, 3, 2);
+  if (r.on_gpus.status == 0) EXPECT_TRUE(nlohmann::json::parse(r.on_gpus.out).contains("moe_router_load")) << r.on_gpus.out;
 }
 
 }  // namespace

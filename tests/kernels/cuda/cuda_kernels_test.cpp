@@ -1,7 +1,8 @@
 // Every CUDA kernel family against the CPU reference kernels, op by op through both
 // dispatchers (the layouts and argument conventions are the contract): fp32 within
-// kFp32Tolerance, bf16 GEMMs within kBf16Tolerance, dropout masks bit for bit. Skipped without a
-// GPU.
+// kFp32Tolerance, bf16 GEMMs within kBf16Tolerance, dropout masks bit for bit; attention also
+// under context parallelism, for every member of the zigzag split. Skipped without a GPU (all
+// but the host check of the kernels' zigzag arithmetic).
 #include <gtest/gtest.h>
 
 #include "tests/kernels/cuda/cuda_test_support.hpp"
@@ -83,6 +84,65 @@ TEST(CudaKernels, UnfusedAttentionSavesTheSameProbsMaskAndDropped) {
                         tensor(5, {2, 19, f.heads * f.head_dim})},
                        {tensor(6, {2, 19, qkv_w})}, "mb0.layer0.attn.core.bwd"),
                MathMode::fp32, 1e-4, 16, options);
+}
+
+// The kernels' copy of the zigzag arithmetic (a host function in strategies/op.hpp) is the
+// strategies' own: checked on the host, GPU or not.
+TEST(CudaKernels, ZigzagPositionOfTheKernelsIsTheStrategies) {
+  for (int cp : {1, 2, 3, 4, 8})
+    for (I64 local : {2, 4, 6, 10, 64})
+      for (int r = 0; r < cp; ++r)
+        for (I64 i = 0; i < local; ++i)
+          ASSERT_EQ(zigzag_position_hd(i, local, cp, r), zigzag_position(i, local, cp, r))
+              << "cp " << cp << ", local " << local << ", member " << r << ", row " << i;
+}
+
+// Context parallelism: member `rank`'s two zigzag chunks of query rows against the whole
+// sequence's gathered K/V, forward and backward, flash (saving the logsumexp, the mask
+// regenerated from the key) or unfused (saving probs, mask and dropped; the mask bit for bit).
+void expect_context_parallel_member_agrees(bool flash, I64 kv_heads, int cp, int rank) {
+  SCOPED_TRACE((flash ? "flash" : "unfused") + std::string(", kv_heads ") + std::to_string(kv_heads) + ", cp " +
+               std::to_string(cp) + ", member " + std::to_string(rank));
+  AttentionArgs f = attention_args(flash, false, kv_heads);
+  f.seq = 6;  // two chunks of 3
+  f.cp_size = cp;
+  f.cp_rank = rank;
+  const I64 B = f.batch, S = f.seq, T = f.kv_seq(), hd = f.heads * f.head_dim;
+  const I64 qkv_w = (f.heads + 2 * kv_heads) * f.head_dim, kv_w = 2 * kv_heads * f.head_dim;
+  cpu::RunOptions options;
+  options.attention_dropout = 0.2f;
+  options.seed = 5;
+  const Tensor qkv = tensor(0, {B, S, qkv_w}), kv = tensor(1, {B, T, kv_w}), ctx = tensor(2, {B, S, hd}),
+               lse = tensor(3, {B, f.heads, S}), probs = tensor(4, {B, f.heads, S, T}),
+               mask = tensor(5, {(B * f.heads * S * T + 3) / 4}), dropped = tensor(6, {B, f.heads, S, T});
+  const std::vector<Tensor> saved = flash ? std::vector<Tensor>{lse} : std::vector<Tensor>{probs, mask, dropped};
+  std::vector<Tensor> outputs{ctx};
+  outputs.insert(outputs.end(), saved.begin(), saved.end());
+  const OpOutcome o =
+      run_on_both(make_op(OpKind::attention, f, {qkv, kv}, outputs, "mb0.layer0.attn.core.fwd"), MathMode::fp32, 16,
+                  options);
+  for (const Tensor& t : outputs) {
+    if (t.id == mask.id) expect_bitwise_equal(o.gpu.at(t.id), o.cpu.at(t.id), "dropout mask");
+    else EXPECT_LE(cpu::testing::rel_error(o.gpu.at(t.id), o.cpu.at(t.id)), kFp32Tolerance) << "output " << t.id;
+  }
+  // Backward: inputs {qkv, kv, saved…, d_context}, outputs {d_qkv, d_kv}: the whole sequence's
+  // K/V gradient, d_qkv's K/V columns 0.
+  AttentionArgs b = f;
+  b.backward = true;
+  std::vector<Tensor> inputs{qkv, kv};
+  inputs.insert(inputs.end(), saved.begin(), saved.end());
+  inputs.push_back(tensor(7, {B, S, hd}));
+  expect_agree(make_op(OpKind::attention, b, inputs, {tensor(8, {B, S, qkv_w}), tensor(9, {B, T, kv_w})},
+                       "mb0.layer0.attn.core.bwd"),
+               MathMode::fp32, 1e-4, 16, options);
+}
+
+TEST(CudaKernels, ContextParallelAttentionMatchesCpuForEveryRankOfTheZigzag) {
+  TANDEM_REQUIRE_GPU();
+  for (int cp : {2, 4})
+    for (int rank = 0; rank < cp; ++rank)
+      for (bool flash : {true, false})
+        for (I64 kv_heads : {I64{4}, I64{2}}) expect_context_parallel_member_agrees(flash, kv_heads, cp, rank);
 }
 
 TEST(CudaKernels, NormsForwardAndBackwardMatchCpu) {
