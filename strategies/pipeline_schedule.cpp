@@ -119,7 +119,8 @@ int warmup_forwards(PipelineSchedule schedule, int stage, int stages, int micro_
     }
     case PipelineSchedule::zb_h1: return std::min(stages - stage - 1, micro_batches);  // as 1F1B
     case PipelineSchedule::zb_v: {
-      const auto actions = zero_bubble_v(stages, micro_batches).stages[static_cast<std::size_t>(stage)];
+      const auto order = zero_bubble_v(stages, micro_batches);
+      const auto& actions = order->stages[static_cast<std::size_t>(stage)];
       return static_cast<int>(std::find_if(actions.begin(), actions.end(),
                                            [](const PipelineAction& a) { return a.kind != PipelineAction::Kind::forward; }) -
                               actions.begin());
@@ -148,7 +149,7 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int stag
   }
   if (schedule == PipelineSchedule::zb_v) {
     validate_stage(schedule, stage, stages, micro_batches, chunks);
-    return zero_bubble_v(p, m).stages[static_cast<std::size_t>(stage)];
+    return zero_bubble_v(p, m)->stages[static_cast<std::size_t>(stage)];
   }
   const int warmup = warmup_forwards(schedule, stage, p, m, v);  // validates
   const int total = m * v;
@@ -179,7 +180,7 @@ double bubble_time_over_ideal(PipelineSchedule schedule, int stages, int micro_b
   validate_pipeline(schedule, stages, micro_batches, chunks);
   if (schedule == PipelineSchedule::zb_v) {  // its unit-time order: 6m units of work per stage
     const int ideal = 6 * micro_batches;
-    return static_cast<double>(zero_bubble_v(stages, micro_batches).makespan_units - ideal) / ideal;
+    return static_cast<double>(zero_bubble_v(stages, micro_batches)->makespan_units - ideal) / ideal;
   }
   const double shrink = schedule == PipelineSchedule::interleaved_1f1b ? chunks
                         : schedule == PipelineSchedule::zb_h1          ? 3.0

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -28,9 +30,7 @@ struct Stage {
   std::deque<Message> sent[2];
 };
 
-}  // namespace
-
-ZeroBubbleV zero_bubble_v(int p, int m) {
+ZeroBubbleV schedule(int p, int m) {
   if (p < 1 || m < 1)
     throw std::invalid_argument("zb_v pipeline: stages and micro-batches must be >= 1, got " + std::to_string(p) +
                                 " and " + std::to_string(m));
@@ -129,6 +129,20 @@ ZeroBubbleV zero_bubble_v(int p, int m) {
   }
   out.makespan_units = t;
   return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const ZeroBubbleV> zero_bubble_v(int p, int m) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::shared_ptr<const ZeroBubbleV>> made;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = made.find({p, m}); it != made.end()) return it->second;
+  }
+  auto fresh = std::make_shared<const ZeroBubbleV>(schedule(p, m));  // outside the lock: may throw
+  const std::lock_guard<std::mutex> lock(mutex);
+  return made.emplace(std::pair{p, m}, std::move(fresh)).first->second;
 }
 
 }  // namespace tandem

@@ -20,6 +20,7 @@
 // must for every rank to agree on it; the per-stage lists are what PipelineSchedule::zb_v runs.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "strategies/pipeline_schedule.hpp"
@@ -32,7 +33,9 @@ struct ZeroBubbleV {
 };
 
 // Throws std::invalid_argument for p < 1 or m < 1; std::logic_error if the list scheduler stalls
-// (it does not for any p, m: tests/strategies/zero_bubble_v_test.cpp sweeps them).
-ZeroBubbleV zero_bubble_v(int stages, int micro_batches);
+// (it does not for any p, m: tests/strategies/pipeline_schedule_test.cpp sweeps them). Each
+// (p, m) is scheduled once per process and kept (every rank of every iteration asks for its
+// stage's list: O(p·m) work each time would be O(p²·m) per iteration at scale); thread-safe.
+std::shared_ptr<const ZeroBubbleV> zero_bubble_v(int stages, int micro_batches);
 
 }  // namespace tandem
