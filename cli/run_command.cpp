@@ -345,6 +345,10 @@ int run_run(const RunCommandOptions& o) {
       j["rebalance"]["layers_per_stage_before"] = rebalanced->layers_before;
       j["rebalance"]["layers_per_stage_after"] = rebalanced->layers_after;
     }
+    if (rebalanced && !rebalanced->chosen.empty()) {
+      j["rebalance"]["chosen"] = rebalanced->chosen;
+      j["rebalance"]["predicted_other_s"] = rebalanced->predicted_other_s;
+    }
     // Stragglers that come and go are `goodput`'s; this run is between their episodes. Said, not
     // silently dropped.
     for (const StragglerSpec& s : transient_stragglers(scenario.stragglers))

@@ -289,7 +289,7 @@ int run_elastic(const RunCommandOptions& o, const ElasticOptions& e) {
         << " iteration(s), heartbeat timeout " << e.heartbeat_timeout_s << " s\n";
 
   static const std::regex kIterLine(R"(^iter\s+(\d+)\s+loss\s+(\S+))");
-  static const std::regex kRebalanceLine(R"(^rebalance .*(?:micro-batches per replica|layers per stage) (\S+ -> \S+))");
+  static const std::regex kRebalanceLine(R"(^rebalance .*(?:micro-batches per replica|layers per stage) ([0-9/]+ -> [0-9/]+))");
   while (true) {
     Attempt a;
     a.index = static_cast<int>(attempts.size());

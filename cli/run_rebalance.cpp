@@ -1,6 +1,7 @@
 #include "cli/run_rebalance.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -60,6 +61,42 @@ std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::
   return speeds;
 }
 
+LayersAndBatch split_layers_and_batch(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                      int iterations, int chunks) {
+  // Seconds of compute per layer and sequence of each (replica, stage): its slowest rank's.
+  std::map<std::pair<int, int>, double> per_layer_s;
+  std::map<int, int> layers;  // per stage, today
+  for (std::size_t r = 0; r < compute_s.size() && r < roles.size(); ++r) {
+    const RankRole& role = roles[r];
+    if (role.stage < 0 || role.replica < 0 || role.layers <= 0 || role.sequences <= 0 || !(compute_s[r] > 0)) continue;
+    const double work = static_cast<double>(role.layers) * static_cast<double>(role.sequences) * std::max(1, iterations);
+    double& worst = per_layer_s[{role.replica, role.stage}];
+    worst = std::max(worst, compute_s[r] / work);
+    layers[role.stage] = role.layers;
+  }
+  if (per_layer_s.empty()) throw std::runtime_error("no pipeline stage computed anything: nothing to re-balance on");
+  const int stages = static_cast<int>(layers.size());
+  // The layers by each stage's slowest replica's speed, whole chunks at a time.
+  std::vector<double> stage_speed(static_cast<std::size_t>(stages), INFINITY);
+  int total = 0;
+  for (const auto& [at, sec] : per_layer_s)
+    stage_speed[static_cast<std::size_t>(at.second)] = std::min(stage_speed[static_cast<std::size_t>(at.second)], 1.0 / sec);
+  for (const auto& [stage, n] : layers) total += n;
+  LayersAndBatch out;
+  for (const std::int64_t units : split_proportionally(total / std::max(1, chunks), stage_speed))
+    out.layers_per_stage.push_back(static_cast<int>(units) * std::max(1, chunks));
+  // Each replica's seconds per sequence with the layers moved: its slowest stage's.
+  std::map<int, double> replica_s;
+  for (const auto& [at, sec] : per_layer_s)
+    replica_s[at.first] = std::max(replica_s[at.first], out.layers_per_stage[static_cast<std::size_t>(at.second)] * sec);
+  for (std::size_t r = 0; r < compute_s.size(); ++r) {
+    const auto it = r < roles.size() ? replica_s.find(roles[r].replica) : replica_s.end();
+    if (it == replica_s.end()) throw std::runtime_error("rank " + std::to_string(r) + "'s replica computed nothing");
+    out.speeds.push_back(1.0 / it->second);
+  }
+  return out;
+}
+
 bool rebalances_layers(const Scenario& scenario) {
   return scenario.strategy_type == "hybrid" && scenario.parallel.pipeline_model_parallel_size > 1 &&
          scenario.parallel.data_parallel_size == 1 && scenario.hybrid.layers_per_stage.empty();
@@ -72,15 +109,22 @@ std::unique_ptr<Strategy> rebalanced_strategy(const Scenario& scenario, const st
   return make_strategy(s, speeds);
 }
 
-RebalancePrediction predict_rebalance(const Scenario& scenario, const std::vector<double>& slowdown,
-                                      const std::vector<double>& speeds) {
+namespace {
+// Each plan's simulated iteration with the ranks slowed by `slowdown` (one per rank, 1 = not slowed).
+std::vector<Seconds> simulated_with_slowdown(const Scenario& scenario, const std::vector<double>& slowdown,
+                                             const std::vector<StrategyMaker>& plans) {
   sim::SimulationOptions options = scenario.simulation;
   options.stragglers.clear();
   for (std::size_t r = 0; r < slowdown.size(); ++r)
     if (slowdown[r] != 1) options.stragglers.push_back({static_cast<int>(r), slowdown[r], 1.0});
-  const std::vector<Seconds> times = simulated_iteration_s(
-      {[&] { return make_strategy(scenario); }, [&] { return rebalanced_strategy(scenario, speeds); }}, scenario.cluster,
-      options, "predicting the re-balanced run");
+  return simulated_iteration_s(plans, scenario.cluster, options, "predicting the re-balanced run");
+}
+}  // namespace
+
+RebalancePrediction predict_rebalance(const Scenario& scenario, const std::vector<double>& slowdown,
+                                      const std::vector<double>& speeds) {
+  const std::vector<Seconds> times = simulated_with_slowdown(
+      scenario, slowdown, {[&] { return make_strategy(scenario); }, [&] { return rebalanced_strategy(scenario, speeds); }});
   return {times[0], times[1]};
 }
 
@@ -132,21 +176,48 @@ RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy,
   std::vector<double> compute_s;
   for (const auto& rank : out.before.ranks) compute_s.push_back(rank.compute_s);
   const int measured = first.iterations + first.warmup_iterations;
-  const bool layers = rebalances_layers(scenario);
+  std::vector<double> slowdown = options.compute_slowdown;
+  slowdown.resize(static_cast<std::size_t>(strategy.world_size()), 1.0);
+  bool layers = rebalances_layers(scenario);
   const std::vector<double> speeds = layers ? stage_speeds(strategy.rank_roles(), compute_s, measured)
                                             : replica_speeds(strategy.rank_roles(), compute_s, measured);
-  const std::unique_ptr<Strategy> rebalanced = rebalanced_strategy(scenario, speeds);
+  std::unique_ptr<Strategy> rebalanced = rebalanced_strategy(scenario, speeds);
+  if (scenario.strategy_type == "hybrid" && scenario.parallel.pipeline_model_parallel_size > 1 &&
+      scenario.parallel.data_parallel_size > 1 && scenario.hybrid.layers_per_stage.empty()) {
+    // Replicas and stages both: the simulator weighs the batch alone against layers and batch.
+    const LayersAndBatch both = split_layers_and_batch(strategy.rank_roles(), compute_s, measured,
+                                                       scenario.hybrid.virtual_stages);
+    Scenario moved = scenario;
+    moved.hybrid.layers_per_stage = both.layers_per_stage;
+    moved.parallel.batch_split = BatchSplit::proportional;
+    const std::vector<Seconds> t = simulated_with_slowdown(
+        scenario, slowdown,
+        {[&] { return make_strategy(scenario); }, [&] { return rebalanced_strategy(scenario, speeds); },
+         [&] { return make_strategy(moved, both.speeds); }});
+    layers = t[2] < t[1];
+    out.chosen = layers ? "layers and batch" : "batch";
+    out.predicted = {t[0], layers ? t[2] : t[1]};
+    out.predicted_other_s = layers ? t[1] : t[2];
+    if (layers) rebalanced = make_strategy(moved, both.speeds);
+  }
   out.micro_batches_before = micro_batches_of(strategy, scenario.training.micro_batch_size);
   out.micro_batches_after = micro_batches_of(*rebalanced, scenario.training.micro_batch_size);
   if (layers) {
     out.layers_before = layers_of(strategy);
     out.layers_after = layers_of(*rebalanced);
   }
-  char split[200];
-  std::snprintf(split, sizeof split, "rebalance   after %d iteration(s): %s %s -> %s (measured speeds)\n", first_part,
-                layers ? "layers per stage" : "micro-batches per replica",
-                joined(layers ? out.layers_before : out.micro_batches_before).c_str(),
-                joined(layers ? out.layers_after : out.micro_batches_after).c_str());
+  // "micro-batches per replica A -> B" first when there are replicas (the elastic supervisor
+  // reads it), then the layers when they moved.
+  const bool replicas = out.micro_batches_before.size() > 1;
+  std::string what = replicas ? "micro-batches per replica " + joined(out.micro_batches_before) + " -> " +
+                                    joined(out.micro_batches_after)
+                              : "";
+  if (layers)
+    what += (replicas ? ", " : "") + std::string("layers per stage ") + joined(out.layers_before) + " -> " +
+            joined(out.layers_after);
+  const std::string why = out.chosen.empty() ? "measured speeds" : "measured speeds; the simulator chose " + out.chosen;
+  char split[300];
+  std::snprintf(split, sizeof split, "rebalance   after %d iteration(s): %s (%s)\n", first_part, what.c_str(), why.c_str());
   if (live) *live << split << std::flush;  // said as it happens: an elastic supervisor echoes it
   exec::cpu::RunOptions second = options;
   second.iterations = options.iterations - first_part;
@@ -159,9 +230,7 @@ RebalancedRun run_rebalanced(const Scenario& scenario, const Strategy& strategy,
     throw;
   }
   if (!own) std::filesystem::remove(checkpoint);
-  std::vector<double> slowdown = options.compute_slowdown;
-  slowdown.resize(static_cast<std::size_t>(strategy.world_size()), 1.0);
-  out.predicted = predict_rebalance(scenario, slowdown, speeds);
+  if (out.chosen.empty()) out.predicted = predict_rebalance(scenario, slowdown, speeds);
   char line[256];
   std::snprintf(line, sizeof line,
                 "before      %.4f s/iteration measured, %.4f s predicted\n"

@@ -9,8 +9,10 @@
 //     those speeds (pipeline_partition proportional, whole chunks at a time);
 // and trains the remaining iterations under the re-split strategy, resumed from a checkpoint of
 // the first part (checkpoints hold logical tensors: any strategy resumes them). With replicas
-// and stages both, only the batch is re-split: moving layers for one replica's slow stage would
-// unbalance the others. The simulator predicts both parts with the same slowed ranks.
+// and stages both, moving layers for one replica's slow stage unbalances the others: the
+// simulator weighs re-splitting the batch alone against moving the layers too (each stage's by
+// its slowest replica's speed, then the batch by each replica's pipeline after the move), with
+// the same slowed ranks, and the faster plan runs. The simulator predicts both parts.
 #pragma once
 
 #include <functional>
@@ -33,6 +35,17 @@ std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std
 // slowest of the stage's ranks): `roles` give stage, layers and sequences per iteration.
 std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
                                  int iterations);
+
+// Replicas and stages both: the layers per stage in proportion to each stage's slowest per-layer
+// speed (whole chunks of `chunks` layers), and each rank's speed for the batch split: its
+// replica's sequences per second once the layers moved (its slowest stage's layers over that
+// stage's measured per-layer time in this replica).
+struct LayersAndBatch {
+  std::vector<int> layers_per_stage;
+  std::vector<double> speeds;
+};
+LayersAndBatch split_layers_and_batch(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                      int iterations, int chunks);
 
 // Whether `scenario`'s re-balancing moves layers (one pipeline without replicas, its layers not
 // listed by hand) rather than batch shares.
@@ -58,6 +71,10 @@ struct RebalancedRun {
   exec::cpu::RunResult before, after;
   std::vector<std::int64_t> micro_batches_before, micro_batches_after;  // per replica
   std::vector<std::int64_t> layers_before, layers_after;                // per stage (layers re-split)
+  // Replicas and stages both: the plan the simulator chose ("batch" or "layers and batch") and
+  // its prediction of the other one.
+  std::string chosen;
+  Seconds predicted_other_s = 0;
   RebalancePrediction predicted;
   std::string report;
 };

@@ -40,5 +40,20 @@ TEST(RunRebalance, AStageIsAsFastAsItsSlowestRankPerLayer) {
   EXPECT_THROW(stage_speeds(roles, {0.0, 0.0}, 1), std::runtime_error);  // nothing measured
 }
 
+// Two replicas of two stages of 4 layers; replica 1's stage 1 computes 3x longer. Stage 1's
+// slowest per-layer speed is a third of stage 0's: the layers go 6/2 (whole chunks of 2 here),
+// and each replica's pipeline is then as fast as its slowest stage: replica 0's stage 0 (6
+// layers at 0.1 s) and replica 1's stages (6 x 0.1, 2 x 0.3): 0.6 s per sequence each, so the
+// batch stays even.
+TEST(RunRebalance, LayersMoveBySlowestStageAndTheBatchByEachReplicasPipelineAfterIt) {
+  const std::vector<RankRole> roles{{0, 0, 4, 8}, {1, 0, 4, 8}, {0, 1, 4, 8}, {1, 1, 4, 8}};
+  // Over 1 iteration, 3.2 s for 4 layers x 8 sequences: 0.1 s per layer and sequence.
+  const LayersAndBatch split = split_layers_and_batch(roles, {3.2, 3.2, 3.2, 9.6}, 1, 2);
+  EXPECT_EQ(split.layers_per_stage, (std::vector<int>{6, 2}));
+  ASSERT_EQ(split.speeds.size(), 4u);
+  for (double speed : split.speeds) EXPECT_NEAR(speed, 1.0 / 0.6, 1e-12);
+  EXPECT_THROW(split_layers_and_batch(roles, {0, 0, 0, 0}, 1, 1), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace tandem::cli

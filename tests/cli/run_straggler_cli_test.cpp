@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -214,6 +215,39 @@ TEST(RunStragglerCli, RebalancingMovesLayersOffASlowPipelineStage) {
   ASSERT_EQ(plain.status, 0) << plain.err;
   const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
   ASSERT_EQ(j["iterations"].size(), 4u);
+  for (const auto& it : j["iterations"]) {
+    const int i = it["iteration"].get<int>();
+    EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
+  }
+}
+
+// Replicas and stages both (pipeline 2 x data 2, replica 1's stage 1 slowed 3x): the simulator
+// weighs re-splitting the batch alone against moving layers too, runs the faster plan, and the
+// losses are an unbalanced run's.
+TEST(RunStragglerCli, WithReplicasAndStagesTheSimulatorChoosesWhatToReSplit) {
+  if (const std::string why = too_busy_to_measure_speeds(); !why.empty()) GTEST_SKIP() << why;
+  const std::string path = cli_test::write_in_fresh_dir(
+      "tandem-run-rebalance", "both", "tiny-pp-dp.yaml",
+      "name: tiny-pp-dp\nmodel: {type: transformer, name: gpt-8l, num_layers: 8, hidden_size: 64, num_attention_heads: 4,"
+      " vocab_size: 256, seq_length: 32}\ncluster: cpu4.yaml\n"
+      "training: {global_batch_size: 32, micro_batch_size: 2, seq_length: 32, precision: fp32}\n"
+      "strategy: {type: hybrid, pipeline_model_parallel_size: 2, data_parallel_size: 2}\n");
+  // Four ranks: this machine's cores as localhost.yaml describes two of them, four here.
+  std::ofstream(std::filesystem::path(path).parent_path() / "cpu4.yaml")
+      << "name: cpu4\nnode_groups:\n  - name: cpu\n    device: cpu-generic\n    nodes: 1\n    devices_per_node: 4\n"
+         "    intra_node: {fabric: shared_memory, bandwidth_gb_per_s: 3.2, latency_us: 1.0, bus: {bandwidth_gb_per_s: 12.8}}\n";
+  const cli_test::CliRun run = cli_test::run_tandem("run " + path + " --iterations 6 --rebalance-after 3 --slow-rank 3:3 --json -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const auto& r = j.at("rebalance");
+  const std::string chosen = r.value("chosen", "");
+  EXPECT_TRUE(chosen == "batch" || chosen == "layers and batch") << r;
+  EXPECT_LE(r["predicted_after_s"].get<double>(), r["predicted_other_s"].get<double>()) << r;
+  EXPECT_LT(r["predicted_after_s"].get<double>(), r["predicted_before_s"].get<double>()) << r;
+  EXPECT_EQ(r.contains("layers_per_stage_after"), chosen == "layers and batch") << r;
+  const cli_test::CliRun plain = cli_test::run_tandem("run " + path + " --iterations 6 --json -");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
   for (const auto& it : j["iterations"]) {
     const int i = it["iteration"].get<int>();
     EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
