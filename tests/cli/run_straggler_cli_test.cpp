@@ -129,6 +129,18 @@ std::string too_busy_to_measure_speeds() {
          " cores busy (the replicas' speeds are measured in wall time)";
 }
 
+// A re-balanced run's losses (`--json -` output) against an unbalanced run of the same scenario
+// (the global batch and the layers are the same whatever their split).
+void expect_losses_of_an_unbalanced_run(const std::string& path, int iterations, const nlohmann::json& rebalanced) {
+  const cli_test::CliRun plain = cli_test::run_tandem("run " + path + " --iterations " + std::to_string(iterations) + " --json -");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
+  for (const auto& it : rebalanced["iterations"]) {
+    const int i = it["iteration"].get<int>();
+    EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
+  }
+}
+
 // Dynamic re-balancing (issue 15): with rank 1 slowed, `--rebalance-after` measures the replicas'
 // speeds, gives the slow replica fewer of the 16 micro-batches and trains on from a checkpoint;
 // the simulator predicts both parts with the same slowed rank, the re-split one faster. `prefix`
@@ -180,13 +192,7 @@ TEST(RunStragglerCli, RebalancingRanksAsProcessesGivesTheStragglerFewerMicroBatc
   if (const std::string why = too_busy_to_measure_speeds(); !why.empty()) GTEST_SKIP() << why;
   const auto [path, processes] = rebalanced_run("processes", "mpirun --oversubscribe --allow-run-as-root -np 2 ");
   ASSERT_FALSE(processes.is_null());
-  const cli_test::CliRun plain = cli_test::run_tandem("run " + path + " --iterations 6 --json -");
-  ASSERT_EQ(plain.status, 0) << plain.err;
-  const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
-  for (const auto& it : processes["iterations"]) {
-    const int i = it["iteration"].get<int>();
-    EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
-  }
+  expect_losses_of_an_unbalanced_run(path, 6, processes);
 }
 
 // One pipeline without replicas: `--rebalance-after` measures each stage's compute per layer and
@@ -211,14 +217,8 @@ TEST(RunStragglerCli, RebalancingMovesLayersOffASlowPipelineStage) {
   EXPECT_GT(after[0], after[1]) << r;
   EXPECT_EQ(r["micro_batches_before"], r["micro_batches_after"]);  // one replica: its batch stays
   EXPECT_LT(r["predicted_after_s"].get<double>(), 0.8 * r["predicted_before_s"].get<double>()) << r;
-  const cli_test::CliRun plain = cli_test::run_tandem("run " + path + " --iterations 8 --json -");
-  ASSERT_EQ(plain.status, 0) << plain.err;
-  const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
   ASSERT_EQ(j["iterations"].size(), 4u);
-  for (const auto& it : j["iterations"]) {
-    const int i = it["iteration"].get<int>();
-    EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
-  }
+  expect_losses_of_an_unbalanced_run(path, 8, j);
 }
 
 // Replicas and stages both (pipeline 2 x data 2, replica 1's stage 1 slowed 3x): the simulator
@@ -245,13 +245,7 @@ TEST(RunStragglerCli, WithReplicasAndStagesTheSimulatorChoosesWhatToReSplit) {
   EXPECT_LE(r["predicted_after_s"].get<double>(), r["predicted_other_s"].get<double>()) << r;
   EXPECT_LT(r["predicted_after_s"].get<double>(), r["predicted_before_s"].get<double>()) << r;
   EXPECT_EQ(r.contains("layers_per_stage_after"), chosen == "layers and batch") << r;
-  const cli_test::CliRun plain = cli_test::run_tandem("run " + path + " --iterations 6 --json -");
-  ASSERT_EQ(plain.status, 0) << plain.err;
-  const nlohmann::json reference = nlohmann::json::parse(plain.out)["iterations"];
-  for (const auto& it : j["iterations"]) {
-    const int i = it["iteration"].get<int>();
-    EXPECT_NEAR(it["loss"].get<double>(), reference[static_cast<std::size_t>(i)]["loss"].get<double>(), 1e-4) << i;
-  }
+  expect_losses_of_an_unbalanced_run(path, 6, j);
 }
 
 TEST(RunStragglerCli, RebalancingNeedsIterationsAfterIt) {
