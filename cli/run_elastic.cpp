@@ -189,7 +189,7 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 // The simulator's prediction of each recovery, by the formula `tandem goodput` charges a restart
 // (sim/reliability/restart_cost.hpp). What the simulator takes as given there (relaunch_s and
 // init_s: the scheduler, process start, communicators, the model's build) is this machine's: the
-// first job's start as measured (mpirun's launch to every rank's first heartbeat), as
+// failed job's own start as measured (mpirun's launch to every rank's first heartbeat), as
 // calibration measures kernels. The failed job's stop (mpirun tearing its other ranks down) is
 // kStopS; the checkpoint is read back from the page cache (it was just written) at the device's
 // streaming bandwidth; the iterations lost are trained again at the next job's simulated
@@ -220,9 +220,13 @@ std::vector<double> predict_recoveries(std::vector<Attempt>& attempts, std::vect
     const Attempt& next = attempts[static_cast<std::size_t>(f.attempt) + 1];
     sim::reliability::RestartCost cost;
     cost.stop_s = kStopS;
-    cost.relaunch_s = seconds_between(first.launched, *first.ready);  // relaunch and init together
+    // Relaunch and init together: the failed job's own start (launch to every rank ready), the
+    // latest measurement of what the next job repeats on this machine as it is now; the first
+    // job's when the failed one never got ready. A job that resumed measured its reload in it.
+    const Attempt& known = attempts[static_cast<std::size_t>(f.attempt)].ready ? attempts[static_cast<std::size_t>(f.attempt)] : first;
+    cost.relaunch_s = seconds_between(known.launched, *known.ready);
     const DeviceProfile& device = next.scenario.cluster.device_of(0);
-    if (!ec && device.memory_bandwidth_bytes_per_s > 0)
+    if (!ec && device.memory_bandwidth_bytes_per_s > 0 && known.first_iteration == 0)
       cost.reload_s = checkpoint_bytes / device.achievable_bytes_per_s(OpKind::memcpy);
     const double step_s = iteration_s[static_cast<std::size_t>(f.attempt) + 1];
     f.predicted_restart_s = sim::reliability::restart_s(cost, step_s);
