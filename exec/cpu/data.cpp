@@ -1,8 +1,13 @@
 #include "exec/cpu/data.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/usable_cores.hpp"
 
 #include "strategies/models/mlp.hpp"
 #include "strategies/models/transformer.hpp"
@@ -58,10 +63,17 @@ float hashed_normal(std::uint64_t key, std::uint64_t index) {
 }
 
 namespace {
-// Initial value of element `index` of logical parameter `name`, given its hashed key.
-float initial_value(std::string_view name, std::uint64_t key, std::uint64_t index, float std_dev) {
-  if (ends_with(name, "norm.weight")) return 1.0f;
-  if (ends_with(name, ".bias")) return 0.0f;
+// How a parameter starts, decided once per tensor from its name.
+enum class InitKind { ones, zeros, normal };
+InitKind init_kind(std::string_view name) {
+  if (ends_with(name, "norm.weight")) return InitKind::ones;
+  if (ends_with(name, ".bias")) return InitKind::zeros;
+  return InitKind::normal;
+}
+// Initial value of element `index` of a logical parameter, given its kind and hashed key.
+float initial_value(InitKind kind, std::uint64_t key, std::uint64_t index, float std_dev) {
+  if (kind == InitKind::ones) return 1.0f;
+  if (kind == InitKind::zeros) return 0.0f;
   return std_dev * hashed_normal(key, index);
 }
 std::string_view logical_name(std::string_view name) {
@@ -69,23 +81,45 @@ std::string_view logical_name(std::string_view name) {
   // the first stage's table (Megatron initialises the copy from it).
   return ends_with(name, "word_embedding_copy.weight") ? std::string_view("embedding.word.weight") : name;
 }
+// data[i] = value(i) for i in [0, n). A large tensor is filled by the process's usable cores: a
+// GPT-2 1.5B's 1.6e9 parameters and their masters take minutes on one core (the normal draw is
+// ~40 ns), which the GPU run spends before its first step. Each element depends on its index
+// alone, so the values are the same on any number of threads.
+template <typename Value>
+void fill_by_index(float* data, I64 n, const Value& value) {
+  constexpr I64 kElementsPerThread = I64{1} << 16;  // ~3 ms of normal draws: well past a thread's start
+  const I64 threads = std::min<I64>(usable_cores(), n / kElementsPerThread);
+  if (threads <= 1) {
+    for (I64 i = 0; i < n; ++i) data[i] = value(i);
+    return;
+  }
+  const I64 chunk = (n + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (I64 t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (I64 i = t * chunk; i < std::min(n, (t + 1) * chunk); ++i) data[i] = value(i);
+    });
+  for (std::thread& th : pool) th.join();
+}
 }  // namespace
 
 void init_parameter(std::string_view name, float* data, std::int64_t n, std::uint64_t seed,
                     float std_dev) {
   name = logical_name(name);
   const std::uint64_t key = splitmix64(seed) ^ hash_name(name);
-  for (I64 i = 0; i < n; ++i) data[i] = initial_value(name, key, static_cast<std::uint64_t>(i), std_dev);
+  const InitKind kind = init_kind(name);
+  fill_by_index(data, n, [&](I64 i) { return initial_value(kind, key, static_cast<std::uint64_t>(i), std_dev); });
 }
 
 void init_placed(const TensorPlacement& placement, std::string_view name, float* data, std::int64_t n,
                  std::uint64_t seed, float std_dev) {
   name = logical_name(name);
   const std::uint64_t key = splitmix64(seed) ^ hash_name(name);
-  for (I64 i = 0; i < n; ++i) {
+  const InitKind kind = init_kind(name);
+  fill_by_index(data, n, [&](I64 i) {
     const I64 g = placement.global_index(i);
-    data[i] = g < 0 ? 0.0f : initial_value(name, key, static_cast<std::uint64_t>(g), std_dev);
-  }
+    return g < 0 ? 0.0f : initial_value(kind, key, static_cast<std::uint64_t>(g), std_dev);
+  });
 }
 
 bool init_placed_tensor(MemCategory category, const TensorPlacement& placement, float* data, std::int64_t n,

@@ -12,18 +12,24 @@ namespace {
 using Global = std::map<std::string, std::vector<float>>;
 using Seen = std::map<std::string, std::vector<bool>>;
 
-// Writes `value` at element `g` of `name`, refusing a replica that disagrees (NaN-safe).
-void put(Global& global, Seen& seen, const std::string& name, std::size_t n, std::size_t g, float value,
+// Writes `value` at element `g` of `name`'s values, refusing a replica that disagrees (NaN-safe).
+void put(std::vector<float>& values, std::vector<bool>& mask, const std::string& name, std::size_t g, float value,
          const std::string& who, bool first_wins) {
-  auto [it, fresh] = global.try_emplace(name, n, 0.0f);
-  auto& mask = seen.try_emplace(name, n, false).first->second;
-  if (it->second.size() != n) throw std::logic_error("global state: '" + name + "' placed with two global sizes");
   if (mask[g] && first_wins) return;
-  if (mask[g] && std::memcmp(&it->second[g], &value, sizeof(float)) != 0)
+  if (mask[g] && std::memcmp(&values[g], &value, sizeof(float)) != 0)
     throw std::logic_error("global state: replicas of '" + name + "' differ at element " + std::to_string(g) + " (" +
                            who + ")");
-  it->second[g] = value;
+  values[g] = value;
   mask[g] = true;
+}
+
+// The values and mask of `name`, `n` elements (made on first use; once per tensor, not per element).
+std::pair<std::vector<float>&, std::vector<bool>&> slot(Global& global, Seen& seen, const std::string& name,
+                                                        std::size_t n) {
+  auto& values = global.try_emplace(name, n, 0.0f).first->second;
+  auto& mask = seen.try_emplace(name, n, false).first->second;
+  if (values.size() != n) throw std::logic_error("global state: '" + name + "' placed with two global sizes");
+  return {values, mask};
 }
 
 // Every placed element of `tensors` into `global`.
@@ -31,12 +37,10 @@ void place_all(Global& global, Seen& seen, const std::vector<PlacedTensor>& tens
                bool first_wins = false) {
   for (const PlacedTensor& t : tensors) {
     const TensorPlacement& p = t.placement;
-    const auto n = static_cast<std::size_t>(p.global_numel());
-    global.try_emplace(p.name, n, 0.0f);
-    seen.try_emplace(p.name, n, false);
+    auto [values, mask] = slot(global, seen, p.name, static_cast<std::size_t>(p.global_numel()));
     for (std::size_t i = 0; i < t.values.size(); ++i) {
       const std::int64_t g = p.global_index(static_cast<std::int64_t>(i));
-      if (g >= 0) put(global, seen, p.name, n, static_cast<std::size_t>(g), t.values[i], who, first_wins);
+      if (g >= 0) put(values, mask, p.name, static_cast<std::size_t>(g), t.values[i], who, first_wins);
     }
   }
 }
@@ -92,10 +96,10 @@ Global merge_partials(const std::vector<Global>& parts) {
   Seen seen;
   for (std::size_t r = 0; r < parts.size(); ++r)
     for (const auto& [name, values] : parts[r]) {
-      global.try_emplace(name, values.size(), 0.0f);
-      seen.try_emplace(name, values.size(), false);
+      auto [merged, mask] = slot(global, seen, name, values.size());
+      const std::string who = "process " + std::to_string(r);
       for (std::size_t i = 0; i < values.size(); ++i)
-        if (!std::isnan(values[i])) put(global, seen, name, values.size(), i, values[i], "process " + std::to_string(r), false);
+        if (!std::isnan(values[i])) put(merged, mask, name, i, values[i], who, false);
     }
   require_covered(seen);
   return global;

@@ -25,8 +25,14 @@ bin="${TANDEM_BIN_DIR:?no tandem build found: set TANDEM_BIN_DIR}"
 source "$here/cuda_libs.sh"
 log="$out/check.log"
 : > "$log"
+# CHECK_BUDGET_S caps the whole check (a leased GPU's minutes are few): a step gets at most what
+# is left of it, and a step with under 10 s left is skipped, saying so.
+budget="${CHECK_BUDGET_S:-100000}"
 step() {  # step NAME TIMEOUT_S COMMAND... : stdout to $out/NAME.out, status to the log
   local name="$1" limit="$2"; shift 2
+  local left=$((budget - SECONDS))
+  if [ "$left" -lt 10 ]; then echo "   $name: skipped, the check's budget (${budget} s) is spent" | tee -a "$log"; return 0; fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$log"
   timeout --kill-after=10 "$limit" "$@" > "$out/$name.out" 2> "$out/$name.err"
@@ -49,21 +55,24 @@ if ldd "$bin/tandem" | grep -q "not found"; then
 fi
 
 step gpu-tests 150 "$bin/tandem_tests" --gtest_filter='Cuda*:CachingAllocator*' --gtest_output="xml:$out/gpu-tests.xml"
-step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"
-step calibration-bench 60 "$bin/cuda_calibration_bench" --benchmark_format=json --benchmark_out="$out/calibration-bench.json"
+step run-tiny-fp32 30 "$bin/tandem" run gpt-tiny-h200-fp32 --backend cuda --iterations 5 --json "$out/run-tiny-fp32-cuda.json"
+step run-124m 90 "$bin/tandem" run gpt2-124m-h200 --backend cuda --iterations 5 --warmup 2 \
+  --json "$out/run-124m.json" --trace "$out/run-124m-trace.json" --chrome-trace "$out/run-124m-timeline.json"
+step simulate-124m 60 "$bin/tandem" simulate gpt2-124m-h200 --json "$out/simulate-124m.json" --trace "$out/simulate-124m-trace.json"
+step run-1.5b 90 "$bin/tandem" run gpt2-1.5b-h200 --backend cuda --iterations 3 --warmup 1 \
+  --json "$out/run-1.5b.json" --trace "$out/run-1.5b-trace.json"
+step simulate-1.5b 60 "$bin/tandem" simulate gpt2-1.5b-h200 --json "$out/simulate-1.5b.json" --trace "$out/simulate-1.5b-trace.json"
 step calibrate-cuda 150 "$bin/tandem" calibrate --backend cuda --quick -o "$out/gpu-calibrated.yaml" \
   --cluster-out "$out/gpu-calibrated-cluster.yaml"
 step training-bench 150 "$bin/cuda_training_bench" --benchmark_format=json --benchmark_out="$out/training-bench.json"
+step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"
+step calibration-bench 60 "$bin/cuda_calibration_bench" --benchmark_format=json --benchmark_out="$out/calibration-bench.json"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   step pytorch-124m 60 python3 "$here/pytorch_reference.py" --model gpt2-124m --micro-batch 16 --steps 5 --json "$out/pytorch-124m.json"
   step pytorch-1.5b 90 python3 "$here/pytorch_reference.py" --model gpt2-1.5b --micro-batch 2 --accumulation 4 --steps 3 --json "$out/pytorch-1.5b.json"
 else
   echo "   PyTorch with CUDA not found: no side-by-side reference" | tee -a "$log"
 fi
-step run-124m 90 "$bin/tandem" run gpt2-124m-h200 --backend cuda --iterations 5 --warmup 2 \
-  --json "$out/run-124m.json" --trace "$out/run-124m-trace.json" --chrome-trace "$out/run-124m-timeline.json"
-step simulate-124m 60 "$bin/tandem" simulate gpt2-124m-h200 --json "$out/simulate-124m.json" --trace "$out/simulate-124m-trace.json"
-step run-tiny-fp32 30 "$bin/tandem" run gpt-tiny-h200-fp32 --backend cuda --iterations 5 --json "$out/run-tiny-fp32-cuda.json"
 python3 "$here/summarize.py" "$out" > "$out/summary.txt" 2>&1 || echo "summarize.py failed" | tee -a "$log"
 cat "$out/summary.txt"
 echo "results in $out"

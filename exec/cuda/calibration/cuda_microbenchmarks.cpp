@@ -44,11 +44,15 @@ calibration::StepMeasurement CudaCalibrationBench::measure(const calibration::Wo
   }
   for (const CommOp& op : comm) {
     const bool p2p = op.kind == OpKind::send || op.kind == OpKind::recv;
+    const int members = p2p ? 2 : op.group.size();
+    if (members < 2) {  // a one-replica workload's gradient all-reduce: nothing moves (the simulator's 0 too)
+      step.ops.push_back({op.label, op.kind, "", 0, op.bytes, members, 0.0});
+      continue;
+    }
     if (!nccl_) {
       const std::vector<Bytes> sizes = calibration::comm_sizes_bytes(false, calibration::WorkloadScale::gpu);
       nccl_ = std::make_unique<NcclTimer>(max_devices_, *std::max_element(sizes.begin(), sizes.end()));
     }
-    const int members = p2p ? 2 : op.group.size();
     const Seconds s = nccl_->seconds(op.kind, op.bytes, members, warmup, iterations);
     step.ops.push_back({op.label, op.kind, "", 0, op.bytes, members, s});
     step.step_s += s;

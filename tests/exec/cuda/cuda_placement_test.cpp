@@ -18,6 +18,7 @@
 #include "exec/cuda/cuda_run.hpp"
 #include "strategies/models/transformer.hpp"
 #include "tests/exec/cpu/hybrid_shape.hpp"
+#include "tests/exec/cuda/parameter_agreement.hpp"
 #include "tests/kernels/cuda/cuda_test_support.hpp"
 
 namespace tandem::exec::cuda {
@@ -28,12 +29,14 @@ const std::set<MemCategory> kState{MemCategory::parameters, MemCategory::optimiz
 constexpr std::uint64_t kSeed = 99;
 
 // The vocabulary is not a multiple of tp: padded rows start at 0.
+constexpr float kLr = 1e-3f;  // AdamW's step size in these runs
+
 std::shared_ptr<const Model> small_gpt() { return cpu::testing::small_gpt("gpt-placement-test", 2, 64, 4, 250, 16); }
 
 std::unique_ptr<HybridParallel> hybrid(const Shape& s) {
   TrainingConfig training;
   training.seq_length = 16;
-  training.lr = 1e-3f;
+  training.lr = kLr;
   return cpu::testing::make_hybrid(small_gpt(), s, training, /*bucket_params=*/20'000);
 }
 
@@ -101,9 +104,8 @@ TEST(CudaPlacementRun, OneGpuZeroThreeWithMastersTrainsTheCpuBackendsNumbers) {
   ASSERT_EQ(got.iterations.size(), want.iterations.size());
   for (std::size_t i = 0; i < want.iterations.size(); ++i)
     EXPECT_NEAR(got.iterations[i].loss, want.iterations[i].loss, 1e-4 * std::abs(want.iterations[i].loss)) << i;
-  ASSERT_EQ(got.global_parameters.size(), want.global_parameters.size());
-  for (const auto& [name, values] : want.global_parameters)
-    EXPECT_LE(kernels::cpu::testing::rel_error(got.global_parameters.at(name), values), 1e-3) << name;
+  testing::expect_parameters_agree(got.global_parameters, want.global_parameters, 1e-3, kLr,
+                                   o.iterations);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
+#include "tests/exec/cuda/parameter_agreement.hpp"
 #include "tests/kernels/cuda/cuda_test_support.hpp"
 
 namespace tandem::exec::cuda {
@@ -22,6 +23,7 @@ namespace {
 
 // Parameters after k steps: fp32 GPU vs CPU, max |a − b| / (max |b|) per tensor.
 constexpr double kParameterTolerance = 1e-3;
+constexpr float kLr = 1e-3f;  // AdamW's step size in these runs
 constexpr double kLossTolerance = 1e-4;      // relative, per iteration
 constexpr double kBf16LossTolerance = 0.03;  // relative, bf16 vs fp32 loss per iteration
 
@@ -31,7 +33,7 @@ std::unique_ptr<DataParallel> gpt_tiny_dp1(DType precision) {
   training.micro_batch_size = 2;
   training.seq_length = 32;
   training.precision = precision;
-  training.lr = 1e-3f;
+  training.lr = kLr;
   ParallelConfig parallel;
   parallel.data_parallel_size = 1;
   return std::make_unique<DataParallel>(std::make_shared<TransformerModel>(transformer_preset("gpt-tiny")), training,
@@ -62,11 +64,8 @@ TEST(CudaRun, Fp32TrainingMatchesTheCpuBackendStepForStep) {
                 kLossTolerance * std::abs(reference.iterations[i].loss))
         << "iteration " << i;
   ASSERT_EQ(gpu.parameters.size(), 1u);
-  ASSERT_EQ(gpu.parameters[0].size(), reference.parameters[0].size());
-  for (const auto& [name, values] : reference.parameters[0]) {
-    const double err = kernels::cpu::testing::rel_error(gpu.parameters[0].at(name), values);
-    EXPECT_LE(err, kParameterTolerance) << name;
-  }
+  testing::expect_parameters_agree(gpu.parameters[0], reference.parameters[0], kParameterTolerance,
+                                   kLr, o.iterations);
 }
 
 // Checkpoints on the CUDA backend, in the CPU backend's format: a run saved after 2 iterations

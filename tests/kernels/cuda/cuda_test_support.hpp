@@ -119,7 +119,10 @@ inline OpOutcome run_on_both(const ComputeOp& op, MathMode math = MathMode::fp32
       host[t.id] = std::move(v);
     }
   const std::map<int, std::vector<float>> initial = host;
-  kernels::cpu::run(op, [&](const Tensor& t) { return host.at(t.id).data(); }, options);
+  // An empty tensor (a top-k of k = 0) still gets an address, as run_on_device gives it one.
+  float empty_word = 0;
+  kernels::cpu::run(
+      op, [&](const Tensor& t) { return host.at(t.id).empty() ? &empty_word : host.at(t.id).data(); }, options);
   OpOutcome outcome;
   outcome.gpu = run_on_device(op, initial, math, options);
   for (const Tensor& t : op.outputs) outcome.cpu[t.id] = host.at(t.id);
