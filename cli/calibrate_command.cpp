@@ -25,6 +25,8 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--devices", o.devices, "devices of the cluster and largest group measured")
       ->check(CLI::Range(2, 64));
   cmd->add_flag("--quick", o.quick, "the small grid (seconds instead of a minute)");
+  cmd->add_option("--measurements-out", o.measurements_out,
+                  "also write every timed op (label, kind, class, FLOPs, bytes, seconds) as CSV, to refit elsewhere");
   return cmd;
 }
 
@@ -48,6 +50,7 @@ int run_calibrate(const CalibrateOptions& o) {
   OutputSet outputs;  // the profile and its cluster, written together
   OutputSet::check_writable(device_out, "--output");
   OutputSet::check_writable(cluster_out, "--cluster-out");
+  if (!o.measurements_out.empty()) OutputSet::check_writable(o.measurements_out, "--measurements-out");
   exec::cpu::CpuMicrobenchmarks bench(devices);
   calibration::CalibrationOptions options;
   options.quick = o.quick;
@@ -80,6 +83,7 @@ int run_calibrate(const CalibrateOptions& o) {
   cluster.collectives = calibration::collective_costs(result);
   outputs.stage(cluster_out, "# Calibrated with " + fs::path(device_out).filename().string() + " (see its header).\n" +
                                  calibration::cluster_yaml(cluster));
+  if (!o.measurements_out.empty()) outputs.stage(o.measurements_out, calibration::measurements_csv(result.measurements));
   outputs.commit();
   std::cout << "profile     " << device_out << "\ncluster     " << cluster_out << "\n";
   return 0;

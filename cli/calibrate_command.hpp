@@ -20,6 +20,7 @@ struct CalibrateOptions {
   std::string base = "cpu-generic";  // the profile whose peaks, capacity and power are kept
   std::optional<int> devices;        // devices of the cluster (default: this machine's cores)
   bool quick = false;
+  std::string measurements_out;  // every timed op as CSV (optional)
 };
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& options);

@@ -62,6 +62,7 @@ int run_calibrate_cuda(const CalibrateOptions& o) {
   OutputSet outputs;  // the profile and its cluster, written together once calibration succeeded
   OutputSet::check_writable(device_out, "--output");
   OutputSet::check_writable(cluster_out, "--cluster-out");
+  if (!o.measurements_out.empty()) OutputSet::check_writable(o.measurements_out, "--measurements-out");
 
   calibration::CalibrationOptions options;
   options.quick = o.quick;
@@ -90,6 +91,7 @@ int run_calibrate_cuda(const CalibrateOptions& o) {
                                    gpu_cluster_yaml(fs::path(cluster_out).stem().string(), device, devices,
                                                     result.intra_link));
   }
+  if (!o.measurements_out.empty()) outputs.stage(o.measurements_out, calibration::measurements_csv(result.measurements));
   outputs.commit();
   std::cout << "profile     " << device_out << "\n";
   if (with_cluster) std::cout << "cluster     " << cluster_out << "\n";

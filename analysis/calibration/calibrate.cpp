@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "analysis/calibration/workloads.hpp"
+#include "analysis/format.hpp"
 
 namespace tandem::calibration {
 
@@ -226,6 +227,20 @@ std::string describe(const CalibrationResult& r) {
     text += line;
   }
   return text;
+}
+
+std::string measurements_csv(const Measurements& m) {
+  std::string csv = "set,step,label,kind,kernel_class,flops,bytes,group_size,seconds\n";
+  auto rows = [&](const char* set, std::size_t step, const StepMeasurement& s) {
+    for (const OpTiming& op : s.ops)
+      csv += std::string(set) + "," + std::to_string(step) + "," + op.label + "," + to_string(op.kind) + "," +
+             op.kernel_class + "," + printf_string("%.17g", op.flops) + "," + printf_string("%.17g", op.bytes) + "," +
+             std::to_string(op.group_size) + "," + printf_string("%.9g", op.seconds) + "\n";
+  };
+  for (std::size_t i = 0; i < m.compute.size(); ++i) rows("compute", i, m.compute[i]);
+  for (const AloneStep& a : m.alone) rows("alone", a.busy, a.alone);
+  for (std::size_t i = 0; i < m.comm.size(); ++i) rows("comm", i, m.comm[i]);
+  return csv;
 }
 
 }  // namespace tandem::calibration

@@ -88,6 +88,12 @@ std::vector<CollectiveCost> collective_costs(const CalibrationResult& result);
 CalibrationResult calibrate(Microbenchmarks& bench, const DeviceProfile& base,
                             const CalibrationOptions& options);
 
+// Every timed op of `m` as CSV (header first): the grid's raw measurements, so that a fit can be
+// examined or redone away from the machine (a leased GPU's minutes are few).
+// Columns: set (compute, alone, comm), step (its index in that set), label, kind, kernel_class,
+// flops, bytes, group_size, seconds.
+std::string measurements_csv(const Measurements& m);
+
 // One line per fit: kind, bound side, max efficiency, half work, rms error; then the links.
 std::string describe(const CalibrationResult& result);
 

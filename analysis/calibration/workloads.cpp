@@ -56,10 +56,12 @@ Workload tensor_parallel(std::string name, std::shared_ptr<const Model> model, T
   return w;
 }
 
+// `vocab` 0: gpt-tiny's byte vocabulary (a small LM head); else that many tokens.
 Workload gpt_workload(std::int64_t hidden, std::int64_t seq, std::int64_t micro_batch, DType precision, int replicas,
-                      bool tensor_parallel_pair = false, std::int64_t head_dim = 16) {
+                      bool tensor_parallel_pair = false, std::int64_t head_dim = 16, std::int64_t vocab = 0) {
   TransformerConfig c = transformer_preset("gpt-tiny");  // byte vocabulary, dropout as trained
-  c.name = "calib-gpt-h" + std::to_string(hidden);
+  c.name = "calib-gpt-h" + std::to_string(hidden) + (vocab > 0 ? "-v" + std::to_string(vocab) : "");
+  if (vocab > 0) c.vocab_size = vocab;
   c.num_layers = 1;
   c.hidden_size = hidden;
   c.ffn_hidden_size = 4 * hidden;
@@ -171,6 +173,11 @@ std::vector<Workload> gpu_compute_workloads(bool quick, DType precision, int rep
     w.push_back(gpt_workload(h, 2048, quick ? 2 : 4, precision, replicas, false, 128));
     if (!quick) w.push_back(gpt_workload(h, 512, 2, precision, replicas, false, 128));
   }
+  // Head dim 64 (GPT-2, GPT-3 up to 13B) beside 128: attention's efficiency differs between them;
+  // and a model's own vocabulary: the LM head's GEMMs (an odd N: 50257) and the loss over it, which
+  // the byte vocabulary above never sizes.
+  w.push_back(gpt_workload(768, 1024, quick ? 4 : 8, precision, replicas, false, 64, 50257));
+  if (!quick) w.push_back(gpt_workload(4096, 2048, 1, precision, replicas, false, 128, 32000));
   for (std::int64_t width : quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{4096, 8192}) {
     w.push_back(mlp_workload(width, 1024, precision, replicas));
     if (!quick) w.push_back(mlp_workload(width, 256, precision, replicas));

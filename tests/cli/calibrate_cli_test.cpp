@@ -24,11 +24,13 @@ TEST(CalibrateCli, AnUnknownBackendIsRefusedWithStatusTwo) {
   EXPECT_NE(run.err.find("tpu"), std::string::npos) << run.err;
 }
 
-TEST(CalibrateCli, WritesAProfileWithProvenanceAndAClusterThatUsesIt) {
+TEST(CalibrateCli, WritesAProfileWithProvenanceAClusterThatUsesItAndTheRawMeasurements) {
   test::TempDir dir;
   const std::string device = (dir.path() / "here.yaml").string();
   const std::string cluster = (dir.path() / "here-cluster.yaml").string();
-  const auto run = run_tandem("calibrate --backend cpu --quick -o " + device + " --cluster-out " + cluster);
+  const std::string csv = (dir.path() / "measured.csv").string();
+  const auto run = run_tandem("calibrate --backend cpu --quick -o " + device + " --cluster-out " + cluster +
+                              " --measurements-out " + csv);
   ASSERT_EQ(run.status, 0) << run.err;
   const DeviceProfile p = load_device_profile(device);
   EXPECT_FALSE(p.efficiency_curves.empty());
@@ -41,6 +43,12 @@ TEST(CalibrateCli, WritesAProfileWithProvenanceAndAClusterThatUsesIt) {
   EXPECT_EQ(c.groups.front().device.name, p.name);
   EXPECT_GT(c.groups.front().intra_link.bandwidth_bytes_per_s, 0);
   EXPECT_GT(c.groups.front().shared_cores, 0);
+  // The raw measurements: a header, then compute ops with their class and communication steps.
+  const std::string measured = cli_test::read_file(csv);
+  EXPECT_EQ(measured.rfind("set,step,label,kind,kernel_class,flops,bytes,group_size,seconds\n", 0), 0u);
+  EXPECT_NE(measured.find("\ncompute,0,"), std::string::npos);
+  EXPECT_NE(measured.find(",gemm,gemm,"), std::string::npos);
+  EXPECT_NE(measured.find("\ncomm,"), std::string::npos);
 }
 
 TEST(CalibrateCli, AMissingOutputFolderIsRefusedBeforeMeasuring) {

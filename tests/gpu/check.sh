@@ -63,6 +63,7 @@ step run-1.5b 90 "$bin/tandem" run gpt2-1.5b-h200 --backend cuda --iterations 3 
   --json "$out/run-1.5b.json" --trace "$out/run-1.5b-trace.json"
 step simulate-1.5b 60 "$bin/tandem" simulate gpt2-1.5b-h200 --json "$out/simulate-1.5b.json" --trace "$out/simulate-1.5b-trace.json"
 step calibrate-cuda 150 "$bin/tandem" calibrate --backend cuda --quick -o "$out/gpu-calibrated.yaml" \
+  --measurements-out "$out/gpu-calibration-measurements.csv" \
   --cluster-out "$out/gpu-calibrated-cluster.yaml"
 step training-bench 150 "$bin/cuda_training_bench" --benchmark_format=json --benchmark_out="$out/training-bench.json"
 step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"

@@ -18,7 +18,7 @@ double eff_memory(const DeviceProfile& p, OpKind op) { return p.memory_efficienc
 
 TEST(DeviceProfile, EveryBundledProfileLoads) {
   const auto names = available_device_profiles();
-  ASSERT_EQ(names.size(), 8u);  // seven datasheet profiles and localhost-calibrated
+  ASSERT_EQ(names.size(), 9u);  // seven datasheet profiles, localhost-calibrated and h200-sxm-calibrated
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     const DeviceProfile p = find_device_profile(name);
