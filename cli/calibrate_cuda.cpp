@@ -3,7 +3,6 @@
 #ifdef TANDEM_HAVE_CUDA
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <iostream>
 
@@ -26,14 +25,10 @@ namespace {
 // from the GPU's name ("NVIDIA H200" -> h200-sxm).
 DeviceProfile base_profile(const CalibrateOptions& o, const std::string& accelerator) {
   if (o.base != "cpu-generic") return find_device_profile(o.base);
-  std::string name = accelerator;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const char* key : {"h200", "h100", "a100", "v100"})
-    if (name.find(key) != std::string::npos)
-      return find_device_profile(std::string(key) == "a100" ? "a100-sxm-80gb"
-                                 : std::string(key) == "v100" ? "v100-sxm2-32gb"
-                                                             : std::string(key) + "-sxm");
-  throw InputError("command line", 0, "--base", "no bundled profile for GPU '" + accelerator + "': name one with --base");
+  const std::string bundled = bundled_profile_of_gpu(accelerator);
+  if (bundled.empty())
+    throw InputError("command line", 0, "--base", "no bundled profile for GPU '" + accelerator + "': name one with --base");
+  return find_device_profile(bundled);
 }
 
 std::string gpu_cluster_yaml(const std::string& name, const std::string& device, int devices, const LinkSpec& link) {

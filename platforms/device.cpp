@@ -289,4 +289,14 @@ DeviceProfile find_device_profile(const std::string& name, const std::string& se
   return load_device_profile(path);
 }
 
+std::string bundled_profile_of_gpu(const std::string& accelerator) {
+  std::string name = accelerator;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name.find("h200") != std::string::npos) return "h200-sxm";
+  if (name.find("h100") != std::string::npos) return "h100-sxm";
+  if (name.find("a100") != std::string::npos) return name.find("40gb") != std::string::npos ? "a100-sxm-40gb" : "a100-sxm-80gb";
+  if (name.find("v100") != std::string::npos) return "v100-sxm2-32gb";
+  return "";
+}
+
 }  // namespace tandem

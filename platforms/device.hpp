@@ -135,4 +135,8 @@ std::string device_profile_path(const std::string& name, const std::string& sear
 // The file stems of the profiles in a folder, sorted (the bundled folder by default).
 std::vector<std::string> available_device_profiles(const std::string& search_dir = "");
 
+// The bundled datasheet profile of a GPU named as the driver names it ("NVIDIA H200" ->
+// "h200-sxm", "NVIDIA A100-SXM4-80GB" -> "a100-sxm-80gb"), or "" for a GPU without one.
+std::string bundled_profile_of_gpu(const std::string& accelerator);
+
 }  // namespace tandem

@@ -34,8 +34,20 @@ except (OSError, ET.ParseError):
     print("  no gpu-tests.xml")
 
 print("== GEMM vs cuBLAS (bf16)")
+model_rows = []
 for b in bench_rows("gemm-bench.json"):
+    if "model_tflops" in b:
+        model_rows.append(b)
+        continue
     print(f"  {b['name']:<50} {b['tflops']:7.1f} TFLOP/s  cuBLAS {b['reference_tflops']:7.1f}  ratio {b['ratio']:.3f}")
+print("== cuBLAS bf16 vs the simulator's GEMM model (random operands)")
+for b in model_rows:
+    shape = "x".join(b["name"].split("/")[1:4])
+    print(f"  {shape:<20} cuBLAS {b['cublas_tflops']:7.1f}  model {b['model_tflops']:7.1f} TFLOP/s  "
+          f"model error {100 * b['model_error']:+6.1f}%  ({b.get('label', '')})")
+if model_rows:
+    errs = [abs(b["model_error"]) for b in model_rows]
+    print(f"  mean |error| {100 * sum(errs) / len(errs):.1f}%  max {100 * max(errs):.1f}%  over {len(errs)} shapes")
 
 print("== training step (one GPU) vs PyTorch eager")
 torch_ref = {"gpt2_124m": load("pytorch-124m.json"), "gpt2_1_5b": load("pytorch-1.5b.json")}
