@@ -41,17 +41,34 @@ std::vector<double> replica_speeds(const std::vector<RankRole>& roles, const std
   return speeds;
 }
 
-std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
-                                 int iterations) {
-  // A stage's seconds of compute per layer and sequence: its slowest rank's.
-  std::map<int, double> stage_worst;
+namespace {
+// What each pipeline stage computed: seconds per layer and sequence of each (replica, stage), its
+// slowest rank's, and the stage's layers today.
+struct StageWork {
+  std::map<std::pair<int, int>, double> per_layer_s;
+  std::map<int, int> layers;
+};
+StageWork stage_work(const std::vector<RankRole>& roles, const std::vector<double>& compute_s, int iterations) {
+  StageWork w;
   for (std::size_t r = 0; r < compute_s.size() && r < roles.size(); ++r) {
     const RankRole& role = roles[r];
     if (role.stage < 0 || role.layers <= 0 || role.sequences <= 0 || !(compute_s[r] > 0)) continue;
     const double work = static_cast<double>(role.layers) * static_cast<double>(role.sequences) * std::max(1, iterations);
-    stage_worst[role.stage] = std::max(stage_worst[role.stage], compute_s[r] / work);
+    double& worst = w.per_layer_s[{role.replica, role.stage}];
+    worst = std::max(worst, compute_s[r] / work);
+    w.layers[role.stage] = role.layers;
   }
-  if (stage_worst.empty()) throw std::runtime_error("no pipeline stage computed anything: nothing to re-balance on");
+  if (w.per_layer_s.empty()) throw std::runtime_error("no pipeline stage computed anything: nothing to re-balance on");
+  return w;
+}
+}  // namespace
+
+std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
+                                 int iterations) {
+  // A stage's seconds per layer and sequence: its slowest rank's, whatever its replica.
+  std::map<int, double> stage_worst;
+  for (const auto& [at, sec] : stage_work(roles, compute_s, iterations).per_layer_s)
+    stage_worst[at.second] = std::max(stage_worst[at.second], sec);
   std::vector<double> speeds(compute_s.size(), 0.0);
   for (std::size_t r = 0; r < speeds.size(); ++r) {
     const auto it = r < roles.size() ? stage_worst.find(roles[r].stage) : stage_worst.end();
@@ -63,32 +80,23 @@ std::vector<double> stage_speeds(const std::vector<RankRole>& roles, const std::
 
 LayersAndBatch split_layers_and_batch(const std::vector<RankRole>& roles, const std::vector<double>& compute_s,
                                       int iterations, int chunks) {
-  // Seconds of compute per layer and sequence of each (replica, stage): its slowest rank's.
-  std::map<std::pair<int, int>, double> per_layer_s;
-  std::map<int, int> layers;  // per stage, today
-  for (std::size_t r = 0; r < compute_s.size() && r < roles.size(); ++r) {
-    const RankRole& role = roles[r];
-    if (role.stage < 0 || role.replica < 0 || role.layers <= 0 || role.sequences <= 0 || !(compute_s[r] > 0)) continue;
-    const double work = static_cast<double>(role.layers) * static_cast<double>(role.sequences) * std::max(1, iterations);
-    double& worst = per_layer_s[{role.replica, role.stage}];
-    worst = std::max(worst, compute_s[r] / work);
-    layers[role.stage] = role.layers;
-  }
-  if (per_layer_s.empty()) throw std::runtime_error("no pipeline stage computed anything: nothing to re-balance on");
-  const int stages = static_cast<int>(layers.size());
+  const StageWork work = stage_work(roles, compute_s, iterations);
+  const int stages = static_cast<int>(work.layers.size());
   // The layers by each stage's slowest replica's speed, whole chunks at a time.
   std::vector<double> stage_speed(static_cast<std::size_t>(stages), INFINITY);
   int total = 0;
-  for (const auto& [at, sec] : per_layer_s)
-    stage_speed[static_cast<std::size_t>(at.second)] = std::min(stage_speed[static_cast<std::size_t>(at.second)], 1.0 / sec);
-  for (const auto& [stage, n] : layers) total += n;
+  for (const auto& [at, sec] : work.per_layer_s)
+    if (at.first >= 0)
+      stage_speed[static_cast<std::size_t>(at.second)] = std::min(stage_speed[static_cast<std::size_t>(at.second)], 1.0 / sec);
+  for (const auto& [stage, n] : work.layers) total += n;
   LayersAndBatch out;
   for (const std::int64_t units : split_proportionally(total / std::max(1, chunks), stage_speed))
     out.layers_per_stage.push_back(static_cast<int>(units) * std::max(1, chunks));
   // Each replica's seconds per sequence with the layers moved: its slowest stage's.
   std::map<int, double> replica_s;
-  for (const auto& [at, sec] : per_layer_s)
-    replica_s[at.first] = std::max(replica_s[at.first], out.layers_per_stage[static_cast<std::size_t>(at.second)] * sec);
+  for (const auto& [at, sec] : work.per_layer_s)
+    if (at.first >= 0)
+      replica_s[at.first] = std::max(replica_s[at.first], out.layers_per_stage[static_cast<std::size_t>(at.second)] * sec);
   for (std::size_t r = 0; r < compute_s.size(); ++r) {
     const auto it = r < roles.size() ? replica_s.find(roles[r].replica) : replica_s.end();
     if (it == replica_s.end()) throw std::runtime_error("rank " + std::to_string(r) + "'s replica computed nothing");
