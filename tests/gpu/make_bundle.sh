@@ -4,7 +4,8 @@
 # they need (SimGrid, yaml-cpp, libstdc++, ... found with ldd, and OpenBLAS, which tandem opens on
 # first use; glibc and the CUDA/NCCL libraries excluded: the GPU machine has its own),
 # platforms/ and scenarios/, and the check scripts. On the GPU machine:
-#   tar xzf tandem-gpu-bundle.tar.gz && tandem-gpu-bundle/check.sh [RESULTS_DIR]
+#   tar xJf tandem-gpu-bundle.tar.xz && tandem-gpu-bundle/check.sh [RESULTS_DIR]
+# or, on a leased machine that returns a few files: tests/gpu/leased_check.sh (see there).
 # Usage: tests/gpu/make_bundle.sh [BUILD_DIR (default build-dev)] [OUTPUT_DIR (default .)]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -55,5 +56,6 @@ export TANDEM_BIN_DIR="$here/bin" TANDEM_DATA_DIR="$here/share"
 exec "$here/tests/gpu/check.sh" "${1:-./gpu-results}"
 LAUNCH
 chmod +x "$bundle/check.sh"
-tar -C "$dest" -czf "$dest/tandem-gpu-bundle.tar.gz" tandem-gpu-bundle
-du -sh "$bundle" "$dest/tandem-gpu-bundle.tar.gz"
+# xz: 25 MB where gzip made 43 (a leased GPU takes the working tree and the archive in 64 MiB).
+XZ_OPT="${XZ_OPT:--6 -T0}" tar -C "$dest" -cJf "$dest/tandem-gpu-bundle.tar.xz" tandem-gpu-bundle
+du -sh "$bundle" "$dest/tandem-gpu-bundle.tar.xz"
