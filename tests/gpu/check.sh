@@ -65,6 +65,17 @@ step simulate-1.5b 60 "$bin/tandem" simulate gpt2-1.5b-h200 --json "$out/simulat
 step calibrate-cuda 150 "$bin/tandem" calibrate --backend cuda --quick -o "$out/gpu-calibrated.yaml" \
   --measurements-out "$out/gpu-calibration-measurements.csv" \
   --cluster-out "$out/gpu-calibrated-cluster.yaml"
+# The 124M step again on the profile just calibrated: the simulator's prediction of this backend.
+if [ -s "$out/gpu-calibrated.yaml" ]; then
+  printf '%s\n' "name: here-calibrated" "node_groups:" "  - name: gpu" "    device: $out/gpu-calibrated.yaml" \
+    "    nodes: 1" "    devices_per_node: 1" "    intra_node: { fabric: nvswitch, bandwidth_gb_per_s: 450, latency_us: 1.0 }" \
+    > "$out/here-calibrated-cluster.yaml"
+  printf '%s\n' "name: gpt2-124m-here-calibrated" "model: gpt2-124m" "cluster: $out/here-calibrated-cluster.yaml" \
+    "training: {global_batch_size: 16, micro_batch_size: 16, seq_length: 1024, precision: bf16}" \
+    "strategy: {type: data_parallel, data_parallel_size: 1}" > "$out/gpt2-124m-here-calibrated.yaml"
+  step simulate-124m-calibrated 60 "$bin/tandem" simulate "$out/gpt2-124m-here-calibrated.yaml" \
+    --json "$out/simulate-124m-calibrated.json" --trace "$out/simulate-124m-calibrated-trace.json"
+fi
 step training-bench 150 "$bin/cuda_training_bench" --benchmark_format=json --benchmark_out="$out/training-bench.json"
 step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"
 step calibration-bench 60 "$bin/cuda_calibration_bench" --benchmark_format=json --benchmark_out="$out/calibration-bench.json"

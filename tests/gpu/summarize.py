@@ -72,11 +72,16 @@ try:
 except OSError:
     print("  no calibrate-cuda.out")
 
-print("== simulate vs run (gpt2-124m-h200)")
+print("== simulate vs run (gpt2-124m-h200; gpt2-1.5b-h200)")
 run, sim = load("run-124m.json"), load("simulate-124m.json")
+for label, r, prediction in (("124M, datasheet profile", run, sim),
+                             ("124M, profile calibrated here", run, load("simulate-124m-calibrated.json")),
+                             ("1.5B, datasheet profile", load("run-1.5b.json"), load("simulate-1.5b.json"))):
+    if r and prediction:
+        measured, predicted = r["iteration_time_s"], prediction["iteration_time_s"]
+        print(f"  {label:<30} measured {measured:.4f} s  predicted {predicted:.4f} s  "
+              f"error {(predicted - measured) / measured:+.1%}")
 if run and sim:
-    measured, predicted = run["iteration_time_s"], sim["iteration_time_s"]
-    print(f"  measured {measured:.4f} s  predicted {predicted:.4f} s  error {(predicted - measured) / measured:+.1%}")
     print(f"  peak memory: ledger {run['ranks'][0]['peak_memory_bytes'] / 2**30:.2f} GiB, allocator "
           f"{run.get('peak_allocated_bytes', 0) / 2**30:.2f} GiB in use, {run.get('peak_reserved_bytes', 0) / 2**30:.2f} GiB reserved")
     print("  losses:", [round(i["loss"], 4) for i in run["iterations"] if i.get("loss") is not None])
