@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <unordered_map>
 #include <vector>
 
@@ -100,26 +99,6 @@ double CudaMicrobenchmarks::measure_seconds(const ComputeOp& op, int repeats, in
     }
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     return times[times.size() / 2];
-  });
-}
-
-double CudaMicrobenchmarks::launch_gap_seconds(int launches) {
-  ComputeOp op;
-  op.kind = OpKind::memcpy;
-  op.label = "calibrate.launch";
-  op.args = MemcpyArgs{256};
-  op.inputs = {Tensor{0, {256}, DType::fp32}};
-  op.outputs = {Tensor{1, {256}, DType::fp32}};
-  const double kernel_s = measure_seconds(op, 20, 3);
-  State& st = *state_;
-  return with_op(op, [&](const std::function<void()>& launch) {
-    launch();
-    CUDA_CHECK(cudaStreamSynchronize(st.stream));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < std::max(launches, 1); ++i) launch();
-    CUDA_CHECK(cudaStreamSynchronize(st.stream));
-    const double per_launch = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / launches;
-    return std::max(0.0, per_launch - kernel_s);
   });
 }
 

@@ -27,9 +27,6 @@ class CudaMicrobenchmarks {
   // Convenience shapes.
   double gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, int repeats = 20);
   double copy_seconds(std::int64_t bytes, int repeats = 20);  // device-to-device memcpy op
-  // The host's cost per kernel between back-to-back launches (dispatch, launch): `launches` tiny
-  // copies launched without waiting, wall clock over the count, less one copy's kernel time.
-  double launch_gap_seconds(int launches = 200);
 
  private:
   struct State;

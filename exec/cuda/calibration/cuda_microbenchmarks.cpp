@@ -3,15 +3,18 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "analysis/calibration/workloads.hpp"
+#include "exec/common/step_measurement.hpp"
+#include "exec/cpu/cpu_run.hpp"
 #include "exec/cuda/cuda_run.hpp"
 #include "kernels/cuda/check.hpp"
 #include "strategies/null_runtime.hpp"
 
 namespace tandem::exec::cuda {
 
-CudaCalibrationBench::CudaCalibrationBench(int max_devices, kernels::cuda::MathMode math) : kernels_(math, 0) {
+CudaCalibrationBench::CudaCalibrationBench(int max_devices, kernels::cuda::MathMode math) : math_(math) {
   const int gpus = cuda_device_count();
   max_devices_ = std::max(1, max_devices > 0 ? std::min(max_devices, gpus) : gpus);
   cudaDeviceProp prop{};
@@ -23,11 +26,25 @@ CudaCalibrationBench::~CudaCalibrationBench() = default;
 
 calibration::StepMeasurement CudaCalibrationBench::measure(const calibration::Workload& workload, int warmup,
                                                           int iterations) {
-  // Rank 0's ops of one step, as the strategy issues them.
-  std::vector<ComputeOp> compute;
+  if (!workload.model || workload.strategy->world_size() != 1) return measure_communication(workload, warmup, iterations);
+  // One GPU runs the step as `tandem run --backend cuda` would. Every gap between its kernels is
+  // the backend's own (no thread to deschedule, no peer to wait for): all of them count.
+  cpu::RunOptions options;
+  cpu::configure_for_model(options, *workload.model, workload.seq_length);
+  options.iterations = iterations;
+  options.warmup_iterations = warmup;
+  options.record_trace = true;
+  CudaRunExtras extras;
+  extras.math = math_;
+  const cpu::RunResult run = run_cuda(*workload.strategy, options, extras);
+  return step_from_trace(run, warmup, std::numeric_limits<double>::infinity());
+}
+
+calibration::StepMeasurement CudaCalibrationBench::measure_communication(const calibration::Workload& workload,
+                                                                         int warmup, int iterations) {
+  // Rank 0's communication of one step, as the strategy issues it, each op through NCCL.
   std::vector<CommOp> comm;
   NullRuntime recorder(workload.strategy->world_size());
-  recorder.on_compute = [&](const ComputeOp& op) { compute.push_back(op); };
   recorder.on_communicate = [&](const CommOp& op) { comm.push_back(op); };
   auto program = workload.strategy->program_for(0);
   program->setup(recorder);
@@ -36,16 +53,10 @@ calibration::StepMeasurement CudaCalibrationBench::measure(const calibration::Wo
   recorder.end_iteration();
 
   calibration::StepMeasurement step;
-  if (launch_gap_s_ < 0) launch_gap_s_ = kernels_.launch_gap_seconds();
-  for (const ComputeOp& op : compute) {
-    const Seconds s = kernels_.measure_seconds(op, iterations, warmup);
-    step.ops.push_back({op.label, op.kind, "", op.flops, op.bytes, 0, s});
-    step.step_s += s + launch_gap_s_;
-  }
   for (const CommOp& op : comm) {
     const bool p2p = op.kind == OpKind::send || op.kind == OpKind::recv;
     const int members = p2p ? 2 : op.group.size();
-    if (members < 2) {  // a one-replica workload's gradient all-reduce: nothing moves (the simulator's 0 too)
+    if (members < 2) {  // a one-member group: nothing moves (the simulator's 0 too)
       step.ops.push_back({op.label, op.kind, "", 0, op.bytes, members, 0.0});
       continue;
     }
@@ -57,7 +68,6 @@ calibration::StepMeasurement CudaCalibrationBench::measure(const calibration::Wo
     step.ops.push_back({op.label, op.kind, "", 0, op.bytes, members, s});
     step.step_s += s;
   }
-  step.launch_gap_s = launch_gap_s_;
   return step;
 }
 
