@@ -50,9 +50,13 @@ void OtherProgramsMeter::restart() { start_ = sample(); }
 OtherProgramsMeter::Sample OtherProgramsMeter::sample() {
   Sample s;
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  rusage own{};
+  // Ours: this process and the children it has waited for (a test's `tandem` run), whose CPU
+  // time is no other program's.
+  rusage own{}, children{};
   ::getrusage(RUSAGE_SELF, &own);
-  s.own_s = seconds_of(own.ru_utime) + seconds_of(own.ru_stime);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  s.own_s = seconds_of(own.ru_utime) + seconds_of(own.ru_stime) + seconds_of(children.ru_utime) +
+            seconds_of(children.ru_stime);
   std::ifstream stat("/proc/stat");
   std::string line;
   const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));

@@ -22,7 +22,8 @@ struct CoreShare {
 CoreShare measure_core_share(int threads, int cores, double duration_s);
 
 // The CPU other programs used over an interval, in cores: the busy time of the CPUs this process
-// may run on (/proc/stat) minus this process's own CPU time (getrusage), over the wall time. Read around a run, it is the
+// may run on (/proc/stat) minus this process's own CPU time and its waited-for children's
+// (getrusage), over the wall time. Read around a run, it is the
 // background load that run met. /proc/stat counts in clock ticks (10 ms): use intervals of a few
 // tenths of a second or more.
 class OtherProgramsMeter {
