@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The CUDA backend's GPU check, for a person with one NVIDIA GPU (an H200 is the target): under
-# 8 minutes, every result in one folder (./gpu-results, or $OUT, or the first argument).
+# The CUDA backend's GPU check, for a person with one NVIDIA GPU (an H200 is the target): about
+# 6.5 minutes on an H200 (CHECK_BUDGET_S caps it), every result in one folder (./gpu-results, or
+# $OUT, or the first argument). In order of value, so that a short budget keeps the first:
 #   1. GPU tests: every CUDA kernel vs the CPU reference (fp32; bf16 looser), k training steps of
-#      a small GPT vs the CPU backend, bf16 vs fp32 loss curve, trace op ids, allocator.
-#   2. Benchmarks: GEMM vs cuBLAS's best for the shape; training step of GPT-2 124M and 1.5B with
-#      MFU; calibration sweeps (GEMM sizes, copies) for the H200 profile; `tandem calibrate
-#      --backend cuda --quick`: the GPU's fitted profile (and, with 2+ GPUs, its NCCL link).
-#   3. PyTorch eager on the same models and batches (when PyTorch is installed): tokens/s.
-#   4. Simulate-vs-run: `tandem run gpt2-124m-h200 --backend cuda` and `tandem simulate` of the
-#      same scenario; measured and predicted iteration times side by side.
+#      a small GPT vs the CPU backend, bf16 vs fp32 loss curve, trace op ids, allocator, the
+#      calibration's measurement of a real step.
+#   2. Simulate-vs-run: `tandem run --backend cuda` of GPT-2 124M and 1.5B beside `tandem simulate`
+#      of the same scenarios; then `tandem calibrate --backend cuda --quick` (the GPU's fitted
+#      profile, its raw measurements, with 2+ GPUs its NCCL link) and the 124M step simulated on it.
+#   3. Benchmarks: training steps of GPT-2 124M and 1.5B with MFU; GEMM vs cuBLAS, and cuBLAS vs
+#      the simulator's GEMM model over GPT layer shapes; calibration sweeps (GEMM sizes, copies).
+#   4. PyTorch eager on the same models and batches (when PyTorch is installed): tokens/s.
 #   5. summary.txt: the numbers together (summarize.py).
 # Runs from a build tree (TANDEM_BIN_DIR, default build-dev/ or build/ next to tests/) or from
 # the bundle of make_bundle.sh (its launcher sets TANDEM_BIN_DIR and TANDEM_DATA_DIR).
