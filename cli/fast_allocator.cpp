@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/interrupts.hpp"
+
 namespace tandem::cli {
 
 namespace {
@@ -47,7 +49,11 @@ void use_fast_allocator(int argc, char** argv) {
   if (before != nullptr && *before != '\0') preload += std::string(":") + before;
   setenv(kSavedPreload, before != nullptr ? before : kUnset, 1);
   setenv("LD_PRELOAD", preload.c_str(), 1);
+  // The next image starts with the stop signals blocked: one taken during its start waits,
+  // pending, for its watcher (interrupts.hpp) instead of killing it by the default action.
+  interrupts::block_stop_signals();
   ::execv("/proc/self/exe", argv);
+  interrupts::unblock_stop_signals();
   restore_preload(std::getenv(kSavedPreload));  // no exec: on with the system allocator
 #else
   (void)argc;

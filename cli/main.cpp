@@ -8,5 +8,5 @@ int main(int argc, char** argv) {
   tandem::cli::use_fast_allocator(argc, argv);
   // First: Ctrl-C and kill stop any command cleanly (children reaped, temporary files removed).
   tandem::interrupts::install(argv);
-  return tandem::cli::run(argc, argv);
+  return tandem::interrupts::finish(tandem::cli::run(argc, argv));
 }

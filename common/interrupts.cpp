@@ -26,6 +26,7 @@ struct Registry {
   std::mutex mutex;
   std::vector<std::string> files;
   std::vector<std::pair<pid_t, ChildRole>> children;
+  bool finishing = false;  // the command returned from its work (finish()): a signal now changes nothing
 };
 
 // Never destroyed: the watcher may need it while static destructors run. A forked child gets a
@@ -98,9 +99,13 @@ void stop_children(std::vector<std::pair<pid_t, ChildRole>> children) {
   }
 }
 
-[[noreturn]] void stop_process(int signal) {
+void stop_process(int signal) {
   Registry& r = *g_registry;
   r.mutex.lock();  // kept: nothing is created, renamed or forked after this point
+  if (r.finishing) {  // the command is done and exits with its own status: nothing left to stop
+    r.mutex.unlock();
+    return;
+  }
   stop_children(r.children);
   for (const std::string& file : r.files) ::unlink(file.c_str());
   const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "signal";
@@ -129,6 +134,25 @@ void defer_to_the_next_image(int signal, siginfo_t*, void* context) {
 }
 
 }  // namespace
+
+void block_stop_signals() {
+  const sigset_t stop = stop_signal_set();
+  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+}
+
+void unblock_stop_signals() {
+  const sigset_t stop = stop_signal_set();
+  ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+}
+
+int finish(int status) {
+  Registry& r = *g_registry;
+  // A stop under way holds the lock to the end: wait for it (it exits 128 + the signal, as its
+  // line says). Otherwise a later signal finds the command finishing and leaves it be.
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.finishing = true;
+  return status;
+}
 
 void install(char** argv) {
   const sigset_t stop = stop_signal_set();

@@ -31,6 +31,18 @@ namespace tandem::interrupts {
 // thread starts with them blocked; then starts the watcher.
 void install(char** argv);
 
+// Blocks (unblocks) SIGINT, SIGTERM and SIGHUP in the calling thread. Before a re-execution ahead
+// of install() (the tcmalloc preload): the next image starts with them blocked, and a signal
+// taken meanwhile stays pending for its watcher instead of killing the process by its default
+// action. If the exec fails, unblock them.
+void block_stop_signals();
+void unblock_stop_signals();
+
+// Called last in main with the command's exit status, returned as is: a stop already under way
+// is waited for (its line is printed and it exits 128 + the signal, so a line saying
+// "interrupted" never comes with status 0); a signal after this point stops nothing.
+int finish(int status);
+
 // --- temporary files ---------------------------------------------------------------------
 
 // Creates (truncates) `path` for writing, registered for removal on a signal. Returns the file
