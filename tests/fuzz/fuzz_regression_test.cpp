@@ -76,6 +76,7 @@ TEST(FuzzRegression, EveryInputOnceFoundIsRefusedCleanly) {
       }
     }
   }
+  EXPECT_GE(replayed, 3) << "the regression inputs were not found under " << bundled_dir("fuzz/regressions");
   RecordProperty("replayed", replayed);
 }
 
