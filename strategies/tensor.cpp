@@ -1,5 +1,6 @@
 #include "strategies/tensor.hpp"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -69,14 +70,33 @@ namespace tandem {
 
 namespace {
 using Segments = std::vector<std::pair<std::int64_t, std::int64_t>>;
+constexpr std::size_t kMaxDims = 8;
 
-std::vector<std::int64_t> part_shape(const TensorPlacement& p) {
-  std::vector<std::int64_t> shape = p.global_shape;
+// A placement's part: the global shape with each sharded dimension's segments summed. On the
+// stack: global_index asks for it once per element (1.6e9 times for GPT-2 1.5B with its masters).
+struct PartShape {
+  std::array<std::int64_t, kMaxDims> dims{};
+  std::size_t rank = 0;
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (std::size_t k = 0; k < rank; ++k) n *= dims[k];
+    return n;
+  }
+};
+
+PartShape part_shape(const TensorPlacement& p) {
+  PartShape shape;
+  shape.rank = p.global_shape.size();
+  if (shape.rank > kMaxDims) throw std::logic_error("tensor '" + p.name + "': more than 8 dimensions");
+  std::copy(p.global_shape.begin(), p.global_shape.end(), shape.dims.begin());
   for (const auto& [dim, segments] : {std::pair<int, const Segments&>{p.dim, p.segments}, {p.dim2, p.segments2}}) {
     if (segments.empty() || dim < 0) continue;
+    if (static_cast<std::size_t>(dim) >= shape.rank)
+      throw std::logic_error("tensor '" + p.name + "': sharded along dimension " + std::to_string(dim) + " of " +
+                             std::to_string(shape.rank));
     std::int64_t n = 0;
     for (const auto& [begin, length] : segments) n += length;
-    shape.at(static_cast<std::size_t>(dim)) = n;
+    shape.dims[static_cast<std::size_t>(dim)] = n;
   }
   return shape;
 }
@@ -100,42 +120,26 @@ std::int64_t product(const std::vector<std::int64_t>& shape) {
 }  // namespace
 
 std::int64_t TensorPlacement::global_numel() const { return product(global_shape); }
-std::int64_t TensorPlacement::part_numel() const { return product(part_shape(*this)); }
+std::int64_t TensorPlacement::part_numel() const { return part_shape(*this).numel(); }
 
 std::int64_t TensorPlacement::global_index(std::int64_t i) const {
-  // Called once per element when parameters are initialised, gathered or restored (1.6e9 times
-  // for GPT-2 1.5B with its masters): no allocation here, the shapes live on the stack.
-  constexpr std::size_t kMaxDims = 8;
-  const std::size_t rank = global_shape.size();
-  if (rank > kMaxDims) throw std::logic_error("tensor '" + name + "': more than 8 dimensions");
-  std::array<std::int64_t, kMaxDims> shape{}, coord{};
-  std::copy(global_shape.begin(), global_shape.end(), shape.begin());
-  const std::pair<int, const Segments*> sharded[] = {{dim, &segments}, {dim2, &segments2}};
-  for (const auto& [d, parts] : sharded) {
-    if (parts->empty() || d < 0) continue;
-    std::int64_t n = 0;
-    for (const auto& [begin, length] : *parts) n += length;
-    if (static_cast<std::size_t>(d) >= rank)
-      throw std::logic_error("tensor '" + name + "': sharded along dimension " + std::to_string(d) + " of " +
-                             std::to_string(rank));
-    shape[static_cast<std::size_t>(d)] = n;
-  }
-  std::int64_t j = flat_offset + i, part = 1;
-  for (std::size_t k = 0; k < rank; ++k) part *= shape[k];
-  if (j < 0 || j >= part) return -1;
+  const PartShape shape = part_shape(*this);
+  std::int64_t j = flat_offset + i;
+  if (j < 0 || j >= shape.numel()) return -1;
   // Unravel in the part's shape, map the sharded coordinate, ravel in the global shape.
-  for (std::size_t k = rank; k-- > 0;) {
-    coord[k] = j % shape[k];
-    j /= shape[k];
+  std::array<std::int64_t, kMaxDims> coord{};
+  for (std::size_t k = shape.rank; k-- > 0;) {
+    coord[k] = j % shape.dims[k];
+    j /= shape.dims[k];
   }
-  for (const auto& [d, parts] : sharded) {
-    if (parts->empty() || d < 0) continue;
+  for (const auto& [d, parts] : {std::pair<int, const Segments&>{dim, segments}, {dim2, segments2}}) {
+    if (parts.empty() || d < 0) continue;
     const auto k = static_cast<std::size_t>(d);
-    coord[k] = global_coordinate(coord[k], *parts, global_shape[k]);
+    coord[k] = global_coordinate(coord[k], parts, global_shape[k]);
     if (coord[k] < 0) return -1;
   }
   std::int64_t g = 0;
-  for (std::size_t k = 0; k < rank; ++k) g = g * global_shape[k] + coord[k];
+  for (std::size_t k = 0; k < shape.rank; ++k) g = g * global_shape[k] + coord[k];
   return g;
 }
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "common/usable_cores.hpp"
-
 #include "strategies/models/mlp.hpp"
 #include "strategies/models/transformer.hpp"
 
@@ -94,12 +94,20 @@ void fill_by_index(float* data, I64 n, const Value& value) {
     return;
   }
   const I64 chunk = (n + threads - 1) / threads;
+  // What a thread throws (a placement the part cannot hold) is thrown here, as the serial loop would.
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   for (I64 t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      for (I64 i = t * chunk; i < std::min(n, (t + 1) * chunk); ++i) data[i] = value(i);
+      try {
+        for (I64 i = t * chunk; i < std::min(n, (t + 1) * chunk); ++i) data[i] = value(i);
+      } catch (...) {
+        failed[static_cast<std::size_t>(t)] = std::current_exception();
+      }
     });
   for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
 }
 }  // namespace
 

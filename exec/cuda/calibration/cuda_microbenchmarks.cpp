@@ -26,7 +26,7 @@ CudaCalibrationBench::~CudaCalibrationBench() = default;
 
 calibration::StepMeasurement CudaCalibrationBench::measure(const calibration::Workload& workload, int warmup,
                                                           int iterations) {
-  if (!workload.model || workload.strategy->world_size() != 1) return measure_communication(workload, warmup, iterations);
+  if (!workload.model) return measure_communication(workload, warmup, iterations);  // comm_workload's
   // One GPU runs the step as `tandem run --backend cuda` would. Every gap between its kernels is
   // the backend's own (no thread to deschedule, no peer to wait for): all of them count.
   cpu::RunOptions options;
@@ -55,11 +55,7 @@ calibration::StepMeasurement CudaCalibrationBench::measure_communication(const c
   calibration::StepMeasurement step;
   for (const CommOp& op : comm) {
     const bool p2p = op.kind == OpKind::send || op.kind == OpKind::recv;
-    const int members = p2p ? 2 : op.group.size();
-    if (members < 2) {  // a one-member group: nothing moves (the simulator's 0 too)
-      step.ops.push_back({op.label, op.kind, "", 0, op.bytes, members, 0.0});
-      continue;
-    }
+    const int members = p2p ? 2 : op.group.size();  // comm_workload's groups have 2 members or more
     if (!nccl_) {
       const std::vector<Bytes> sizes = calibration::comm_sizes_bytes(false, calibration::WorkloadScale::gpu);
       nccl_ = std::make_unique<NcclTimer>(max_devices_, *std::max_element(sizes.begin(), sizes.end()));
