@@ -90,6 +90,12 @@ const EfficiencyCurve* DeviceProfile::curve_for(const ComputeOp& op) const {
   return it == efficiency_curves.end() ? nullptr : &it->second;
 }
 
+double DeviceProfile::GpuKernels::flash_speed(int version) const {
+  if (version == 0 || version == flash_version) return 1.0;
+  if (flash_version > 0 && version == flash_version - 1) return flash_previous_version_speed;
+  return 0.0;
+}
+
 std::string DeviceProfile::basis_text() const {
   if (!calibrated.date.empty()) {
     const std::string what = !calibrated.accelerator.empty() ? calibrated.accelerator : calibrated.cpu_model;
@@ -151,6 +157,16 @@ DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
   g.memory_efficiency = share("memory_efficiency");
   g.flash_fwd_efficiency = share("flash_fwd_efficiency");
   g.flash_bwd_efficiency = share("flash_bwd_efficiency");
+  if (node.has("flash_version")) {
+    const long long v = node["flash_version"].positive_int();
+    if (v > 3) node["flash_version"].fail("must be 1, 2 or 3 (FlashAttention's major version), got " + std::to_string(v));
+    g.flash_version = static_cast<int>(v);
+  }
+  if (node.has("flash_previous_version_speed")) {
+    if (g.flash_version < 2)
+      node["flash_previous_version_speed"].fail("needs flash_version 2 or 3: the version it compares with");
+    g.flash_previous_version_speed = share("flash_previous_version_speed");
+  }
   return g;
 }
 

@@ -78,6 +78,13 @@ struct DeviceProfile {
     double memory_efficiency = 0;       // streaming kernels, fraction of the HBM bandwidth
     double flash_fwd_efficiency = 0;    // flash attention forward, fraction of the dense peak
     double flash_bwd_efficiency = 0;    // flash attention backward
+    // FlashAttention's major version the two efficiencies measure (0: not said), and the speed of
+    // the version before it relative to them (0: not known): a scenario may ask for either.
+    int flash_version = 0;
+    double flash_previous_version_speed = 0;
+    // The speed of FlashAttention `version` relative to the efficiencies above; 0 when the profile
+    // has no figure for it. Version 0 is the profile's own.
+    double flash_speed(int version) const;
     bool present() const { return sm_count > 0; }
   } gpu_kernels;
 

@@ -12,6 +12,7 @@
 #include "scenarios/scenario_fields.hpp"
 #include "scenarios/gradient_compression_reader.hpp"
 #include "scenarios/scenario_limits.hpp"
+#include "sim/gpu_kernel_model.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/models/presets.hpp"
 
@@ -132,6 +133,14 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.flag("tied_embeddings", cfg.tied_embeddings);
   r.flag("bias", cfg.bias);
   r.flag("use_flash_attn", cfg.use_flash_attn);
+  r.read("flash_attn_version", cfg.flash_attn_version, [](const YamlNode& n) {
+    const long long v = n.as_int();
+    if (v < 1 || v > 3) n.fail("must be 1, 2 or 3 (FlashAttention's major version), got " + n.as_string());
+    return static_cast<int>(v);
+  });
+  if (cfg.flash_attn_version > 0 && !cfg.use_flash_attn)
+    node["flash_attn_version"].fail("needs use_flash_attn: true");
+  r.flag("cross_entropy_loss_fusion", cfg.cross_entropy_loss_fusion);
   // Megatron-LM's --hidden-dropout / --attention-dropout: probabilities in [0, 1).
   auto probability = [](const YamlNode& n) {
     const double p = n.as_double();
@@ -255,6 +264,7 @@ void read_training(const YamlNode& node, Scenario& s) {
     t.optimizer = "adam";
   });
   r.flag("accumulate_allreduce_grads_in_fp32", t.accumulate_allreduce_grads_in_fp32);
+  r.flag("autocast", t.autocast);
   r.read("lr", t.lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kLearningRate)); });
   r.read("weight_decay", t.weight_decay, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kWeightDecay)); });
   if (s.model.kind == ModelSpec::Kind::transformer) {
@@ -393,6 +403,33 @@ std::shared_ptr<const Model> make_model(const ModelSpec& spec) {
   return std::make_shared<TransformerModel>(spec.transformer);
 }
 
+namespace {
+// The FlashAttention a transformer asks for must be one rank r's GPU profile has a figure for,
+// with a kernel for its head dim (sim/gpu_kernel_model.hpp prices it).
+void check_flash_attention(const ModelSpec& model, const DeviceProfile& d, int r) {
+  if (model.kind != ModelSpec::Kind::transformer || !model.transformer.use_flash_attn) return;
+  if (!d.is_gpu() || !d.gpu_kernels.present()) return;  // a roofline profile prices attention by its table
+  const TransformerConfig& t = model.transformer;
+  const auto& g = d.gpu_kernels;
+  const std::string device = "rank " + std::to_string(r) + "'s " + d.name;
+  if (g.flash_speed(t.flash_attn_version) <= 0)
+    throw StrategyError("model.flash_attn_version",
+                        "FlashAttention " + std::to_string(t.flash_attn_version) + " has no figure in " + device +
+                            "'s profile, which measures " +
+                            (g.flash_version > 0 ? "version " + std::to_string(g.flash_version) +
+                                                       (g.flash_previous_version_speed > 0
+                                                            ? " and " + std::to_string(g.flash_version - 1)
+                                                            : std::string())
+                                                 : std::string("an unnamed version")));
+  const int version = t.flash_attn_version > 0 ? t.flash_attn_version : g.flash_version;
+  if (version > 0 && t.head_dim() > sim::gpu::flash_max_head_dim(version))
+    throw StrategyError(t.flash_attn_version > 0 ? "model.flash_attn_version" : "model.use_flash_attn",
+                        "FlashAttention " + std::to_string(version) + " has kernels for head dims up to " +
+                            std::to_string(sim::gpu::flash_max_head_dim(version)) + "; this model's is " +
+                            std::to_string(t.head_dim()));
+}
+}  // namespace
+
 std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<double>& speeds) {
   try {
     const int device_count = s.cluster.device_count();
@@ -413,6 +450,7 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<dou
       if (s.training.fp8 != Fp8Recipe::none && d.is_gpu() && !(d.peak_fp8_flops_per_s > 0))
         throw StrategyError("training.fp8", "FP8 GEMMs need FP8 tensor cores; rank " + std::to_string(r) + "'s " +
                                                 d.name + " has none (no peak_fp8_tflops in its profile)");
+      check_flash_attention(s.model, d, r);
       const double speed = static_cast<std::size_t>(r) < speeds.size() ? speeds[r] : d.peak_flops_per_s(s.training.precision);
       devices.push_back({speed, d.memory_capacity_bytes,
                          s.cluster.locate(r).global_node, d.name});

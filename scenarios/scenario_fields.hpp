@@ -44,6 +44,8 @@ inline constexpr FieldDoc kTransformer[] = {
     {"tied_embeddings", "bool", "true", "the output layer shares the word embeddings"},
     {"bias", "bool", "true", "biases in linears and norms (GPT yes, Llama no)"},
     {"use_flash_attn", "bool", "false", "fused attention (no score matrix in memory)"},
+    {"flash_attn_version", "1 | 2 | 3", "the profile's", "FlashAttention's major version (prices the kernel)"},
+    {"cross_entropy_loss_fusion", "bool", "false", "the loss as one fused kernel (prices the kernel)"},
     {"hidden_dropout", "probability", "0.1", "Megatron-LM --hidden-dropout, in [0, 1)"},
     {"attention_dropout", "probability", "0.1", "Megatron-LM --attention-dropout, in [0, 1)"},
     {"num_moe_experts", "count", "0 (dense)", "mixture of experts: experts per block (Megatron-Core --num-experts)", nullptr,
@@ -79,6 +81,7 @@ inline constexpr FieldDoc kTraining[] = {
     {"fp8", "none | e4m3 | hybrid", "none", "FP8 GEMMs in the blocks (Megatron's --fp8-format)"},
     {"optimizer", "adam | adamw", "adam", "mixed-precision AdamW: fp32 master weights, m, v"},
     {"accumulate_allreduce_grads_in_fp32", "bool", "false", "Megatron-LM's flag of that name"},
+    {"autocast", "bool", "false", "PyTorch AMP's fp32 weights, cast every micro-batch (prices the passes)"},
     {"lr", "rate", "3e-4", "learning rate (run)", &limits::kLearningRate},
     {"weight_decay", "rate", "0.1", "AdamW weight decay (run)", &limits::kWeightDecay},
 };

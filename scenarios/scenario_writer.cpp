@@ -31,6 +31,7 @@ bool is_preset(const std::string& name) {
 auto spelled(const TransformerConfig& t) {
   return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.kv_channels, t.ffn_size(),
                     t.vocab_size, t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn,
+                    t.flash_attn_version, t.cross_entropy_loss_fusion,
                     t.num_moe_experts, t.moe_router_topk, t.expert_ffn_size(), t.moe_expert_capacity_factor,
                     t.moe_aux_loss_coeff, t.moe_shared_expert_intermediate_size, t.moe_first_dense_layers,
                     t.moe_router_load_imbalance);
@@ -75,6 +76,8 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
     field("tied_embeddings", t.tied_embeddings, p.tied_embeddings);
     field("bias", t.bias, p.bias);
     field("use_flash_attn", t.use_flash_attn, p.use_flash_attn);
+    if (t.flash_attn_version > 0) field("flash_attn_version", t.flash_attn_version, p.flash_attn_version);
+    field("cross_entropy_loss_fusion", t.cross_entropy_loss_fusion, p.cross_entropy_loss_fusion);
     if (t.moe() || p.moe()) {
       field("num_moe_experts", t.num_moe_experts, p.num_moe_experts);
       field("moe_router_topk", t.moe_router_topk, p.moe_router_topk);
@@ -115,6 +118,7 @@ void emit_training(YAML::Emitter& y, const TrainingConfig& t) {
   if (t.fp8 != Fp8Recipe::none) y << YAML::Key << "fp8" << YAML::Value << to_string(t.fp8);
   y << YAML::Key << "optimizer" << YAML::Value << t.optimizer;
   y << YAML::Key << "accumulate_allreduce_grads_in_fp32" << YAML::Value << t.accumulate_allreduce_grads_in_fp32;
+  if (t.autocast) y << YAML::Key << "autocast" << YAML::Value << true;
   y << YAML::Key << "lr" << YAML::Value << shortest(t.lr);
   y << YAML::Key << "weight_decay" << YAML::Value << shortest(t.weight_decay);
   y << YAML::EndMap;

@@ -1,6 +1,7 @@
 #include "sim/gpu_kernel_model.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <type_traits>
 #include <variant>
 
@@ -73,12 +74,20 @@ KernelTime unfused_attention(const ComputeOp& op, const AttentionArgs& a, const 
 }
 
 // Flash attention (one fused kernel each way): the causal FLOPs the op carries at the measured
-// efficiency of the architecture's flash kernels, unless its bytes take longer.
+// efficiency of the architecture's flash kernels, unless its bytes take longer. An older
+// FlashAttention than the profile measured runs at the profile's speed for it, and every version
+// computes over its kernel's head dim (flash_kernel_head_dim).
 KernelTime flash_attention(const ComputeOp& op, const AttentionArgs& a, const DeviceProfile& device) {
-  const double efficiency =
-      a.backward ? device.gpu_kernels.flash_bwd_efficiency : device.gpu_kernels.flash_fwd_efficiency;
+  const auto& g = device.gpu_kernels;
+  const double efficiency = a.backward ? g.flash_bwd_efficiency : g.flash_fwd_efficiency;
+  const int version = a.flash_version > 0 ? a.flash_version : g.flash_version;
+  // Unknown to the profile: scenarios::make_strategy refuses it first; priced as measured if not.
+  const double speed = g.flash_speed(a.flash_version) > 0 ? g.flash_speed(a.flash_version) : 1.0;
+  const double padded = a.head_dim > 0 ? static_cast<double>(flash_kernel_head_dim(version, a.head_dim)) /
+                                             static_cast<double>(a.head_dim)
+                                       : 1.0;
   KernelTime t;
-  t.flop_seconds = op.flops / (device.peak_flops_per_s(op.compute_dtype) * efficiency);
+  t.flop_seconds = padded * op.flops / (device.peak_flops_per_s(op.compute_dtype) * efficiency * speed);
   t.memory_seconds = streaming_seconds(op.bytes, device);
   t.seconds = device.launch_overhead_s + std::max(t.flop_seconds, t.memory_seconds);
   return t;
@@ -109,6 +118,16 @@ Bytes elementwise_bytes(const ComputeOp& op, const ElementwiseArgs& a, bool& run
       return op.bytes;
     default: return op.bytes;
   }
+}
+
+// A fused cross-entropy (Megatron-Core's fused vocab-parallel kernel, apex's xentropy that
+// flash-attn's training uses) reads the 16-bit logits once per pass: forward one pass (with the
+// vocabulary split, a max pass and a sum-exp pass, the finish working on per-row stats), backward
+// one read and one write of the logits' gradient.
+Bytes fused_loss_bytes(const LossArgs& a, double e) {
+  const double logits = static_cast<double>(a.tokens) * static_cast<double>(a.vocab);
+  if (a.backward) return logits * 2 * e;
+  return a.step == LossStep::shard_finish ? 0.0 : logits * e;
 }
 
 // Megatron's vocab-parallel cross-entropy on fp32 logits (the logits are cast to float first):
@@ -147,7 +166,44 @@ KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) 
   return t;
 }
 
+// PyTorch AMP's passes around a linear layer's GEMM (GemmArgs::amp), per weight element of e
+// bytes in 16 bits: the forward's cast of the fp32 weight (read 4, write e); after the weight
+// gradient, autograd's cast of it to fp32 (read e, write 4) and AccumulateGrad's add into .grad
+// (read 4 + 4, write 4). The weight gradient's own epilogue then writes e bytes, not an fp32
+// accumulation.
+KernelTime amp_passes(const GemmArgs& a, DType dtype, const DeviceProfile& device) {
+  const double e = dtype_bytes(dtype);
+  const auto batch = static_cast<double>(std::max<std::int64_t>(a.batch, 1));
+  switch (a.amp) {
+    case GemmArgs::Amp::none: break;
+    case GemmArgs::Amp::weight_cast:
+      return streaming(static_cast<double>(a.k) * static_cast<double>(a.n) * batch * (4 + e), true, device);
+    case GemmArgs::Amp::weight_grad: {
+      KernelTime cast = streaming(static_cast<double>(a.m) * static_cast<double>(a.n) * batch * (e + 4), true, device);
+      const KernelTime add = streaming(static_cast<double>(a.m) * static_cast<double>(a.n) * batch * 12, true, device);
+      cast.seconds += add.seconds;
+      cast.memory_seconds += add.memory_seconds;
+      return cast;
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+std::int64_t flash_kernel_head_dim(int version, std::int64_t head_dim) {
+  auto first_at_least = [&](std::initializer_list<std::int64_t> dims) {
+    for (std::int64_t d : dims)
+      if (head_dim <= d) return d;
+    return head_dim;  // beyond the version's kernels: make_strategy refuses it
+  };
+  switch (version) {
+    case 1: return first_at_least({32, 64, 128});                // v1.0.9 fmha_api.cpp, run_fmha_fwd
+    case 2: return (head_dim + 31) / 32 * 32;                     // v2.0.0 flash_api.cpp, head_size_rounded
+    case 3: return first_at_least({64, 96, 128, 192, 256});      // hopper/flash_api.cpp, round_up_headdim
+    default: return head_dim;
+  }
+}
 
 double gemm_tile_efficiency(const GemmTile& tile) {
   // A tile loads (m + n)·k operands for m·n·k multiply-adds: its reuse m·n / (m + n) bounds how
@@ -229,14 +285,17 @@ KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
         if constexpr (std::is_same_v<Args, GemmArgs>) {
           // The epilogue writes C (and reads it first when accumulating, e.g. into fp32 main grads).
           const DType c = op.outputs.empty() ? op.compute_dtype : op.outputs[0].dtype;
-          const double out_bytes = dtype_bytes(c) * (a.accumulate ? 2.0 : 1.0);
+          double out_bytes = dtype_bytes(c) * (a.accumulate ? 2.0 : 1.0);
+          // PyTorch AMP's passes around it (GemmArgs::amp), each a kernel of its own.
+          const KernelTime amp = amp_passes(a, op.compute_dtype, device);
+          if (a.amp == GemmArgs::Amp::weight_grad) out_bytes = dtype_bytes(op.compute_dtype);  // a 16-bit gradient
           GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, op.bytes, op.compute_dtype, device, out_bytes);
           // Communication overlapping it holds some SMs (GemmArgs::overlap_comm_sms): the math
           // runs on the others.
           const int sms = device.gpu_kernels.sm_count;
           if (a.overlap_comm_sms > 0 && a.overlap_comm_sms < sms)
             p.compute_s *= static_cast<double>(sms) / (sms - a.overlap_comm_sms);
-          return {device.launch_overhead_s + p.seconds(), p.compute_s, p.memory_s};
+          return {device.launch_overhead_s + p.seconds() + amp.seconds, p.compute_s, p.memory_s + amp.memory_seconds};
         } else if constexpr (std::is_same_v<Args, AttentionArgs>) {
           return a.flash ? flash_attention(op, a, device) : unfused_attention(op, a, device);
         } else if constexpr (std::is_same_v<Args, ElementwiseArgs>) {
@@ -246,7 +305,8 @@ KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
         } else if constexpr (std::is_same_v<Args, LossArgs>) {
           // The op computes in fp32; its first input is the logits in the activation dtype.
           const DType logits = op.inputs.empty() ? DType::bf16 : op.inputs[0].dtype;
-          return streaming(loss_bytes(a, dtype_bytes(logits)), true, device);
+          const double e = dtype_bytes(logits);
+          return streaming(a.fused ? fused_loss_bytes(a, e) : loss_bytes(a, e), true, device);
         } else if constexpr (std::is_same_v<Args, OptimizerArgs>) {
           return streaming(optimizer_bytes(op, a), true, device);
         } else {  // norms, embeddings, copies: their bytes at the streaming rate

@@ -51,6 +51,14 @@ struct GemmPlan {
   Seconds seconds() const { return compute_s > memory_s ? compute_s : memory_s; }
 };
 
+// The head dim FlashAttention `version` computes a head of `head_dim` at: its kernels exist for a
+// few head dims and a head runs in the smallest one that holds it, padded (v1: 32, 64, 128; v2:
+// multiples of 32; v3: 64, 96, 128, 192, 256). Version 0 (unknown) pads nothing.
+std::int64_t flash_kernel_head_dim(int version, std::int64_t head_dim);
+
+// The largest head dim FlashAttention `version` has a kernel for (v1: 128; v2, v3: 256).
+inline std::int64_t flash_max_head_dim(int version) { return version == 1 ? 128 : 256; }
+
 // Fraction of a tile's SM peak the tile reaches relative to a 128×128 tile (1 from 128×128 up).
 double gemm_tile_efficiency(const GemmTile& tile);
 

@@ -59,6 +59,7 @@ struct BatchShape {
   DType param_dtype = DType::bf16;
   DType grad_dtype = DType::bf16;  // dtype gradients are accumulated and reduced in
   Fp8Recipe fp8 = Fp8Recipe::none;
+  bool autocast = false;  // TrainingConfig::autocast
 };
 
 class Layer {

@@ -69,11 +69,20 @@ struct GemmArgs {  // C[m,n] (+)= op(A)[m,k] · op(B)[k,n]
   CommOverlap comm_overlap = CommOverlap::none;
   int overlap_chunks = 1;
   int overlap_comm_sms = 0;
+  // PyTorch AMP's passes around a linear layer's GEMM (TrainingConfig::autocast): the forward
+  // (and a recomputed forward) casts its fp32 weight operand B [k, n] to 16 bits first; the
+  // weight gradient C [m, n] leaves in 16 bits and is cast and accumulated into the fp32 .grad.
+  // They price the GEMM; the arithmetic is the same.
+  enum class Amp : std::uint8_t { none, weight_cast, weight_grad };
+  Amp amp = Amp::none;
 };
 struct AttentionArgs {  // scaled dot-product attention over [batch, heads, seq, head_dim]
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   bool causal = true;
   bool flash = false;  // fused kernel: no seq×seq matrix kept in memory
+  // FlashAttention's major version (1, 2, 3) when flash; 0: the one the device's profile measured.
+  // It prices the kernel, it does not change the arithmetic.
+  int flash_version = 0;
   bool backward = false;
   // Context parallelism (Megatron-Core's context_parallel_size, Transformer Engine's cp_comm_type
   // "all_gather"): the sequence is cut into 2·cp_size chunks and rank r of the context-parallel
@@ -130,6 +139,10 @@ struct LossArgs {  // softmax cross-entropy over the vocabulary
   bool backward = false;
   std::int64_t vocab_offset = 0;  // first vocabulary id of this rank's logit columns
   LossStep step = LossStep::full;
+  // Priced as one fused kernel (Megatron-Core's --cross-entropy-loss-fusion, apex/flash-attn's
+  // xentropy): the logits are read once each way instead of Megatron's fp32 passes. The
+  // arithmetic is the same.
+  bool fused = false;
 };
 struct OptimizerArgs {  // AdamW on a flat shard
   std::int64_t numel = 0;

@@ -46,6 +46,7 @@ BatchShape batch_shape_of(const TrainingConfig& training) {
   b.dtype = training.precision;
   b.param_dtype = training.precision;
   b.fp8 = training.fp8;
+  b.autocast = training.autocast;
   b.grad_dtype = training.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training.precision;
   return b;
 }

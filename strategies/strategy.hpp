@@ -26,6 +26,11 @@ struct TrainingConfig {
   std::int64_t seq_length = 1;
   DType precision = DType::bf16;       // parameters and activations
   bool accumulate_allreduce_grads_in_fp32 = false;
+  // PyTorch AMP (torch.autocast, as Lightning and plain DDP loops train) instead of Megatron's
+  // mixed precision: fp32 weights cast to `precision` at each micro-batch's first use, and each
+  // 16-bit weight gradient cast and accumulated into the fp32 .grad. It prices those passes
+  // (GemmArgs::amp); the runtime keeps Megatron's layout.
+  bool autocast = false;
   Fp8Recipe fp8 = Fp8Recipe::none;     // FP8 GEMMs in the transformer blocks (model.hpp)
   std::string optimizer = "adam";      // mixed-precision AdamW: fp32 master, m, v
   float lr = 3e-4f;

@@ -56,6 +56,7 @@ struct Dims {
   bool overlap = false;  // SP's collectives pipelined with the GEMMs (GemmArgs::comm_overlap)
   int tp_rank = 0;
   Fp8Recipe fp8 = Fp8Recipe::none;
+  bool autocast = false;
   int cp = 1, cp_rank = 0;  // context parallelism: s is this rank's 2 zigzag chunks of the sequence
 };
 
@@ -79,13 +80,24 @@ Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const Para
   x.nqkv = (x.al + 2 * x.gl) * x.d;
   x.tp_rank = ctx.tp_rank;
   x.fp8 = batch.fp8;
+  x.autocast = batch.autocast;
   return x;
+}
+
+// Under PyTorch AMP (Dims::autocast), the part a linear layer's GEMM plays: a forward (no
+// gradient operand) uses the weight, a weight gradient accumulates into it, a data gradient
+// reuses the forward's cast.
+GemmArgs::Amp amp_role(const Dims& x, const GemmArgs& g, bool has_gradient_operand) {
+  if (!x.autocast) return GemmArgs::Amp::none;
+  if (!has_gradient_operand) return GemmArgs::Amp::weight_cast;
+  return g.accumulate ? GemmArgs::Amp::weight_grad : GemmArgs::Amp::none;
 }
 
 // The GEMM of a linear layer of the block (qkv, proj, fc1, fc2), in FP8 when the recipe asks, as
 // Transformer Engine runs them (the output layer stays in the activation dtype, as Megatron-Core
 // keeps it): operands in E4M3, a gradient operand in E5M2 with the hybrid recipe.
 GemmArgs linear(const Dims& x, GemmArgs g, bool a_is_gradient, bool b_is_gradient) {
+  g.amp = amp_role(x, g, a_is_gradient || b_is_gradient);
   if (x.fp8 == Fp8Recipe::none) return g;
   const auto format = [&](bool gradient) {
     return gradient && x.fp8 == Fp8Recipe::hybrid ? Fp8Format::e5m2 : Fp8Format::e4m3;
@@ -824,6 +836,7 @@ class TransformerBlock final : public LayerBase {
     a.head_dim = x_.d;
     a.causal = true;
     a.flash = cfg_.use_flash_attn;
+    a.flash_version = cfg_.flash_attn_version;
     a.cp_size = static_cast<int>(x_.cp);
     a.cp_rank = x_.cp_rank;
     return a;
@@ -1385,6 +1398,7 @@ class LMHead final : public VocabTableLayer {
     Tensor logits = rt.alloc(em.name("output.logits"), {x_.b, x_.s, x_.vl}, dt, kAct);
     GemmArgs args{tokens, x_.vl, x_.h};
     args.trans_b = true;
+    args.amp = amp_role(x_, args, false);
     gemm_op(em, ph, "output", "fwd", in, out_.w, logits, args);
     if (in.id != ln.id) rt.release(in);
     save(mb, "ln", ln);
@@ -1441,6 +1455,7 @@ class LMHead final : public VocabTableLayer {
     LossArgs a{x_.b * x_.s, x_.vl, backward};
     a.vocab_offset = x_.tp_rank * x_.vl;
     a.step = step;
+    a.fused = cfg_.cross_entropy_loss_fusion;
     return a;
   }
 
@@ -1506,6 +1521,9 @@ void validate(const TransformerConfig& cfg) {
   if (cfg.hidden_dropout < 0 || cfg.hidden_dropout >= 1) fail("hidden_dropout", "must be in [0,1)");
   if (cfg.attention_dropout < 0 || cfg.attention_dropout >= 1)
     fail("attention_dropout", "must be in [0,1)");
+  if (cfg.flash_attn_version < 0 || cfg.flash_attn_version > 3)
+    fail("flash_attn_version", "must be 1, 2 or 3 (0: the device profile's)");
+  if (cfg.flash_attn_version > 0 && !cfg.use_flash_attn) fail("flash_attn_version", "needs use_flash_attn: true");
   if (cfg.num_moe_experts < 0) fail("num_moe_experts", "must be >= 0");
   if (!cfg.moe()) return;
   if (cfg.moe_router_topk < 1 || cfg.moe_router_topk > cfg.num_moe_experts)

@@ -81,6 +81,12 @@ struct TransformerConfig {
   bool tied_embeddings = true;  // output layer shares the word-embedding table
   bool bias = true;             // biases in the linears and norms (GPT yes, Llama no)
   bool use_flash_attn = false;
+  // FlashAttention's major version the run uses (1, 2 or 3); 0: the newest the device's profile
+  // measured. Only the simulator's price of the attention kernel depends on it.
+  int flash_attn_version = 0;
+  // Megatron-Core's cross_entropy_loss_fusion (and apex/flash-attn's xentropy kernel): the loss
+  // is one fused kernel each way. Off: Megatron's vocab-parallel cross-entropy in fp32 passes.
+  bool cross_entropy_loss_fusion = false;
   double hidden_dropout = 0.1;     // after embedding, attention projection and MLP
   double attention_dropout = 0.1;  // on the attention probabilities
   // Mixture of experts (Megatron-Core's names): with num_moe_experts > 0 every block's MLP is

@@ -46,6 +46,28 @@ TEST(ScenarioValidation, TinyScenarioNumbersAndStructure) {
       [](const std::string& path) { load_scenario(path); });
 }
 
+// flash-attn-125m-8xa100 (validation/cases): a FlashAttention version the A100 profile has no
+// figure for, one that does not exist, or a version without flash attention is one InputError at
+// the model's field, when the scenario is read or when its strategy meets the cluster's GPUs.
+TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtItsField) {
+  std::string text = test::bundled_text("validation/cases/flash-attn-125m-8xa100.yaml");
+  const std::string cluster = "cluster: ../../platforms/clusters/dgx-a100.yaml";
+  ASSERT_NE(text.find(cluster), std::string::npos);
+  text.replace(text.find(cluster), cluster.size(), "cluster: dgx-a100");
+  test::expect_input_errors_at_the_right_places(
+      text,
+      {
+        BadCase{"FlashAttention 3 on an A100", "flash_attn_version: 1 ", "flash_attn_version: 3 ",
+                "model.flash_attn_version", "flash_attn_version", "has no figure in rank 0's A100-SXM-80GB"},
+        BadCase{"FlashAttention 4", "flash_attn_version: 1 ", "flash_attn_version: 4 ", "model.flash_attn_version",
+                "flash_attn_version", "must be 1, 2 or 3"},
+        BadCase{"a version without flash attention", "use_flash_attn: true ", "use_flash_attn: false ",
+                "model.flash_attn_version", "flash_attn_version", "needs use_flash_attn: true"},
+        BadCase{"FlashAttention 1 past head dim 128", "num_attention_heads: 12", "num_attention_heads: 3",
+                "model.flash_attn_version", "flash_attn_version", "head dims up to 128"}},
+      [](const std::string& path) { make_strategy(load_scenario(path)); });
+}
+
 // search-tiny-h100.yaml: a custom 4-layer GPT on tiny-h100, with a search: section.
 TEST(ScenarioValidation, SearchScenarioNumbersAndSizes) {
   test::expect_input_errors_at_the_right_places(

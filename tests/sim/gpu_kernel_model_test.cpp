@@ -36,12 +36,12 @@ ComputeOp elementwise(ElementwiseFn fn, std::int64_t numel, bool backward) {
   return op;
 }
 
-ComputeOp attention(bool flash, bool backward, std::int64_t seq) {
+ComputeOp attention(bool flash, bool backward, std::int64_t seq, std::int64_t head_dim = 128, int flash_version = 0) {
   ComputeOp op;
   op.kind = OpKind::attention;
   AttentionArgs a;
-  a.batch = 1, a.heads = 16, a.kv_heads = 16, a.seq = seq, a.head_dim = 128, a.causal = true;
-  a.flash = flash, a.backward = backward;
+  a.batch = 1, a.heads = 16, a.kv_heads = 16, a.seq = seq, a.head_dim = head_dim, a.causal = true;
+  a.flash = flash, a.backward = backward, a.flash_version = flash_version;
   op.args = a;
   const auto cost = ops::attention_cost(a, DType::bf16);
   op.flops = cost.flops;
@@ -199,6 +199,88 @@ TEST(GpuKernelModel, ProfilesWithoutKernelConstantsKeepTheRoofline) {
   const auto k = static_cast<int>(OpKind::gemm);
   EXPECT_DOUBLE_EQ(compute_cost(op, v100).seconds,
                    v100.launch_overhead_s + op.flops / (v100.peak_bf16_flops_per_s * v100.flop_efficiency[k]));
+}
+
+// FlashAttention's version prices the kernel: the A100 profile measures FlashAttention-2, and
+// FlashAttention 1 runs at the profile's speed for it (half); each version pads a head to its
+// kernels' head dims (v1: 32/64/128, v2: multiples of 32, v3: 64/96/128/192/256).
+TEST(GpuKernelModel, AnOlderFlashAttentionRunsAtItsMeasuredSpeedOverItsKernelsPaddedHeadDim) {
+  const DeviceProfile p = a100();
+  ASSERT_EQ(p.gpu_kernels.flash_version, 2);
+  ASSERT_DOUBLE_EQ(p.gpu_kernels.flash_previous_version_speed, 0.5);
+  EXPECT_EQ(flash_kernel_head_dim(1, 96), 128);
+  EXPECT_EQ(flash_kernel_head_dim(1, 64), 64);
+  EXPECT_EQ(flash_kernel_head_dim(2, 80), 96);
+  EXPECT_EQ(flash_kernel_head_dim(2, 128), 128);
+  EXPECT_EQ(flash_kernel_head_dim(3, 80), 96);
+  EXPECT_EQ(flash_kernel_head_dim(3, 160), 192);
+  auto core_s = [&](const ComputeOp& op) { return compute_cost(op, p).seconds - p.launch_overhead_s; };
+  // Head dim 128 pads nothing in either version: version 1 takes twice as long.
+  EXPECT_NEAR(core_s(attention(true, false, 4096, 128, 1)), 2 * core_s(attention(true, false, 4096, 128, 2)), 1e-12);
+  // The profile's own version is what version 0 means.
+  EXPECT_DOUBLE_EQ(core_s(attention(true, true, 4096, 128, 0)), core_s(attention(true, true, 4096, 128, 2)));
+  // Head dim 96: version 1 computes it at 128, version 2 at 96.
+  EXPECT_NEAR(core_s(attention(true, false, 4096, 96, 1)), 2 * 128.0 / 96 * core_s(attention(true, false, 4096, 96, 2)),
+              1e-12);
+  // Head dim 80: version 2 computes it at 96.
+  const ComputeOp h80 = attention(true, false, 4096, 80, 2);
+  EXPECT_NEAR(core_s(h80), 96.0 / 80 * h80.flops / (p.peak_bf16_flops_per_s * p.gpu_kernels.flash_fwd_efficiency), 1e-12);
+}
+
+ComputeOp loss(bool fused, bool backward, std::int64_t tokens, std::int64_t vocab) {
+  ComputeOp op;
+  op.kind = OpKind::loss;
+  LossArgs a{tokens, vocab, backward};
+  a.fused = fused;
+  op.args = a;
+  op.inputs.push_back(Tensor{0, {tokens, vocab}, DType::bf16});  // the 16-bit logits
+  return op;
+}
+
+// Megatron's cross-entropy makes fp32 passes over the logits (38 bytes per logit forward, 14
+// backward, from 16-bit logits); a fused kernel reads them once forward and reads and writes
+// them once backward.
+TEST(GpuKernelModel, AFusedCrossEntropyMovesTheLogitsOncePerPass) {
+  const DeviceProfile p = a100();
+  const std::int64_t tokens = 8192, vocab = 50304;
+  const double logits = static_cast<double>(tokens) * vocab;
+  const double bandwidth = p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency;
+  auto pass_s = [&](bool fused, bool backward) {
+    return compute_cost(loss(fused, backward, tokens, vocab), p).seconds - p.launch_overhead_s;
+  };
+  EXPECT_NEAR(pass_s(false, false), logits * 38 / bandwidth, 1e-9);
+  EXPECT_NEAR(pass_s(true, false), logits * 2 / bandwidth, 1e-9);
+  EXPECT_NEAR(pass_s(false, true), logits * 14 / bandwidth, 1e-9);
+  EXPECT_NEAR(pass_s(true, true), logits * 4 / bandwidth, 1e-9);
+}
+
+// PyTorch AMP (TrainingConfig::autocast): a forward GEMM first casts its fp32 weight [k, n] to 16
+// bits (6 bytes per element, a kernel of its own); a weight gradient [m, n] leaves in 16 bits and
+// is cast to fp32 and accumulated into .grad (6 + 12 bytes, two kernels).
+TEST(GpuKernelModel, AutocastPricesTheWeightCastAndTheGradientCastAndAccumulate) {
+  const DeviceProfile p = a100();
+  const double bandwidth = p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency;
+  ComputeOp fwd = gemm(8192, 7680, 2560);
+  ComputeOp amp_fwd = fwd;
+  std::get<GemmArgs>(amp_fwd.args).amp = GemmArgs::Amp::weight_cast;
+  EXPECT_NEAR(compute_cost(amp_fwd, p).seconds - compute_cost(fwd, p).seconds,
+              p.launch_overhead_s + 2560.0 * 7680 * 6 / bandwidth, 1e-12);
+  // A data gradient reuses the forward's cast.
+  ComputeOp dgrad = fwd;
+  std::get<GemmArgs>(dgrad.args).amp = GemmArgs::Amp::none;
+  EXPECT_DOUBLE_EQ(compute_cost(dgrad, p).seconds, compute_cost(fwd, p).seconds);
+  // The weight gradient: its epilogue writes 16 bits instead of accumulating fp32, then two passes.
+  GemmArgs w{2560, 7680, 8192};
+  w.accumulate = true;
+  ComputeOp wgrad = gemm(2560, 7680, 8192);
+  wgrad.args = w;
+  wgrad.outputs.push_back(Tensor{0, {2560, 7680}, DType::fp32});
+  ComputeOp amp_wgrad = wgrad;
+  std::get<GemmArgs>(amp_wgrad.args).amp = GemmArgs::Amp::weight_grad;
+  const double passes_s = 2 * p.launch_overhead_s + 2560.0 * 7680 * 18 / bandwidth;
+  EXPECT_GT(compute_cost(amp_wgrad, p).seconds, compute_cost(wgrad, p).seconds);
+  EXPECT_LT(compute_cost(amp_wgrad, p).seconds, compute_cost(wgrad, p).seconds + passes_s);
+  EXPECT_GT(compute_cost(amp_wgrad, p).seconds, compute_cost(wgrad, p).seconds + 0.5 * passes_s);
 }
 
 }  // namespace

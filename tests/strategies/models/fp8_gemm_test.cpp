@@ -18,19 +18,9 @@ using testing::RecordedOp;
 using testing::RecordingRuntime;
 
 std::vector<RecordedOp> gemms_of_one_micro_batch(Fp8Recipe recipe) {
-  const TransformerModel model(transformer_preset("gpt3-1.3b"));
-  BatchShape batch;
-  batch.micro_batch = 1;
-  batch.seq_len = 64;
+  BatchShape batch = testing::short_batch();
   batch.fp8 = recipe;
-  RecordingRuntime rt;
-  Layers layers = model.build_layers(batch, ParallelContext{});
-  testing::allocate_all(rt, layers);
-  testing::run_micro_batch(rt, model, layers, batch, 0);
-  std::vector<RecordedOp> gemms;
-  for (const RecordedOp& op : rt.ops())
-    if (!op.is_comm && op.kind == OpKind::gemm) gemms.push_back(op);
-  return gemms;
+  return testing::gemms_of_one_micro_batch(TransformerModel(transformer_preset("gpt3-1.3b")), batch);
 }
 
 const GemmArgs& args_of(const RecordedOp& op) { return std::get<GemmArgs>(op.args); }

@@ -36,4 +36,24 @@ inline void run_micro_batch(RecordingRuntime& rt, const Model& model, Layers& la
   if (g.valid()) rt.release(g);
 }
 
+// One sequence of 64 tokens: a micro-batch small enough to record a whole model's ops quickly.
+inline BatchShape short_batch() {
+  BatchShape batch;
+  batch.micro_batch = 1;
+  batch.seq_len = 64;
+  return batch;
+}
+
+// The GEMMs one micro-batch of `model` issues on a single rank, in order.
+inline std::vector<RecordedOp> gemms_of_one_micro_batch(const Model& model, const BatchShape& batch) {
+  RecordingRuntime rt;
+  Layers layers = model.build_layers(batch, ParallelContext{});
+  allocate_all(rt, layers);
+  run_micro_batch(rt, model, layers, batch, 0);
+  std::vector<RecordedOp> gemms;
+  for (const RecordedOp& op : rt.ops())
+    if (!op.is_comm && op.kind == OpKind::gemm) gemms.push_back(op);
+  return gemms;
+}
+
 }  // namespace tandem::testing

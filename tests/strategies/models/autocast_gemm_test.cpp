@@ -1,0 +1,51 @@
+// PyTorch AMP (training.autocast): which GEMMs of a transformer carry AMP's passes. Every forward
+// GEMM of a weight (the blocks' linear layers and the output layer) casts its fp32 weight first,
+// every weight gradient is cast and accumulated into the fp32 .grad after it, and the input
+// gradients and the attention GEMMs carry none. Without autocast no GEMM does.
+#include <gtest/gtest.h>
+
+#include <variant>
+
+#include "strategies/models/presets.hpp"
+#include "strategies/models/transformer.hpp"
+#include "tests/strategies/models/model_test_util.hpp"
+
+namespace tandem {
+namespace {
+
+using testing::RecordedOp;
+
+std::vector<RecordedOp> gemms(bool autocast) {
+  BatchShape batch = testing::short_batch();
+  batch.autocast = autocast;
+  return testing::gemms_of_one_micro_batch(TransformerModel(transformer_preset("gpt3-1.3b")), batch);
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+TEST(AutocastGemms, ForwardGemmsCastTheirWeightAndWeightGradientsAccumulateIntoFp32) {
+  int casts = 0, grads = 0;
+  for (const RecordedOp& op : gemms(true)) {
+    const GemmArgs::Amp amp = std::get<GemmArgs>(op.args).amp;
+    if (ends_with(op.label, ".fwd")) {
+      EXPECT_EQ(amp, GemmArgs::Amp::weight_cast) << op.label;
+      ++casts;
+    } else if (ends_with(op.label, ".bwd_w")) {
+      EXPECT_EQ(amp, GemmArgs::Amp::weight_grad) << op.label;
+      ++grads;
+    } else {
+      EXPECT_EQ(amp, GemmArgs::Amp::none) << op.label;
+    }
+  }
+  EXPECT_EQ(casts, 24 * 4 + 1) << "24 blocks x 4 linear layers, and the output layer";
+  EXPECT_EQ(grads, 24 * 4 + 1);
+}
+
+TEST(AutocastGemms, WithoutAutocastNoGemmCarriesAmpsPasses) {
+  for (const RecordedOp& op : gemms(false)) EXPECT_EQ(std::get<GemmArgs>(op.args).amp, GemmArgs::Amp::none) << op.label;
+}
+
+}  // namespace
+}  // namespace tandem
