@@ -118,7 +118,7 @@ void emit_training(YAML::Emitter& y, const TrainingConfig& t) {
   if (t.fp8 != Fp8Recipe::none) y << YAML::Key << "fp8" << YAML::Value << to_string(t.fp8);
   y << YAML::Key << "optimizer" << YAML::Value << t.optimizer;
   y << YAML::Key << "accumulate_allreduce_grads_in_fp32" << YAML::Value << t.accumulate_allreduce_grads_in_fp32;
-  if (t.autocast) y << YAML::Key << "autocast" << YAML::Value << true;
+  y << YAML::Key << "autocast" << YAML::Value << t.autocast;
   y << YAML::Key << "lr" << YAML::Value << shortest(t.lr);
   y << YAML::Key << "weight_decay" << YAML::Value << shortest(t.weight_decay);
   y << YAML::EndMap;

@@ -44,7 +44,8 @@ BatchShape batch_shape_of(const TrainingConfig& training) {
   b.micro_batch = training.micro_batch_size;
   b.seq_len = training.seq_length;
   b.dtype = training.precision;
-  b.param_dtype = training.precision;
+  // PyTorch AMP keeps the weights in fp32 (no separate master copy); Megatron keeps 16-bit weights.
+  b.param_dtype = training.autocast ? DType::fp32 : training.precision;
   b.fp8 = training.fp8;
   b.autocast = training.autocast;
   b.grad_dtype = training.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training.precision;

@@ -28,8 +28,8 @@ struct TrainingConfig {
   bool accumulate_allreduce_grads_in_fp32 = false;
   // PyTorch AMP (torch.autocast, as Lightning and plain DDP loops train) instead of Megatron's
   // mixed precision: fp32 weights cast to `precision` at each micro-batch's first use, and each
-  // 16-bit weight gradient cast and accumulated into the fp32 .grad. It prices those passes
-  // (GemmArgs::amp); the runtime keeps Megatron's layout.
+  // 16-bit weight gradient cast and accumulated into the fp32 .grad. The weights are then fp32
+  // parameters with no master copy (batch_shape_of); the casts are priced (GemmArgs::amp).
   bool autocast = false;
   Fp8Recipe fp8 = Fp8Recipe::none;     // FP8 GEMMs in the transformer blocks (model.hpp)
   std::string optimizer = "adam";      // mixed-precision AdamW: fp32 master, m, v

@@ -1,13 +1,14 @@
 // PyTorch AMP (training.autocast): which GEMMs of a transformer carry AMP's passes. Every forward
 // GEMM of a weight (the blocks' linear layers and the output layer) casts its fp32 weight first,
 // every weight gradient is cast and accumulated into the fp32 .grad after it, and the input
-// gradients and the attention GEMMs carry none. Without autocast no GEMM does.
+// gradients and the attention GEMMs carry none. Without autocast no GEMM does. The weights are fp32.
 #include <gtest/gtest.h>
 
 #include <variant>
 
 #include "strategies/models/presets.hpp"
 #include "strategies/models/transformer.hpp"
+#include "strategies/strategy.hpp"
 #include "tests/strategies/models/model_test_util.hpp"
 
 namespace tandem {
@@ -45,6 +46,21 @@ TEST(AutocastGemms, ForwardGemmsCastTheirWeightAndWeightGradientsAccumulateIntoF
 
 TEST(AutocastGemms, WithoutAutocastNoGemmCarriesAmpsPasses) {
   for (const RecordedOp& op : gemms(false)) EXPECT_EQ(std::get<GemmArgs>(op.args).amp, GemmArgs::Amp::none) << op.label;
+}
+
+// AMP holds fp32 weights and steps them directly (no master copy); the activations and the GEMMs'
+// compute stay in the training precision. Megatron's mixed precision keeps 16-bit weights.
+TEST(AutocastGemms, AutocastKeepsTheWeightsInFp32AndComputesIn16Bits) {
+  TrainingConfig training;
+  training.precision = DType::bf16;
+  training.accumulate_allreduce_grads_in_fp32 = true;
+  EXPECT_EQ(batch_shape_of(training).param_dtype, DType::bf16);
+  training.autocast = true;
+  const BatchShape amp = batch_shape_of(training);
+  EXPECT_EQ(amp.param_dtype, DType::fp32);
+  EXPECT_EQ(amp.dtype, DType::bf16);
+  EXPECT_EQ(amp.grad_dtype, DType::fp32);
+  EXPECT_TRUE(amp.autocast);
 }
 
 }  // namespace
