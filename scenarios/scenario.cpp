@@ -265,6 +265,9 @@ void read_training(const YamlNode& node, Scenario& s) {
   });
   r.flag("accumulate_allreduce_grads_in_fp32", t.accumulate_allreduce_grads_in_fp32);
   r.flag("autocast", t.autocast);
+  r.choice("grad_accumulation", [&](const std::string& v) { t.grad_accumulation = parse_grad_accumulation(v); });
+  if (t.autocast && node.has("grad_accumulation") && t.grad_accumulation != GradAccumulation::cast_add)
+    node["grad_accumulation"].fail("autocast accumulates its weight gradients through a cast: cast_add (or leave it out)");
   r.read("lr", t.lr, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kLearningRate)); });
   r.read("weight_decay", t.weight_decay, [](const YamlNode& n) { return static_cast<float>(n.in(limits::kWeightDecay)); });
   if (s.model.kind == ModelSpec::Kind::transformer) {

@@ -82,6 +82,7 @@ inline constexpr FieldDoc kTraining[] = {
     {"optimizer", "adam | adamw", "adam", "mixed-precision AdamW: fp32 master weights, m, v"},
     {"accumulate_allreduce_grads_in_fp32", "bool", "false", "Megatron-LM's flag of that name"},
     {"autocast", "bool", "false", "PyTorch AMP's fp32 weights, cast every micro-batch (prices the passes)"},
+    {"grad_accumulation", "fused | add | cast_add", "fused", "how 16-bit weight gradients reach the fp32 main ones"},
     {"lr", "rate", "3e-4", "learning rate (run)", &limits::kLearningRate},
     {"weight_decay", "rate", "0.1", "AdamW weight decay (run)", &limits::kWeightDecay},
 };

@@ -119,6 +119,7 @@ void emit_training(YAML::Emitter& y, const TrainingConfig& t) {
   y << YAML::Key << "optimizer" << YAML::Value << t.optimizer;
   y << YAML::Key << "accumulate_allreduce_grads_in_fp32" << YAML::Value << t.accumulate_allreduce_grads_in_fp32;
   y << YAML::Key << "autocast" << YAML::Value << t.autocast;
+  if (!t.autocast) y << YAML::Key << "grad_accumulation" << YAML::Value << to_string(t.grad_accumulation);
   y << YAML::Key << "lr" << YAML::Value << shortest(t.lr);
   y << YAML::Key << "weight_decay" << YAML::Value << shortest(t.weight_decay);
   y << YAML::EndMap;

@@ -166,21 +166,24 @@ KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) 
   return t;
 }
 
-// PyTorch AMP's passes around a linear layer's GEMM (GemmArgs::amp), per weight element of e
-// bytes in 16 bits: the forward's cast of the fp32 weight (read 4, write e); after the weight
-// gradient, autograd's cast of it to fp32 (read e, write 4) and AccumulateGrad's add into .grad
-// (read 4 + 4, write 4). The weight gradient's own epilogue then writes e bytes, not an fp32
-// accumulation.
-KernelTime amp_passes(const GemmArgs& a, DType dtype, const DeviceProfile& device) {
-  const double e = dtype_bytes(dtype);
+// The passes around a linear layer's GEMM (GemmArgs::WeightPass), each a kernel of its own, per
+// weight element, e the 16-bit compute dtype's bytes and g the main gradient's:
+//   weight_cast    the fp32 weight cast to 16 bits: read 4, write e;
+//   grad_add       main_grad.add_(grad): read e and g, write g;
+//   grad_cast_add  grad.to(fp32) (read e, write 4), then the add into the main gradient (read 4
+//                  and g, write g).
+KernelTime weight_passes(const GemmArgs& a, DType dtype, DType grad_dtype, const DeviceProfile& device) {
+  const double e = dtype_bytes(dtype), g = dtype_bytes(grad_dtype);
   const auto batch = static_cast<double>(std::max<std::int64_t>(a.batch, 1));
-  switch (a.amp) {
-    case GemmArgs::Amp::none: break;
-    case GemmArgs::Amp::weight_cast:
-      return streaming(static_cast<double>(a.k) * static_cast<double>(a.n) * batch * (4 + e), true, device);
-    case GemmArgs::Amp::weight_grad: {
-      KernelTime cast = streaming(static_cast<double>(a.m) * static_cast<double>(a.n) * batch * (e + 4), true, device);
-      const KernelTime add = streaming(static_cast<double>(a.m) * static_cast<double>(a.n) * batch * 12, true, device);
+  const double weight = static_cast<double>(a.k) * static_cast<double>(a.n) * batch;    // B of a forward
+  const double gradient = static_cast<double>(a.m) * static_cast<double>(a.n) * batch;  // C of a weight gradient
+  switch (a.weight_pass) {
+    case GemmArgs::WeightPass::none: break;
+    case GemmArgs::WeightPass::weight_cast: return streaming(weight * (4 + e), true, device);
+    case GemmArgs::WeightPass::grad_add: return streaming(gradient * (e + 2 * g), true, device);
+    case GemmArgs::WeightPass::grad_cast_add: {
+      KernelTime cast = streaming(gradient * (e + 4), true, device);
+      const KernelTime add = streaming(gradient * (4 + 2 * g), true, device);
       cast.seconds += add.seconds;
       cast.memory_seconds += add.memory_seconds;
       return cast;
@@ -286,16 +289,19 @@ KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
           // The epilogue writes C (and reads it first when accumulating, e.g. into fp32 main grads).
           const DType c = op.outputs.empty() ? op.compute_dtype : op.outputs[0].dtype;
           double out_bytes = dtype_bytes(c) * (a.accumulate ? 2.0 : 1.0);
-          // PyTorch AMP's passes around it (GemmArgs::amp), each a kernel of its own.
-          const KernelTime amp = amp_passes(a, op.compute_dtype, device);
-          if (a.amp == GemmArgs::Amp::weight_grad) out_bytes = dtype_bytes(op.compute_dtype);  // a 16-bit gradient
+          // The framework's passes around it (GemmArgs::WeightPass), each a kernel of its own; a
+          // weight gradient accumulated by a pass leaves the GEMM as a 16-bit tensor.
+          const KernelTime passes = weight_passes(a, op.compute_dtype, c, device);
+          if (a.weight_pass == GemmArgs::WeightPass::grad_add || a.weight_pass == GemmArgs::WeightPass::grad_cast_add)
+            out_bytes = dtype_bytes(op.compute_dtype);
           GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, op.bytes, op.compute_dtype, device, out_bytes);
           // Communication overlapping it holds some SMs (GemmArgs::overlap_comm_sms): the math
           // runs on the others.
           const int sms = device.gpu_kernels.sm_count;
           if (a.overlap_comm_sms > 0 && a.overlap_comm_sms < sms)
             p.compute_s *= static_cast<double>(sms) / (sms - a.overlap_comm_sms);
-          return {device.launch_overhead_s + p.seconds() + amp.seconds, p.compute_s, p.memory_s + amp.memory_seconds};
+          return {device.launch_overhead_s + p.seconds() + passes.seconds, p.compute_s,
+                  p.memory_s + passes.memory_seconds};
         } else if constexpr (std::is_same_v<Args, AttentionArgs>) {
           return a.flash ? flash_attention(op, a, device) : unfused_attention(op, a, device);
         } else if constexpr (std::is_same_v<Args, ElementwiseArgs>) {

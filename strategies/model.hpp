@@ -49,6 +49,10 @@ struct ParallelContext {
 // FP8 training as Transformer Engine / Megatron-Core's --fp8-format: every GEMM of the blocks'
 // linear layers in FP8, E4M3 everywhere ("e4m3") or E5M2 for gradients ("hybrid").
 enum class Fp8Recipe : std::uint8_t { none, e4m3, hybrid };
+// How 16-bit weight gradients are accumulated into the main gradients (TrainingConfig).
+enum class GradAccumulation : std::uint8_t { fused, add, cast_add };
+const char* to_string(GradAccumulation mode);
+GradAccumulation parse_grad_accumulation(const std::string& text);  // "fused", "add", "cast_add"; std::invalid_argument
 const char* to_string(Fp8Recipe recipe);
 Fp8Recipe parse_fp8_recipe(const std::string& text);  // "none", "e4m3", "hybrid"; std::invalid_argument
 
@@ -60,6 +64,7 @@ struct BatchShape {
   DType grad_dtype = DType::bf16;  // dtype gradients are accumulated and reduced in
   Fp8Recipe fp8 = Fp8Recipe::none;
   bool autocast = false;  // TrainingConfig::autocast
+  GradAccumulation grad_accumulation = GradAccumulation::fused;  // TrainingConfig::grad_accumulation
 };
 
 class Layer {

@@ -69,12 +69,18 @@ struct GemmArgs {  // C[m,n] (+)= op(A)[m,k] · op(B)[k,n]
   CommOverlap comm_overlap = CommOverlap::none;
   int overlap_chunks = 1;
   int overlap_comm_sms = 0;
-  // PyTorch AMP's passes around a linear layer's GEMM (TrainingConfig::autocast): the forward
-  // (and a recomputed forward) casts its fp32 weight operand B [k, n] to 16 bits first; the
-  // weight gradient C [m, n] leaves in 16 bits and is cast and accumulated into the fp32 .grad.
-  // They price the GEMM; the arithmetic is the same.
-  enum class Amp : std::uint8_t { none, weight_cast, weight_grad };
-  Amp amp = Amp::none;
+  // The passes a framework runs around a linear layer's GEMM besides it (TrainingConfig::autocast
+  // and ::grad_accumulation); they price the GEMM, the arithmetic is the same:
+  //   weight_cast    PyTorch AMP: the forward (and a recomputed forward) casts its fp32 weight
+  //                  operand B [k, n] to 16 bits first;
+  //   grad_add       the weight gradient C [m, n] leaves in 16 bits and one kernel adds it into the
+  //                  fp32 main gradient (Megatron-LM before its gradient-accumulation fusion:
+  //                  main_grad.add_(grad));
+  //   grad_cast_add  as grad_add, with the 16-bit gradient first cast to an fp32 copy (PyTorch
+  //                  AMP's autograd cast, DeepSpeed's BF16_Optimizer: hp_grad.add_(lp_grad.to(fp32))).
+  // Without one (Megatron-Core's gradient-accumulation fusion) the GEMM's epilogue accumulates C.
+  enum class WeightPass : std::uint8_t { none, weight_cast, grad_add, grad_cast_add };
+  WeightPass weight_pass = WeightPass::none;
 };
 struct AttentionArgs {  // scaled dot-product attention over [batch, heads, seq, head_dim]
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;

@@ -48,6 +48,7 @@ BatchShape batch_shape_of(const TrainingConfig& training) {
   b.param_dtype = training.autocast ? DType::fp32 : training.precision;
   b.fp8 = training.fp8;
   b.autocast = training.autocast;
+  b.grad_accumulation = training.autocast ? GradAccumulation::cast_add : training.grad_accumulation;
   b.grad_dtype = training.accumulate_allreduce_grads_in_fp32 ? DType::fp32 : training.precision;
   return b;
 }

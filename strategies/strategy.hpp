@@ -31,6 +31,11 @@ struct TrainingConfig {
   // 16-bit weight gradient cast and accumulated into the fp32 .grad. The weights are then fp32
   // parameters with no master copy (batch_shape_of); the casts are priced (GemmArgs::amp).
   bool autocast = false;
+  // How a micro-batch's 16-bit weight gradients reach the main (fp32) gradients
+  // (GemmArgs::WeightPass): Megatron-Core's gradient-accumulation fusion (the weight-gradient
+  // GEMM accumulates into them), a separate add (Megatron-LM before 2022), or a cast then an add
+  // (DeepSpeed's BF16_Optimizer; PyTorch AMP, which autocast implies).
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   Fp8Recipe fp8 = Fp8Recipe::none;     // FP8 GEMMs in the transformer blocks (model.hpp)
   std::string optimizer = "adam";      // mixed-precision AdamW: fp32 master, m, v
   float lr = 3e-4f;

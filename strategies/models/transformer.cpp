@@ -57,6 +57,7 @@ struct Dims {
   int tp_rank = 0;
   Fp8Recipe fp8 = Fp8Recipe::none;
   bool autocast = false;
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   int cp = 1, cp_rank = 0;  // context parallelism: s is this rank's 2 zigzag chunks of the sequence
 };
 
@@ -81,23 +82,30 @@ Dims make_dims(const TransformerConfig& cfg, const BatchShape& batch, const Para
   x.tp_rank = ctx.tp_rank;
   x.fp8 = batch.fp8;
   x.autocast = batch.autocast;
+  x.grad_accumulation = batch.grad_accumulation;
   return x;
 }
 
-// Under PyTorch AMP (Dims::autocast), the part a linear layer's GEMM plays: a forward (no
-// gradient operand) uses the weight, a weight gradient accumulates into it, a data gradient
+// The framework's pass a linear layer's GEMM comes with (GemmArgs::WeightPass): under PyTorch
+// AMP (Dims::autocast) a forward (no gradient operand) casts its weight first; a weight gradient
+// (it accumulates) reaches the main gradient as the run's grad_accumulation says; a data gradient
 // reuses the forward's cast.
-GemmArgs::Amp amp_role(const Dims& x, const GemmArgs& g, bool has_gradient_operand) {
-  if (!x.autocast) return GemmArgs::Amp::none;
-  if (!has_gradient_operand) return GemmArgs::Amp::weight_cast;
-  return g.accumulate ? GemmArgs::Amp::weight_grad : GemmArgs::Amp::none;
+GemmArgs::WeightPass weight_pass(const Dims& x, const GemmArgs& g, bool has_gradient_operand) {
+  if (!has_gradient_operand) return x.autocast ? GemmArgs::WeightPass::weight_cast : GemmArgs::WeightPass::none;
+  if (!g.accumulate) return GemmArgs::WeightPass::none;
+  switch (x.grad_accumulation) {
+    case GradAccumulation::fused: break;
+    case GradAccumulation::add: return GemmArgs::WeightPass::grad_add;
+    case GradAccumulation::cast_add: return GemmArgs::WeightPass::grad_cast_add;
+  }
+  return GemmArgs::WeightPass::none;
 }
 
 // The GEMM of a linear layer of the block (qkv, proj, fc1, fc2), in FP8 when the recipe asks, as
 // Transformer Engine runs them (the output layer stays in the activation dtype, as Megatron-Core
 // keeps it): operands in E4M3, a gradient operand in E5M2 with the hybrid recipe.
 GemmArgs linear(const Dims& x, GemmArgs g, bool a_is_gradient, bool b_is_gradient) {
-  g.amp = amp_role(x, g, a_is_gradient || b_is_gradient);
+  g.weight_pass = weight_pass(x, g, a_is_gradient || b_is_gradient);
   if (x.fp8 == Fp8Recipe::none) return g;
   const auto format = [&](bool gradient) {
     return gradient && x.fp8 == Fp8Recipe::hybrid ? Fp8Format::e5m2 : Fp8Format::e4m3;
@@ -1398,7 +1406,7 @@ class LMHead final : public VocabTableLayer {
     Tensor logits = rt.alloc(em.name("output.logits"), {x_.b, x_.s, x_.vl}, dt, kAct);
     GemmArgs args{tokens, x_.vl, x_.h};
     args.trans_b = true;
-    args.amp = amp_role(x_, args, false);
+    args.weight_pass = weight_pass(x_, args, false);
     gemm_op(em, ph, "output", "fwd", in, out_.w, logits, args);
     if (in.id != ln.id) rt.release(in);
     save(mb, "ln", ln);

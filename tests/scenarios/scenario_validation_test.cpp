@@ -48,7 +48,8 @@ TEST(ScenarioValidation, TinyScenarioNumbersAndStructure) {
 
 // flash-attn-125m-8xa100 (validation/cases): a FlashAttention version the A100 profile has no
 // figure for, one that does not exist, or a version without flash attention is one InputError at
-// the model's field, when the scenario is read or when its strategy meets the cluster's GPUs.
+// the model's field, when the scenario is read or when its strategy meets the cluster's GPUs; so is
+// an accumulation of weight gradients AMP does not do, or one that does not exist.
 TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtItsField) {
   std::string text = test::bundled_text("validation/cases/flash-attn-125m-8xa100.yaml");
   const std::string cluster = "cluster: ../../platforms/clusters/dgx-a100.yaml";
@@ -64,7 +65,11 @@ TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtI
         BadCase{"a version without flash attention", "use_flash_attn: true ", "use_flash_attn: false ",
                 "model.flash_attn_version", "flash_attn_version", "needs use_flash_attn: true"},
         BadCase{"FlashAttention 1 past head dim 128", "num_attention_heads: 12", "num_attention_heads: 3",
-                "model.flash_attn_version", "flash_attn_version", "head dims up to 128"}},
+                "model.flash_attn_version", "flash_attn_version", "head dims up to 128"},
+        BadCase{"AMP with a fused accumulation", "autocast: true ", "autocast: true\n  grad_accumulation: fused ",
+                "training.grad_accumulation", "grad_accumulation", "through a cast: cast_add"},
+        BadCase{"an unknown accumulation", "autocast: true ", "autocast: false\n  grad_accumulation: sometimes ",
+                "training.grad_accumulation", "grad_accumulation", "expected fused, add or cast_add"}},
       [](const std::string& path) { make_strategy(load_scenario(path)); });
 }
 

@@ -262,12 +262,12 @@ TEST(GpuKernelModel, AutocastPricesTheWeightCastAndTheGradientCastAndAccumulate)
   const double bandwidth = p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency;
   ComputeOp fwd = gemm(8192, 7680, 2560);
   ComputeOp amp_fwd = fwd;
-  std::get<GemmArgs>(amp_fwd.args).amp = GemmArgs::Amp::weight_cast;
+  std::get<GemmArgs>(amp_fwd.args).weight_pass = GemmArgs::WeightPass::weight_cast;
   EXPECT_NEAR(compute_cost(amp_fwd, p).seconds - compute_cost(fwd, p).seconds,
               p.launch_overhead_s + 2560.0 * 7680 * 6 / bandwidth, 1e-12);
   // A data gradient reuses the forward's cast.
   ComputeOp dgrad = fwd;
-  std::get<GemmArgs>(dgrad.args).amp = GemmArgs::Amp::none;
+  std::get<GemmArgs>(dgrad.args).weight_pass = GemmArgs::WeightPass::none;
   EXPECT_DOUBLE_EQ(compute_cost(dgrad, p).seconds, compute_cost(fwd, p).seconds);
   // The weight gradient: its epilogue writes 16 bits instead of accumulating fp32, then two passes.
   GemmArgs w{2560, 7680, 8192};
@@ -276,11 +276,19 @@ TEST(GpuKernelModel, AutocastPricesTheWeightCastAndTheGradientCastAndAccumulate)
   wgrad.args = w;
   wgrad.outputs.push_back(Tensor{0, {2560, 7680}, DType::fp32});
   ComputeOp amp_wgrad = wgrad;
-  std::get<GemmArgs>(amp_wgrad.args).amp = GemmArgs::Amp::weight_grad;
+  std::get<GemmArgs>(amp_wgrad.args).weight_pass = GemmArgs::WeightPass::grad_cast_add;
   const double passes_s = 2 * p.launch_overhead_s + 2560.0 * 7680 * 18 / bandwidth;
   EXPECT_GT(compute_cost(amp_wgrad, p).seconds, compute_cost(wgrad, p).seconds);
   EXPECT_LT(compute_cost(amp_wgrad, p).seconds, compute_cost(wgrad, p).seconds + passes_s);
   EXPECT_GT(compute_cost(amp_wgrad, p).seconds, compute_cost(wgrad, p).seconds + 0.5 * passes_s);
+  // Megatron-LM before its gradient-accumulation fusion: one add of the 16-bit gradient into the
+  // fp32 main gradient (2 + 4 + 4 bytes), cheaper than a cast then an add.
+  ComputeOp add_wgrad = wgrad;
+  std::get<GemmArgs>(add_wgrad.args).weight_pass = GemmArgs::WeightPass::grad_add;
+  const double add_s = p.launch_overhead_s + 2560.0 * 7680 * 10 / bandwidth;
+  EXPECT_GT(compute_cost(add_wgrad, p).seconds, compute_cost(wgrad, p).seconds);
+  EXPECT_LT(compute_cost(add_wgrad, p).seconds, compute_cost(wgrad, p).seconds + add_s);
+  EXPECT_LT(compute_cost(add_wgrad, p).seconds, compute_cost(amp_wgrad, p).seconds);
 }
 
 }  // namespace

@@ -16,9 +16,10 @@ namespace {
 
 using testing::RecordedOp;
 
-std::vector<RecordedOp> gemms(bool autocast) {
+std::vector<RecordedOp> gemms(bool autocast, GradAccumulation accumulation = GradAccumulation::fused) {
   BatchShape batch = testing::short_batch();
   batch.autocast = autocast;
+  batch.grad_accumulation = autocast ? GradAccumulation::cast_add : accumulation;
   return testing::gemms_of_one_micro_batch(TransformerModel(transformer_preset("gpt3-1.3b")), batch);
 }
 
@@ -29,23 +30,36 @@ bool ends_with(const std::string& s, const std::string& tail) {
 TEST(AutocastGemms, ForwardGemmsCastTheirWeightAndWeightGradientsAccumulateIntoFp32) {
   int casts = 0, grads = 0;
   for (const RecordedOp& op : gemms(true)) {
-    const GemmArgs::Amp amp = std::get<GemmArgs>(op.args).amp;
+    const GemmArgs::WeightPass amp = std::get<GemmArgs>(op.args).weight_pass;
     if (ends_with(op.label, ".fwd")) {
-      EXPECT_EQ(amp, GemmArgs::Amp::weight_cast) << op.label;
+      EXPECT_EQ(amp, GemmArgs::WeightPass::weight_cast) << op.label;
       ++casts;
     } else if (ends_with(op.label, ".bwd_w")) {
-      EXPECT_EQ(amp, GemmArgs::Amp::weight_grad) << op.label;
+      EXPECT_EQ(amp, GemmArgs::WeightPass::grad_cast_add) << op.label;
       ++grads;
     } else {
-      EXPECT_EQ(amp, GemmArgs::Amp::none) << op.label;
+      EXPECT_EQ(amp, GemmArgs::WeightPass::none) << op.label;
     }
   }
   EXPECT_EQ(casts, 24 * 4 + 1) << "24 blocks x 4 linear layers, and the output layer";
   EXPECT_EQ(grads, 24 * 4 + 1);
 }
 
+// Megatron-LM before 2022 (grad_accumulation: add): only the weight gradients carry a pass.
+TEST(AutocastGemms, AnUnfusedAccumulationAddsEachWeightGradientAndCastsNoWeight) {
+  int adds = 0;
+  for (const RecordedOp& op : gemms(false, GradAccumulation::add)) {
+    const bool weight_gradient = ends_with(op.label, ".bwd_w");
+    EXPECT_EQ(std::get<GemmArgs>(op.args).weight_pass,
+              weight_gradient ? GemmArgs::WeightPass::grad_add : GemmArgs::WeightPass::none)
+        << op.label;
+    adds += weight_gradient;
+  }
+  EXPECT_EQ(adds, 24 * 4 + 1);
+}
+
 TEST(AutocastGemms, WithoutAutocastNoGemmCarriesAmpsPasses) {
-  for (const RecordedOp& op : gemms(false)) EXPECT_EQ(std::get<GemmArgs>(op.args).amp, GemmArgs::Amp::none) << op.label;
+  for (const RecordedOp& op : gemms(false)) EXPECT_EQ(std::get<GemmArgs>(op.args).weight_pass, GemmArgs::WeightPass::none) << op.label;
 }
 
 // AMP holds fp32 weights and steps them directly (no master copy); the activations and the GEMMs'
@@ -55,12 +69,14 @@ TEST(AutocastGemms, AutocastKeepsTheWeightsInFp32AndComputesIn16Bits) {
   training.precision = DType::bf16;
   training.accumulate_allreduce_grads_in_fp32 = true;
   EXPECT_EQ(batch_shape_of(training).param_dtype, DType::bf16);
+  EXPECT_EQ(batch_shape_of(training).grad_accumulation, GradAccumulation::fused);
   training.autocast = true;
   const BatchShape amp = batch_shape_of(training);
   EXPECT_EQ(amp.param_dtype, DType::fp32);
   EXPECT_EQ(amp.dtype, DType::bf16);
   EXPECT_EQ(amp.grad_dtype, DType::fp32);
   EXPECT_TRUE(amp.autocast);
+  EXPECT_EQ(amp.grad_accumulation, GradAccumulation::cast_add);
 }
 
 }  // namespace
