@@ -11,8 +11,9 @@
 //              that reproduces the profile's measured GEMM, scaled by the tile's operand reuse
 //              (see gemm_tile_efficiency). A GEMM that moves more bytes than it computes is bound
 //              by memory_efficiency of the HBM bandwidth instead.
-//   attention  flash (FlashAttention-2/3, cuDNN): the causal FLOPs at the profile's measured
-//              forward/backward efficiency. Unfused (Megatron-LM 2021): the batched GEMMs QKᵀ and
+//   attention  flash (FlashAttention-1/2/3, cuDNN): the causal FLOPs at the profile's measured
+//              forward/backward efficiency for its flash_version (the version before it at
+//              flash_previous_version_speed), over the head dim the version's kernels pad to. Unfused (Megatron-LM 2021): the batched GEMMs QKᵀ and
 //              PV over all s² scores (the causal mask does not skip work) plus Megatron's fused
 //              scaled-masked-softmax and the dropout of the probabilities, each a pass over the
 //              s² matrices at HBM speed.
@@ -21,7 +22,10 @@
 //              kernels: the bias pass moves nothing of its own; the dropout before the residual
 //              add does not write and re-read its output).
 //   loss       Megatron's vocab-parallel cross-entropy: the fp32 passes it makes over the logits
-//              (cast, max, subtract, exp, sum, divide forward; one-hot subtract, scale, cast back).
+//              (cast, max, subtract, exp, sum, divide forward; one-hot subtract, scale, cast back),
+//              or a fused kernel's one read (and one write backward) of the 16-bit logits.
+//   passes     what a framework runs around a linear layer's GEMM (GemmArgs::WeightPass): PyTorch
+//              AMP's weight cast, an unfused accumulation of the weight gradient.
 //   optimizer  Megatron's mixed-precision step per parameter: unscale and inf check (fp16 only),
 //              gradient norm, clipping, fused Adam, copy of the fp32 master into the 16-bit weights.
 // Every kernel that runs on its own adds the profile's launch overhead.
