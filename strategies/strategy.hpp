@@ -29,7 +29,8 @@ struct TrainingConfig {
   // PyTorch AMP (torch.autocast, as Lightning and plain DDP loops train) instead of Megatron's
   // mixed precision: fp32 weights cast to `precision` at each micro-batch's first use, and each
   // 16-bit weight gradient cast and accumulated into the fp32 .grad. The weights are then fp32
-  // parameters with no master copy (batch_shape_of); the casts are priced (GemmArgs::amp).
+  // parameters with no master copy (batch_shape_of) beside the 16-bit copies the casts keep
+  // (LayerBase::add_parameter); the casts are priced (GemmArgs::WeightPass).
   bool autocast = false;
   // How a micro-batch's 16-bit weight gradients reach the main (fp32) gradients
   // (GemmArgs::WeightPass): Megatron-Core's gradient-accumulation fusion (the weight-gradient

@@ -128,6 +128,13 @@ Tensor LayerBase::add_parameter(Runtime& rt, const std::string& what,
   rt.place(p, placement);
   placements_.push_back(std::move(placement));
   Tensor g;
+  if (with_gradients && batch_.autocast) {
+    // PyTorch AMP's 16-bit copy of the fp32 weight (GemmArgs::WeightPass::weight_cast): made at
+    // the weight's first use in a micro-batch and kept for its backward, so at the end of a
+    // forward every weight has one (and PyTorch's caching allocator keeps the memory between
+    // micro-batches). Counted with the parameters; no op reads it.
+    rt.alloc(name_ + "." + what + ".amp_copy", shape, batch_.dtype, MemCategory::parameters);
+  }
   if (with_gradients) {
     g = rt.alloc(name_ + "." + what + ".grad", std::move(shape), batch_.grad_dtype,
                  MemCategory::gradients);

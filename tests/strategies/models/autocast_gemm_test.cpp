@@ -62,6 +62,29 @@ TEST(AutocastGemms, WithoutAutocastNoGemmCarriesAmpsPasses) {
   for (const RecordedOp& op : gemms(false)) EXPECT_EQ(std::get<GemmArgs>(op.args).weight_pass, GemmArgs::WeightPass::none) << op.label;
 }
 
+// Under AMP a layer's parameters take 4 bytes (fp32) plus the 2 of the 16-bit copy its casts
+// keep through a micro-batch; under Megatron's mixed precision 2 (the fp32 master is optimizer
+// state).
+TEST(AutocastGemms, AmpWeightsTakeTheirFp32ValuesAndTheir16BitCopy) {
+  auto parameter_bytes = [](bool autocast) {
+    BatchShape batch = testing::short_batch();
+    batch.autocast = autocast;
+    batch.param_dtype = autocast ? DType::fp32 : DType::bf16;
+    const TransformerModel model(transformer_preset("gpt3-1.3b"));
+    testing::RecordingRuntime rt;
+    testing::Layers layers = model.build_layers(batch, ParallelContext{});
+    testing::allocate_all(rt, layers);
+    std::int64_t count = 0;
+    for (const auto& layer : layers) count += layer->local_parameter_count();
+    return std::pair(rt.current_bytes(MemCategory::parameters), count);
+  };
+  const auto [megatron, n] = parameter_bytes(false);
+  const auto [amp, same_n] = parameter_bytes(true);
+  ASSERT_EQ(n, same_n);
+  EXPECT_DOUBLE_EQ(megatron, 2.0 * static_cast<double>(n));
+  EXPECT_DOUBLE_EQ(amp, 6.0 * static_cast<double>(n));
+}
+
 // AMP holds fp32 weights and steps them directly (no master copy); the activations and the GEMMs'
 // compute stay in the training precision. Megatron's mixed precision keeps 16-bit weights.
 TEST(AutocastGemms, AutocastKeepsTheWeightsInFp32AndComputesIn16Bits) {
