@@ -73,6 +73,8 @@ inline constexpr CountRange kNumLayers{1, 1 << 16};        // GPT-3: 96
 inline constexpr CountRange kHiddenSize{1, 1 << 20};       // GPT-3: 12,288
 inline constexpr CountRange kAttentionHeads{1, 1 << 16};   // GPT-3: 96
 inline constexpr CountRange kHeadDim{1, 1 << 16};          // usually 64-256
+// FlashAttention's major versions (a scenario's flash_attn_version, a profile's flash_version).
+inline constexpr CountRange kFlashAttentionVersion{1, 3};
 inline constexpr CountRange kFfnHiddenSize{1, 1 << 22};    // GPT-3: 49,152
 inline constexpr CountRange kVocabSize{1, 1LL << 31};      // largest: ~256k
 inline constexpr CountRange kSeqLength{1, 1 << 24};        // longest contexts: ~10M tokens

@@ -91,7 +91,7 @@ const EfficiencyCurve* DeviceProfile::curve_for(const ComputeOp& op) const {
 }
 
 double DeviceProfile::GpuKernels::flash_speed(int version) const {
-  if (version == 0 || version == flash_version) return 1.0;
+  if (flash_version_for(version) == flash_version) return 1.0;
   if (flash_version > 0 && version == flash_version - 1) return flash_previous_version_speed;
   return 0.0;
 }
@@ -157,11 +157,7 @@ DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
   g.memory_efficiency = share("memory_efficiency");
   g.flash_fwd_efficiency = share("flash_fwd_efficiency");
   g.flash_bwd_efficiency = share("flash_bwd_efficiency");
-  if (node.has("flash_version")) {
-    const long long v = node["flash_version"].positive_int();
-    if (v > 3) node["flash_version"].fail("must be 1, 2 or 3 (FlashAttention's major version), got " + std::to_string(v));
-    g.flash_version = static_cast<int>(v);
-  }
+  if (node.has("flash_version")) g.flash_version = static_cast<int>(node["flash_version"].count(limits::kFlashAttentionVersion));
   if (node.has("flash_previous_version_speed")) {
     if (g.flash_version < 2)
       node["flash_previous_version_speed"].fail("needs flash_version 2 or 3: the version it compares with");

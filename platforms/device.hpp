@@ -82,6 +82,8 @@ struct DeviceProfile {
     // the version before it relative to them (0: not known): a scenario may ask for either.
     int flash_version = 0;
     double flash_previous_version_speed = 0;
+    // The version a run asking for `requested` gets (0: the profile's own).
+    int flash_version_for(int requested) const { return requested > 0 ? requested : flash_version; }
     // The speed of FlashAttention `version` relative to the efficiencies above; 0 when the profile
     // has no figure for it. Version 0 is the profile's own.
     double flash_speed(int version) const;

@@ -75,7 +75,8 @@ inline constexpr FieldDoc kGpuKernels[] = {
      &limits::kEfficiencyFraction},
     {"flash_bwd_efficiency", "fraction", "required", "flash attention backward, of the dense peak",
      &limits::kEfficiencyFraction},
-    {"flash_version", "1 | 2 | 3", "-", "FlashAttention's major version the two efficiencies measure"},
+    {"flash_version", "1 | 2 | 3", "-", "FlashAttention's major version the two efficiencies measure", nullptr,
+     &limits::kFlashAttentionVersion},
     {"flash_previous_version_speed", "fraction", "-", "the version before it, relative to them",
      &limits::kEfficiencyFraction},
 };

@@ -133,11 +133,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.flag("tied_embeddings", cfg.tied_embeddings);
   r.flag("bias", cfg.bias);
   r.flag("use_flash_attn", cfg.use_flash_attn);
-  r.read("flash_attn_version", cfg.flash_attn_version, [](const YamlNode& n) {
-    const long long v = n.as_int();
-    if (v < 1 || v > 3) n.fail("must be 1, 2 or 3 (FlashAttention's major version), got " + n.as_string());
-    return static_cast<int>(v);
-  });
+  r.count("flash_attn_version", cfg.flash_attn_version, limits::kFlashAttentionVersion);
   if (cfg.flash_attn_version > 0 && !cfg.use_flash_attn)
     node["flash_attn_version"].fail("needs use_flash_attn: true");
   r.flag("cross_entropy_loss_fusion", cfg.cross_entropy_loss_fusion);
@@ -424,7 +420,7 @@ void check_flash_attention(const ModelSpec& model, const DeviceProfile& d, int r
                                                             ? " and " + std::to_string(g.flash_version - 1)
                                                             : std::string())
                                                  : std::string("an unnamed version")));
-  const int version = t.flash_attn_version > 0 ? t.flash_attn_version : g.flash_version;
+  const int version = g.flash_version_for(t.flash_attn_version);
   if (version > 0 && t.head_dim() > sim::gpu::flash_max_head_dim(version))
     throw StrategyError(t.flash_attn_version > 0 ? "model.flash_attn_version" : "model.use_flash_attn",
                         "FlashAttention " + std::to_string(version) + " has kernels for head dims up to " +

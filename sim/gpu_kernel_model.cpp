@@ -80,9 +80,10 @@ KernelTime unfused_attention(const ComputeOp& op, const AttentionArgs& a, const 
 KernelTime flash_attention(const ComputeOp& op, const AttentionArgs& a, const DeviceProfile& device) {
   const auto& g = device.gpu_kernels;
   const double efficiency = a.backward ? g.flash_bwd_efficiency : g.flash_fwd_efficiency;
-  const int version = a.flash_version > 0 ? a.flash_version : g.flash_version;
+  const int version = g.flash_version_for(a.flash_version);
   // Unknown to the profile: scenarios::make_strategy refuses it first; priced as measured if not.
-  const double speed = g.flash_speed(a.flash_version) > 0 ? g.flash_speed(a.flash_version) : 1.0;
+  const double known = g.flash_speed(a.flash_version);
+  const double speed = known > 0 ? known : 1.0;
   const double padded = a.head_dim > 0 ? static_cast<double>(flash_kernel_head_dim(version, a.head_dim)) /
                                              static_cast<double>(a.head_dim)
                                        : 1.0;
@@ -181,12 +182,10 @@ KernelTime weight_passes(const GemmArgs& a, DType dtype, DType grad_dtype, const
     case GemmArgs::WeightPass::none: break;
     case GemmArgs::WeightPass::weight_cast: return streaming(weight * (4 + e), true, device);
     case GemmArgs::WeightPass::grad_add: return streaming(gradient * (e + 2 * g), true, device);
-    case GemmArgs::WeightPass::grad_cast_add: {
-      KernelTime cast = streaming(gradient * (e + 4), true, device);
-      const KernelTime add = streaming(gradient * (4 + 2 * g), true, device);
-      cast.seconds += add.seconds;
-      cast.memory_seconds += add.memory_seconds;
-      return cast;
+    case GemmArgs::WeightPass::grad_cast_add: {  // two kernels: the cast's bytes and the add's, two launches
+      KernelTime t = streaming(gradient * ((e + 4) + (4 + 2 * g)), true, device);
+      t.seconds += device.launch_overhead_s;
+      return t;
     }
   }
   return {};

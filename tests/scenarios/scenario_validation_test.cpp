@@ -61,7 +61,7 @@ TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtI
         BadCase{"FlashAttention 3 on an A100", "flash_attn_version: 1 ", "flash_attn_version: 3 ",
                 "model.flash_attn_version", "flash_attn_version", "has no figure in rank 0's A100-SXM-80GB"},
         BadCase{"FlashAttention 4", "flash_attn_version: 1 ", "flash_attn_version: 4 ", "model.flash_attn_version",
-                "flash_attn_version", "must be 1, 2 or 3"},
+                "flash_attn_version", "must be a whole number between 1 and 3, got 4"},
         BadCase{"a version without flash attention", "use_flash_attn: true ", "use_flash_attn: false ",
                 "model.flash_attn_version", "flash_attn_version", "needs use_flash_attn: true"},
         BadCase{"FlashAttention 1 past head dim 128", "num_attention_heads: 12", "num_attention_heads: 3",
