@@ -160,6 +160,22 @@ Bytes optimizer_bytes(const ComputeOp& op, const OptimizerArgs& a) {
   return static_cast<double>(a.numel) * per_element;
 }
 
+// PyTorch's embedding backward (aten embedding_dense_backward) does not scatter into the weight's
+// gradient: it allocates a dense gradient of the whole table, zero-filled, scatters the tokens'
+// rows into it, and the framework then adds that table into the weight's gradient buffer
+// (Megatron's main_grad.add_ in its gradient hook, or autograd's AccumulateGrad). Beyond the rows
+// the op already moves, the table is written once (the zero fill, in the incoming gradient's
+// dtype e), read once, and read and written once more in the buffer's dtype g: three kernels.
+KernelTime embedding_backward(const ComputeOp& op, const EmbeddingArgs& a, const DeviceProfile& device) {
+  const double e = op.inputs.empty() ? 2.0 : dtype_bytes(op.inputs[0].dtype);
+  const double g = op.outputs.empty() ? e : dtype_bytes(op.outputs[0].dtype);
+  const double table = static_cast<double>(a.vocab) * static_cast<double>(a.hidden);
+  KernelTime t;
+  t.memory_seconds = streaming_seconds(op.bytes + table * (2 * e + 2 * g), device);
+  t.seconds = t.memory_seconds + 3 * device.launch_overhead_s;
+  return t;
+}
+
 KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) {
   KernelTime t;
   t.memory_seconds = streaming_seconds(bytes, device);
@@ -314,6 +330,8 @@ KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
           return streaming(a.fused ? fused_loss_bytes(a, e) : loss_bytes(a, e), true, device);
         } else if constexpr (std::is_same_v<Args, OptimizerArgs>) {
           return streaming(optimizer_bytes(op, a), true, device);
+        } else if constexpr (std::is_same_v<Args, EmbeddingArgs>) {
+          return a.backward ? embedding_backward(op, a, device) : streaming(op.bytes, true, device);
         } else {  // norms, embeddings, copies: their bytes at the streaming rate
           return streaming(op.bytes, true, device);
         }

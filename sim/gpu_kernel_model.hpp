@@ -20,7 +20,8 @@
 //   streaming  norms, element-wise, embedding, memcpy: bytes at memory_efficiency, with Megatron's
 //              fusions (bias-add in the GEMM epilogue or the fused bias-GeLU / bias-dropout-add
 //              kernels: the bias pass moves nothing of its own; the dropout before the residual
-//              add does not write and re-read its output).
+//              add does not write and re-read its output). An embedding's backward builds PyTorch's
+//              dense gradient of the whole table (zero fill, scatter, add into the gradient buffer).
 //   loss       Megatron's vocab-parallel cross-entropy: the fp32 passes it makes over the logits
 //              (cast, max, subtract, exp, sum, divide forward; one-hot subtract, scale, cast back),
 //              or a fused kernel's one read (and one write backward) of the 16-bit logits.

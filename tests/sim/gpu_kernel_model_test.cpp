@@ -254,6 +254,33 @@ TEST(GpuKernelModel, AFusedCrossEntropyMovesTheLogitsOncePerPass) {
   EXPECT_NEAR(pass_s(true, true), logits * 4 / bandwidth, 1e-9);
 }
 
+// PyTorch's embedding backward builds a dense gradient of the whole table (zero fill, scatter,
+// add into the weight's gradient buffer): a vocabulary of 131,072 x 2,048 costs the same whether a
+// micro-batch holds 1,024 tokens or 4,096, beyond the rows it scatters, and more than its rows.
+TEST(GpuKernelModel, AnEmbeddingBackwardWritesAndAddsTheWholeTable) {
+  const DeviceProfile p = a100();
+  const double bandwidth = p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency;
+  auto backward = [&](std::int64_t tokens, DType gradient) {
+    ComputeOp op;
+    op.kind = OpKind::embedding;
+    const EmbeddingArgs args{tokens, 131072, 2048, 0, true};
+    op.args = args;
+    op.bytes = ops::embedding_cost(args, DType::bf16).bytes;
+    op.inputs = {Tensor{0, {tokens, 2048}, DType::bf16}, Tensor{1, {tokens}, DType::int32}};
+    op.outputs = {Tensor{2, {131072, 2048}, gradient}};
+    return std::pair{compute_cost(op, p).seconds, op.bytes};
+  };
+  const double table = 131072.0 * 2048;
+  // bf16 rows into an fp32 main gradient: zero fill 2, read 2, add 4 + 4 bytes per table element.
+  for (std::int64_t tokens : {1024, 4096}) {
+    const auto [seconds, row_bytes] = backward(tokens, DType::fp32);
+    EXPECT_NEAR(seconds, 3 * p.launch_overhead_s + (row_bytes + table * 12) / bandwidth, 1e-12) << tokens;
+  }
+  // fp16 gradients added by AccumulateGrad: 2 + 2 + 2 + 2.
+  const auto [seconds, row_bytes] = backward(4096, DType::bf16);
+  EXPECT_NEAR(seconds, 3 * p.launch_overhead_s + (row_bytes + table * 8) / bandwidth, 1e-12);
+}
+
 // PyTorch AMP (TrainingConfig::autocast): a forward GEMM first casts its fp32 weight [k, n] to 16
 // bits (6 bytes per element, a kernel of its own); a weight gradient [m, n] leaves in 16 bits and
 // is cast to fp32 and accumulated into .grad (6 + 12 bytes, two kernels).
