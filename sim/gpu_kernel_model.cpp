@@ -160,6 +160,41 @@ Bytes optimizer_bytes(const ComputeOp& op, const OptimizerArgs& a) {
   return static_cast<double>(a.numel) * per_element;
 }
 
+KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) {
+  KernelTime t;
+  t.memory_seconds = streaming_seconds(bytes, device);
+  t.seconds = t.memory_seconds + (runs_alone ? device.launch_overhead_s : 0.0);
+  return t;
+}
+
+// Transformer Engine's FP8 linear (transformer_engine/pytorch/module/linear.py, v1.8): the GEMM
+// reads one-byte operands, and the 16-bit operand that is new in each call is quantized first by
+// a kernel of its own, fp8_cast_transpose_fused, which reads it and writes its FP8 copy and the
+// FP8 transpose the weight gradient will read: the input in the forward (or its recomputation),
+// the output gradient in the data-gradient GEMM (grad_output_preprocess). The weight-gradient GEMM
+// (the one that accumulates) reads both transposes as cast, and the weights are cast once per
+// iteration (is_first_microbatch), not per GEMM: neither is priced here. With sequence parallelism
+// TE casts the local shard before the all-gather and transposes the gathered copy in the backward;
+// priced as one cast-transpose of the gathered input. What quantization costs was measured in TE's
+// GEMM profiling guide (docs/examples/gemm_profiling, 2026; a 5B layer config on an H200 NVL):
+// 17% of FP8 current scaling's layer GEMM time (487 ms with quantization, 403 ms pre-quantized).
+struct Fp8Gemm {
+  Bytes operand_bytes = 0;  // what the GEMM kernel itself moves: FP8 A and B, C at its dtype
+  KernelTime cast;          // the cast-transpose before it
+};
+Fp8Gemm fp8_gemm(const ComputeOp& op, const GemmArgs& a, double out_bytes, const DeviceProfile& device) {
+  const double batch = static_cast<double>(std::max<I64>(a.batch, 1));
+  const double a_elements = static_cast<double>(a.m) * static_cast<double>(a.k) * batch;
+  const double b_elements = static_cast<double>(a.k) * static_cast<double>(a.n) * batch;
+  Fp8Gemm g;
+  g.operand_bytes = a_elements + b_elements + static_cast<double>(a.m) * static_cast<double>(a.n) * batch * out_bytes;
+  if (!a.accumulate) {
+    const double e = op.inputs.empty() ? 2.0 : dtype_bytes(op.inputs[0].dtype);
+    g.cast = streaming(a_elements * (e + 2), true, device);
+  }
+  return g;
+}
+
 // PyTorch's embedding backward (aten embedding_dense_backward) does not scatter into the weight's
 // gradient: it allocates a dense gradient of the whole table, zero-filled, scatters the tokens'
 // rows into it, and the framework then adds that table into the weight's gradient buffer
@@ -173,13 +208,6 @@ KernelTime embedding_backward(const ComputeOp& op, const EmbeddingArgs& a, const
   KernelTime t;
   t.memory_seconds = streaming_seconds(op.bytes + table * (2 * e + 2 * g), device);
   t.seconds = t.memory_seconds + 3 * device.launch_overhead_s;
-  return t;
-}
-
-KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) {
-  KernelTime t;
-  t.memory_seconds = streaming_seconds(bytes, device);
-  t.seconds = t.memory_seconds + (runs_alone ? device.launch_overhead_s : 0.0);
   return t;
 }
 
@@ -309,14 +337,17 @@ KernelTime kernel_time(const ComputeOp& op, const DeviceProfile& device) {
           const KernelTime passes = weight_passes(a, op.compute_dtype, c, device);
           if (a.weight_pass == GemmArgs::WeightPass::grad_add || a.weight_pass == GemmArgs::WeightPass::grad_cast_add)
             out_bytes = dtype_bytes(op.compute_dtype);
-          GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, op.bytes, op.compute_dtype, device, out_bytes);
+          // An FP8 GEMM moves one-byte operands; Transformer Engine's cast before it is its own kernel.
+          const Fp8Gemm fp8 = a.fp8() ? fp8_gemm(op, a, out_bytes, device) : Fp8Gemm{};
+          GemmPlan p = plan_gemm(a.m, a.n, a.k, a.batch, a.fp8() ? fp8.operand_bytes : op.bytes, op.compute_dtype,
+                                 device, out_bytes);
           // Communication overlapping it holds some SMs (GemmArgs::overlap_comm_sms): the math
           // runs on the others.
           const int sms = device.gpu_kernels.sm_count;
           if (a.overlap_comm_sms > 0 && a.overlap_comm_sms < sms)
             p.compute_s *= static_cast<double>(sms) / (sms - a.overlap_comm_sms);
-          return {device.launch_overhead_s + p.seconds() + passes.seconds, p.compute_s,
-                  p.memory_s + passes.memory_seconds};
+          return {device.launch_overhead_s + p.seconds() + passes.seconds + fp8.cast.seconds, p.compute_s,
+                  p.memory_s + passes.memory_seconds + fp8.cast.memory_seconds};
         } else if constexpr (std::is_same_v<Args, AttentionArgs>) {
           return a.flash ? flash_attention(op, a, device) : unfused_attention(op, a, device);
         } else if constexpr (std::is_same_v<Args, ElementwiseArgs>) {

@@ -88,13 +88,31 @@ TEST(SearchTargetLossCli, TheRankingFollowsTheMeasuredStepsNotTheStepTimeAlone) 
   EXPECT_NE(far["objective_basis"].get<std::string>().find("a test curve"), std::string::npos);
 }
 
-TEST(SearchTargetLossCli, TheBundledSearchRanksLocalSgdFirstOnItsMeasuredCurves) {
+// The bundled search is a near tie by design: local SGD every 4 steps takes cheaper steps (no
+// all-reduce three steps in four) and needs 31 steps where synchronous needs 29
+// (validation/convergence/gpt-tiny-gpl3.json), and the two products land within a percent of each
+// other. Which of the two leads moves with any change to the step's pricing; what is pinned is
+// that the search weighs both and ranks by the product.
+TEST(SearchTargetLossCli, TheBundledSearchWeighsLocalSgdsCheaperStepsAgainstItsExtraSteps) {
   const cli_test::CliRun run = cli_test::run_tandem("search search-gpt2-1.5b-ethernet-target-loss --workers 2 --json -");
   ASSERT_EQ(run.status, 0) << run.err;
   const nlohmann::json r = nlohmann::json::parse(run.out);
   ASSERT_GE(r["ranked"].size(), 2u);
-  EXPECT_EQ(period_of(r["ranked"][0]), 4);  // validation/convergence/gpt-tiny-gpl3.json: 31 steps vs 29
-  EXPECT_EQ(r["ranked"][0]["prediction"]["steps_to_target_loss"].get<double>(), 31);
+  const nlohmann::json* sync = nullptr;
+  const nlohmann::json* local = nullptr;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& plan = r["ranked"][i];
+    (period_of(plan) == 4 ? local : sync) = &plan;
+  }
+  ASSERT_TRUE(sync != nullptr && local != nullptr) << "the two leaders are synchronous and local SGD H=4";
+  EXPECT_EQ(period_of(*sync), 1);
+  EXPECT_EQ((*sync)["prediction"]["steps_to_target_loss"].get<double>(), 29);
+  EXPECT_EQ((*local)["prediction"]["steps_to_target_loss"].get<double>(), 31);
+  EXPECT_LT((*local)["prediction"]["iteration_time_s"].get<double>(), (*sync)["prediction"]["iteration_time_s"].get<double>());
+  const double first = r["ranked"][0]["objective"].get<double>();
+  const double second = r["ranked"][1]["objective"].get<double>();
+  EXPECT_LE(first, second);
+  EXPECT_LT(second / first, 1.01);
 }
 
 TEST(SearchTargetLossCli, ConvergenceIsRequiredByTheObjectiveAndRefusedWithoutIt) {

@@ -30,8 +30,9 @@ double predicted_iteration_s(const std::string& cluster, const std::string& fp8)
 TEST(Fp8Sim, H100PredictsAFasterIterationThanBf16ButNotTwiceAsFast) {
   const double bf16 = predicted_iteration_s("dgx-h100", "");
   const double fp8 = predicted_iteration_s("dgx-h100", "hybrid");
-  // Only the linear layers' GEMMs double their peak; attention, norms, communication do not.
-  EXPECT_LT(fp8, 0.9 * bf16) << fp8 << " s vs " << bf16 << " s";
+  // Only the linear layers' GEMMs double their peak, after Transformer Engine's casts; attention,
+  // norms and communication do not. A 1.3B model (hidden 2,048) gains about a tenth.
+  EXPECT_LT(fp8, 0.95 * bf16) << fp8 << " s vs " << bf16 << " s";
   EXPECT_GT(fp8, 0.5 * bf16) << fp8 << " s vs " << bf16 << " s";
 }
 
