@@ -26,7 +26,9 @@
 //              (cast, max, subtract, exp, sum, divide forward; one-hot subtract, scale, cast back),
 //              or a fused kernel's one read (and one write backward) of the 16-bit logits.
 //   passes     what a framework runs around a linear layer's GEMM (GemmArgs::WeightPass): PyTorch
-//              AMP's weight cast, an unfused accumulation of the weight gradient.
+//              AMP's weight cast, an unfused accumulation of the weight gradient; before an FP8
+//              GEMM, Transformer Engine's cast-transpose of its 16-bit input (forward) or output
+//              gradient (data gradient), which the GEMM then reads as one-byte operands.
 //   optimizer  Megatron's mixed-precision step per parameter: unscale and inf check (fp16 only),
 //              gradient norm, clipping, fused Adam, copy of the fp32 master into the 16-bit weights.
 // Every kernel that runs on its own adds the profile's launch overhead.
