@@ -115,6 +115,12 @@ GemmArgs linear(const Dims& x, GemmArgs g, bool a_is_gradient, bool b_is_gradien
   return g;
 }
 
+// With FP8, Transformer Engine casts a column-parallel block linear's input shard before the
+// sequence-parallel all-gather (module/linear.py and layernorm_linear.py, v1.8: the FP8 input is
+// what gather_along_first_dim moves), so the gather carries one byte per element, in the forward
+// and in the backward's re-gather for the weight gradient. The output layer stays 16-bit.
+DType sp_gather_dtype(const Dims& x, DType dt) { return x.fp8 == Fp8Recipe::none ? dt : DType::fp8; }
+
 // A block GEMM's part in Transformer Engine's overlap of sequence parallelism's collectives
 // (--tp-comm-overlap), with TE's default userbuffers configuration (transformer_engine/pytorch/
 // module/base.py, initialize_ub, get_default_config):
@@ -349,8 +355,8 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   // beside the dgrad GEMM; a deferred weight gradient keeps the gathered input until its W pass
   // (as the zero-bubble Megatron fork's WeightGradStore keeps total_input).
   Handle gathered;
-  const Tensor in_full = gather_full(em, ctx, x, dt, Phase::backward, std::string(what) + ".input", "bwd",
-                                     saved_in, /*defer=*/true, &gathered);
+  const Tensor in_full = gather_full(em, ctx, x, block_linear ? sp_gather_dtype(x, dt) : dt, Phase::backward,
+                                     std::string(what) + ".input", "bwd", saved_in, /*defer=*/true, &gathered);
   const I64 tokens = x.b * x.s;
   Tensor d_in_full = rt.alloc(em.name(std::string(what) + ".dinput"), {x.b, x.s, k}, dt, kAct);
   GemmArgs dgrad{tokens, k, n};
@@ -942,7 +948,7 @@ class TransformerBlock final : public LayerBase {
       if (keep_all) save(mb, key, t);
       else rt.release(t);
     };
-    Tensor fc1_in = gather_full(em, ctx_, x_, dt, ph, "mlp.fc1", sf, ln2);
+    Tensor fc1_in = gather_full(em, ctx_, x_, sp_gather_dtype(x_, dt), ph, "mlp.fc1", sf, ln2);
     Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
     gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, overlapping(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, Overlap::consumes_gather), false, false));
     bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
@@ -1319,7 +1325,7 @@ class TransformerBlock final : public LayerBase {
     save(mb, "x", x);  // the layer input: the norm's backward (and full recompute) needs it
     Tensor ln1 = alloc("attn.norm.out", {x_.b, x_.sl, x_.h});
     norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
-    Tensor qkv_in = gather_full(em, ctx_, x_, dt, ph, "attn.qkv", sf, ln1);
+    Tensor qkv_in = gather_full(em, ctx_, x_, sp_gather_dtype(x_, dt), ph, "attn.qkv", sf, ln1);
     Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
     gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, linear(x_, overlapping(x_, GemmArgs{tokens, x_.nqkv, x_.h}, Overlap::consumes_gather), false, false));
     bias_fwd(em, ph, "attn.qkv.bias", sf, qkv, qkv_b_, tokens * x_.nqkv);

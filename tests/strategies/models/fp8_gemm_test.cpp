@@ -4,6 +4,8 @@
 // E5M2 for the gradient operand under "hybrid"; the output layer and attention stay in bf16.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 #include <variant>
 
 #include "strategies/models/presets.hpp"
@@ -66,6 +68,41 @@ TEST(Fp8Gemms, SameFlopsFewerOperandBytesPlusTheCasts) {
     const double operands = static_cast<double>(a.m) * a.k + static_cast<double>(a.k) * a.n;
     EXPECT_DOUBLE_EQ(fp8[i].bytes - plain[i].bytes, operands * (3 + 1 - 2)) << fp8[i].label;
   }
+}
+
+// With sequence parallelism Transformer Engine gathers a block linear's FP8 input shard: the
+// all-gathers before qkv and fc1 (forward, and the backward's re-gather for the weight gradient)
+// move one byte per element under FP8, two in bf16; the output layer's gather stays 16-bit.
+TEST(Fp8Gemms, SequenceParallelGathersOfABlockLinearsInputMoveOneBytePerElement) {
+  auto gathers = [](Fp8Recipe recipe) {
+    BatchShape batch = testing::short_batch();
+    batch.fp8 = recipe;
+    ParallelContext ctx;
+    ctx.tp_size = 2;
+    ctx.sequence_parallel = true;
+    ctx.tp_group.id = 3;
+    ctx.tp_group.ranks = {0, 1};
+    const TransformerModel model(transformer_preset("gpt3-1.3b"));
+    RecordingRuntime rt;
+    Layers layers = model.build_layers(batch, ctx);
+    testing::allocate_all(rt, layers);
+    testing::run_micro_batch(rt, model, layers, batch, 0);
+    std::map<std::string, DType> dtype_of;
+    for (const RecordedOp& op : rt.ops())
+      if (op.is_comm && op.kind == OpKind::all_gather && !op.bucket.empty()) dtype_of[op.label] = op.bucket[0].dtype;
+    return dtype_of;
+  };
+  const auto plain = gathers(Fp8Recipe::none);
+  const auto fp8 = gathers(Fp8Recipe::hybrid);
+  ASSERT_EQ(plain.size(), fp8.size());
+  int one_byte = 0;
+  for (const auto& [label, dtype] : fp8) {
+    EXPECT_EQ(plain.at(label), DType::bf16) << label;
+    const bool block_input = label.find("attn.qkv") != std::string::npos || label.find("mlp.fc1") != std::string::npos;
+    EXPECT_EQ(dtype, block_input ? DType::fp8 : DType::bf16) << label;
+    one_byte += block_input;
+  }
+  EXPECT_EQ(one_byte, 24 * 2 * 2) << "24 blocks x (qkv, fc1) x (forward gather, backward re-gather)";
 }
 
 }  // namespace
