@@ -82,7 +82,9 @@ step training-bench 150 "$bin/cuda_training_bench" --benchmark_format=json --ben
 step gemm-bench 90 "$bin/cuda_gemm_bench" --benchmark_format=json --benchmark_out="$out/gemm-bench.json"
 step calibration-bench 60 "$bin/cuda_calibration_bench" --benchmark_format=json --benchmark_out="$out/calibration-bench.json"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  step pytorch-124m 60 python3 "$here/pytorch_reference.py" --model gpt2-124m --micro-batch 16 --steps 5 --json "$out/pytorch-124m.json"
+  step pytorch-124m 60 python3 "$here/pytorch_reference.py" --model gpt2-124m --micro-batch 16 --steps 5 --json "$out/pytorch-124m.json" \
+    --trace "$out/pytorch-124m-trace.json"
+  [ -f "$out/pytorch-124m-trace.json" ] && gzip -f "$out/pytorch-124m-trace.json"
   step pytorch-1.5b 90 python3 "$here/pytorch_reference.py" --model gpt2-1.5b --micro-batch 2 --accumulation 4 --steps 3 --json "$out/pytorch-1.5b.json"
 else
   echo "   PyTorch with CUDA not found: no side-by-side reference" | tee -a "$log"

@@ -15,7 +15,7 @@ work="$(mktemp -d)"
 tar -xf "$archive" -C "$work" || { echo "cannot unpack $archive" >&2; exit 1; }
 CHECK_BUDGET_S="${2:-390}" "$work/tandem-gpu-bundle/check.sh" "$work/results" 2>&1 | tail -80
 cd "$work/results" || exit 1
-tar -czf "$out/results.tgz" --exclude='*trace*.json' --exclude='*timeline*' .
-tar -czf "$out/traces.tgz" ./*trace*.json ./*timeline*.json 2>/dev/null
+tar -czf "$out/results.tgz" --exclude='*trace*.json' --exclude='*trace*.json.gz' --exclude='*timeline*' .
+tar -czf "$out/traces.tgz" ./*trace*.json ./*trace*.json.gz ./*timeline*.json 2>/dev/null
 cp summary.txt check.log gpu-calibrated.yaml gpu-calibration-measurements.csv "$out/" 2>/dev/null
 ls -l "$out"

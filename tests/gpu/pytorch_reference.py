@@ -4,7 +4,7 @@ the same GPT-2 model shapes (pre-LN, GELU-tanh MLP, tied embeddings, learned pos
 batch (micro-batch x sequence, gradient accumulation), bf16 autocast with fp32 master weights and
 AdamW, causal attention through F.scaled_dot_product_attention. Prints and writes tokens/s, step
 time and MFU (6N + attention FLOPs per token over the bf16 peak)."""
-import argparse, json, math, time
+import argparse, json, math, sys, time
 
 import torch
 import torch.nn as nn
@@ -58,6 +58,8 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--peak-tflops", type=float, default=989.0)  # H200 bf16 dense
     p.add_argument("--json")
+    p.add_argument("--trace", help="after the timed steps, profile one more step (torch.profiler) and write its "
+                   "Chrome trace here: every CUDA kernel with its duration, for a kernel-by-kernel comparison")
     a = p.parse_args()
     layers, h, heads, vocab, seq = MODELS[a.model]
     torch.manual_seed(0)
@@ -66,19 +68,33 @@ def main():
     n_params = sum(t.numel() for t in model.parameters()) - model.wpe.weight.numel()
     idx = torch.randint(0, vocab, (a.micro_batch, seq + 1), device="cuda")
     x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
-    times = []
-    for step in range(a.warmup + a.steps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
+    def train_step():
         for _ in range(a.accumulation):
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 loss = model(x, y) / a.accumulation
             loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss
+
+    times = []
+    for step in range(a.warmup + a.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = train_step()
         torch.cuda.synchronize()
         if step >= a.warmup:
             times.append(time.perf_counter() - t0)
+    if a.trace:
+        # One more step under the profiler; a failure here must not cost the measurement above.
+        try:
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                train_step()
+                torch.cuda.synchronize()
+            prof.export_chrome_trace(a.trace)
+        except Exception as e:  # noqa: BLE001 (any profiler failure)
+            print(f"profiling failed: {e}", file=sys.stderr)
     step_s = sum(times) / len(times)
     tokens = a.micro_batch * a.accumulation * seq
     flops_per_token = 6 * n_params + 12 * layers * h * seq  # 6N + attention (fwd+bwd)

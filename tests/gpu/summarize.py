@@ -3,7 +3,7 @@
 GPU test verdicts, GEMM throughput vs cuBLAS, training throughput and MFU vs PyTorch eager,
 calibration fractions of peak, the fitted GPU profile, and the simulator's predicted vs the
 measured iteration time."""
-import json, os, sys, xml.etree.ElementTree as ET
+import gzip, json, os, sys, xml.etree.ElementTree as ET
 
 out = sys.argv[1]
 
@@ -58,6 +58,57 @@ for b in bench_rows("training-bench.json"):
     if ref:
         line += f" | PyTorch {ref['tokens_per_s']:10.0f} tokens/s  MFU {ref['mfu']:.3f}  ratio {b['tokens_per_s'] / ref['tokens_per_s']:.3f}"
     print(line)
+
+
+# A CUDA kernel's family, from its name (cuBLAS's Hopper kernels are sm90_xmma_* or nvjet_*).
+KERNEL_FAMILIES = (("attention", ("flash", "fmha", "attention", "sdpa", "cudnn")),
+                   ("gemm", ("gemm", "xmma", "nvjet", "cutlass", "cublas", "wgmma")),
+                   ("optimizer", ("multi_tensor", "adam", "foreach")),
+                   ("norm", ("layer_norm", "layernorm", "rms")),
+                   ("loss", ("softmax", "nll", "cross_entropy")),
+                   ("memory", ("memcpy", "memset", "copy", "cat")))
+
+
+def kernel_family(name):
+    low = name.lower()
+    return next((family for family, keys in KERNEL_FAMILIES if any(k in low for k in keys)), "elementwise")
+
+
+def kernel_breakdown(path):
+    """Per kernel family, the GPU time of one profiled step (a torch.profiler Chrome trace), the
+    span from its first kernel to its last, and the time no kernel ran within it."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        events = json.load(f).get("traceEvents", [])
+    kernels = sorted((float(e["ts"]), float(e["dur"]), e.get("name", "")) for e in events
+                     if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    if not kernels:
+        return None
+    families, busy, end = {}, 0.0, kernels[0][0]
+    for ts, dur, name in kernels:
+        families[kernel_family(name)] = families.get(kernel_family(name), 0.0) + dur
+        busy += max(0.0, ts + dur - max(ts, end))  # the union of the kernels' intervals
+        end = max(end, ts + dur)
+    span = end - kernels[0][0]
+    return {"kernels": len(kernels), "span_us": span, "busy_us": busy, "families_us": families}
+
+
+print("== PyTorch eager, one profiled step kernel by kernel (gpt2-124m)")
+trace = next((os.path.join(out, n) for n in ("pytorch-124m-trace.json.gz", "pytorch-124m-trace.json")
+              if os.path.exists(os.path.join(out, n))), None)
+try:
+    breakdown = kernel_breakdown(trace) if trace else None
+except (OSError, ValueError, KeyError, TypeError) as e:
+    breakdown = None
+    print(f"  unreadable {trace}: {e}")
+if breakdown:
+    span = breakdown["span_us"]
+    print(f"  {breakdown['kernels']} kernels over {span / 1e3:.2f} ms; GPU busy {breakdown['busy_us'] / 1e3:.2f} ms, "
+          f"idle between kernels {(span - breakdown['busy_us']) / 1e3:.2f} ms")
+    for family, us in sorted(breakdown["families_us"].items(), key=lambda kv: -kv[1]):
+        print(f"  {family:<12} {us / 1e3:8.2f} ms  {100 * us / span:5.1f}% of the span")
+else:
+    print("  no pytorch-124m-trace.json(.gz)")
 
 print("== calibration sweeps")
 for b in bench_rows("calibration-bench.json"):
