@@ -189,8 +189,10 @@ Fp8Gemm fp8_gemm(const ComputeOp& op, const GemmArgs& a, double out_bytes, const
   Fp8Gemm g;
   g.operand_bytes = a_elements + b_elements + static_cast<double>(a.m) * static_cast<double>(a.n) * batch * out_bytes;
   if (!a.accumulate) {
+    // An operand already in FP8 (the norm's output TE's LayerNormLinear writes in FP8) only needs
+    // its transpose for the weight gradient: read 1, write 1.
     const double e = op.inputs.empty() ? 2.0 : dtype_bytes(op.inputs[0].dtype);
-    g.cast = streaming(a_elements * (e + 2), true, device);
+    g.cast = streaming(a_elements * (e > 1 ? e + 2 : 2), true, device);
   }
   return g;
 }

@@ -121,6 +121,14 @@ GemmArgs linear(const Dims& x, GemmArgs g, bool a_is_gradient, bool b_is_gradien
 // and in the backward's re-gather for the weight gradient. The output layer stays 16-bit.
 DType sp_gather_dtype(const Dims& x, DType dt) { return x.fp8 == Fp8Recipe::none ? dt : DType::fp8; }
 
+// Transformer Engine's LayerNormLinear (layernorm_linear.py, v1.8: ln_out is uint8 under FP8) writes
+// the norm's output in FP8 when the linear after it runs in FP8, and keeps that one byte per
+// element for the weight gradient. A mixture-of-experts router reads the norm in the training
+// dtype.
+DType norm_out_dtype(const Dims& x, DType dt, bool feeds_block_linear) {
+  return feeds_block_linear ? sp_gather_dtype(x, dt) : dt;
+}
+
 // A block GEMM's part in Transformer Engine's overlap of sequence parallelism's collectives
 // (--tp-comm-overlap), with TE's default userbuffers configuration (transformer_engine/pytorch/
 // module/base.py, initialize_ub, get_default_config):
@@ -1323,7 +1331,7 @@ class TransformerBlock final : public LayerBase {
 
     // ---- attention ----
     save(mb, "x", x);  // the layer input: the norm's backward (and full recompute) needs it
-    Tensor ln1 = alloc("attn.norm.out", {x_.b, x_.sl, x_.h});
+    Tensor ln1 = rt.alloc(em.name("attn.norm.out"), {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, true), kAct);
     norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
     Tensor qkv_in = gather_full(em, ctx_, x_, sp_gather_dtype(x_, dt), ph, "attn.qkv", sf, ln1);
     Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
@@ -1342,7 +1350,7 @@ class TransformerBlock final : public LayerBase {
     Tensor x2 = dropout_add(em, mb, "attn", ph, sf, x, attn_out, keep_all);
 
     // ---- MLP ----
-    Tensor ln2 = alloc("mlp.norm.out", {x_.b, x_.sl, x_.h});
+    Tensor ln2 = rt.alloc(em.name("mlp.norm.out"), {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, !moe_), kAct);
     norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
     Tensor mlp_out = moe_ ? moe_forward(em, mb, ph, sf, ln2, keep_all) : mlp_forward(em, mb, ph, sf, ln2, keep_all);
     Tensor y = dropout_add(em, mb, "mlp", ph, sf, x2, mlp_out, keep_all);
@@ -1710,8 +1718,10 @@ Bytes korthikanti_activation_bytes_per_layer(std::int64_t b, std::int64_t s, std
 
 Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, std::int64_t s,
                                  int tp, bool sequence_parallel, Recompute recompute,
-                                 DType dtype) {
+                                 DType dtype, Fp8Recipe fp8) {
   const double e = dtype_bytes(dtype), t = tp;
+  // The norm outputs feeding FP8 linears are kept in FP8 (norm_out_dtype); a router's is not.
+  const double norm_out = fp8 == Fp8Recipe::none ? e : 1.0;
   const bool sp = sequence_parallel && tp > 1;
   const double h = d(cfg.hidden_size), a = d(cfg.num_attention_heads),
                g = d(cfg.query_groups()), hd = d(cfg.head_dim()), f = d(cfg.ffn_size()),
@@ -1722,7 +1732,7 @@ Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, s
   const double mask = cfg.hidden_dropout > 0 ? 1.0 : 0.0;
   double bytes = 0;
   bytes += e * local * h;                    // layer input (attention norm input)
-  bytes += e * local * h;                    // attention norm output = QKV input
+  bytes += norm_out * local * h;             // attention norm output = QKV input
   bytes += e * full * (a + 2 * g) * hd / t;  // Q, K, V
   if (recompute != Recompute::selective) {
     const double rows = d(b) * a / t * d(s);  // softmax rows
@@ -1732,7 +1742,7 @@ Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t b, s
   bytes += e * full * a * hd / t;    // attention output = projection input
   bytes += mask * local * h;         // dropout mask after the projection
   bytes += e * local * h;            // MLP norm input
-  bytes += e * local * h;            // MLP norm output = fc1 input (the router's with experts)
+  bytes += (cfg.moe() ? e : norm_out) * local * h;  // MLP norm output = fc1 input (the router's with experts)
   bytes += mask * local * h;         // dropout mask after fc2
   if (cfg.moe()) {
     // Every expert's buffer of C places (whichever rank computes it): its input, fc1 output,

@@ -180,11 +180,12 @@ Bytes korthikanti_activation_bytes_per_layer(std::int64_t micro_batch, std::int6
                                              std::int64_t hidden, std::int64_t heads, int tp,
                                              bool sequence_parallel, Recompute recompute);
 // The same breakdown for any configuration (GQA, SwiGLU, no dropout, flash attention's fp32
-// logsumexp instead of the s² matrices, activation dtype): equals the formula above for a GPT
-// layer in 16 bits, and equals what TransformerBlock::saved_activation_bytes() measures.
+// logsumexp instead of the s² matrices, activation dtype, FP8 linears, whose norm outputs are kept
+// in one byte): equals the formula above for a GPT layer in 16 bits, and equals what
+// TransformerBlock::saved_activation_bytes() measures.
 Bytes activation_bytes_per_layer(const TransformerConfig& cfg, std::int64_t micro_batch,
                                  std::int64_t seq_len, int tp, bool sequence_parallel,
-                                 Recompute recompute, DType dtype = DType::bf16);
+                                 Recompute recompute, DType dtype = DType::bf16, Fp8Recipe fp8 = Fp8Recipe::none);
 
 class TransformerModel : public Model {
  public:

@@ -63,10 +63,14 @@ TEST(Fp8Gemms, SameFlopsFewerOperandBytesPlusTheCasts) {
   for (std::size_t i = 0; i < plain.size(); ++i) {
     EXPECT_EQ(plain[i].flops, fp8[i].flops) << plain[i].label;
     if (!args_of(fp8[i]).fp8()) continue;
-    // bf16 operands (2 bytes each read) become a cast (2 read + 1 written) and a 1-byte read.
+    // bf16 operands (2 bytes each read) become a cast (2 read + 1 written) and a 1-byte read; an
+    // operand already in FP8 (the norm's output before qkv and fc1) is read at 1 byte and
+    // "cast" in place (1 read + 1 written).
     const GemmArgs& a = args_of(fp8[i]);
-    const double operands = static_cast<double>(a.m) * a.k + static_cast<double>(a.k) * a.n;
-    EXPECT_DOUBLE_EQ(fp8[i].bytes - plain[i].bytes, operands * (3 + 1 - 2)) << fp8[i].label;
+    const double a_elements = static_cast<double>(a.m) * a.k, b_elements = static_cast<double>(a.k) * a.n;
+    const double a_bytes = dtype_bytes(fp8[i].inputs[0].dtype), b_bytes = dtype_bytes(fp8[i].inputs[1].dtype);
+    EXPECT_DOUBLE_EQ(fp8[i].bytes - plain[i].bytes, a_elements * (a_bytes + 1 + 1 - 2) + b_elements * (b_bytes + 1 + 1 - 2))
+        << fp8[i].label;
   }
 }
 

@@ -270,6 +270,22 @@ TEST(TransformerTest, SavedActivationsOfOtherConfigsMatchTheBreakdown) {
                    activation_bytes_per_layer(cfg, 1, s, 1, false, Recompute::none));
 }
 
+// Under FP8, Transformer Engine's LayerNormLinear keeps the norm output in one byte (ln_out is
+// uint8): the two norm outputs of a dense block cost a byte per element instead of two.
+TEST(TransformerTest, Fp8KeepsTheNormOutputsInOneByte) {
+  const TransformerModel model(transformer_preset("llama3-8b"));
+  const auto& cfg = model.config();
+  BatchShape fp8 = shape(1, 4096);
+  fp8.fp8 = Fp8Recipe::hybrid;
+  const auto plain = model.build_layers(shape(1, 4096), tp_context(8, true));
+  const auto quantized = model.build_layers(fp8, tp_context(8, true));
+  EXPECT_DOUBLE_EQ(quantized[1]->saved_activation_bytes(),
+                   activation_bytes_per_layer(cfg, 1, 4096, 8, true, Recompute::none, DType::bf16, Fp8Recipe::hybrid));
+  const double local_tokens = 4096.0 / 8;  // sequence parallel: this rank's shard
+  EXPECT_DOUBLE_EQ(plain[1]->saved_activation_bytes() - quantized[1]->saved_activation_bytes(),
+                   2 * local_tokens * cfg.hidden_size);
+}
+
 TEST(TransformerTest, PeakForwardActivationsMatchTheFormula) {
   const TransformerModel model(transformer_preset("gpt3-1.3b"));
   const auto& cfg = model.config();
