@@ -315,6 +315,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
     return static_cast<int>(v);
   });
   r.flag("offload_optimizer", p.offload_optimizer);
+  r.flag("master_param_remainders", p.master_param_remainders);
   r.choice("recompute_granularity", [&](const std::string& v) {
     if (v == "none") p.recompute_granularity = Recompute::none;
     else if (v == "selective") p.recompute_granularity = Recompute::selective;
@@ -461,6 +462,18 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& s, const std::vector<dou
                               "offloading needs the node's host: cluster '" + s.cluster.name + "' does not describe node group '" +
                                   s.cluster.group_of(r).name + "''s (node_groups[].host: memory_gb, memory_bandwidth_gb_per_s, "
                                   "device_link)");
+    if (s.parallel.master_param_remainders) {
+      // The remainder completes a bf16 parameter to its fp32 master; the other layouts keep no
+      // master on the device (fp32 or AMP weights, the host's copy) or average it (local SGD).
+      if (s.training.precision != DType::bf16 || s.training.autocast)
+        throw StrategyError("strategy.master_param_remainders",
+                            "a master kept as a remainder completes bf16 parameters: needs training.precision bf16 "
+                            "without training.autocast");
+      if (s.parallel.offload_optimizer || s.parallel.local_sgd_steps > 1 || s.parallel.parameter_servers > 0)
+        throw StrategyError("strategy.master_param_remainders",
+                            "a master kept as a remainder is for a synchronous optimizer on the device: not with "
+                            "offload_optimizer, local SGD or parameter servers");
+    }
     if (s.strategy_type != "hybrid" && s.parallel.context_parallel_size > 1)
       throw StrategyError("strategy.context_parallel_size", "context parallelism needs strategy type hybrid");
     if (s.strategy_type != "hybrid" && s.parallel.expert_model_parallel_size > 1)

@@ -104,6 +104,10 @@ inline constexpr FieldDoc kStrategy[] = {
     {"offload_optimizer", "bool", "false",
      "ZeRO-Offload (DeepSpeed's offload_optimizer, device cpu): optimizer state in the node's host memory, stepped "
      "by the host's CPU, gradients and parameters copied over PCIe (the cluster's node_groups[].host)"},
+    {"master_param_remainders", "bool", "false",
+     "the fp32 master kept as the 16-bit remainder of each bf16 parameter (apex DistributedFusedAdam's "
+     "store_param_remainders, NeMo's default with its distributed Adam): 2 bytes of optimizer state per parameter "
+     "instead of 4, no copy into the parameters after the step; bf16 without autocast, on the device"},
     {"recompute_granularity", "none | selective | full", "none", "activation recomputation"},
     {"overlap_grad_reduce", "bool", "true", "gradient reduction overlapped with backward"},
     {"parameter_servers", "count", "0",

@@ -152,6 +152,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "tp_comm_overlap" << YAML::Value << p.tp_comm_overlap;
   y << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;
   if (p.offload_optimizer) y << YAML::Key << "offload_optimizer" << YAML::Value << true;
+  if (p.master_param_remainders) y << YAML::Key << "master_param_remainders" << YAML::Value << true;
   y << YAML::Key << "recompute_granularity" << YAML::Value << to_string(p.recompute_granularity);
   y << YAML::Key << "overlap_grad_reduce" << YAML::Value << p.overlap_grad_reduce;
   y << YAML::Key << "overlap_param_gather" << YAML::Value << p.overlap_param_gather;

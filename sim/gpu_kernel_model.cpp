@@ -150,12 +150,16 @@ Bytes loss_bytes(const LossArgs& a, double e) {
 // Megatron's mixed-precision optimizer step per parameter, grads of g bytes: inf check and
 // unscale (fp16 loss scaling only: read + write g), the gradient norm (read g), fused Adam (read
 // g, read and write fp32 master, m and v: 24), and the copy of the master into the 16-bit weight
-// (read 4, write 2). Clipping rescales only when the norm exceeds the threshold: not counted.
+// (read 4, write 2; none with a master kept as a remainder). Clipping rescales only when the norm exceeds the threshold: not counted.
 Bytes optimizer_bytes(const ComputeOp& op, const OptimizerArgs& a) {
   const DType param = op.inputs.empty() ? DType::bf16 : op.inputs[0].dtype;
   const double g = op.inputs.size() > 1 ? dtype_bytes(op.inputs[1].dtype) : 4.0;
   double per_element = g + 24 + g;
-  if (param != DType::fp32) per_element += 4 + dtype_bytes(param);
+  // A master kept as a 16-bit remainder (ParallelConfig::master_param_remainders; inputs {param,
+  // grad, master, m, v}) is stepped as the bf16 parameter and its remainder read and written, the
+  // same 8 bytes as an fp32 master, and leaves no copy into the parameter to make.
+  const bool remainder = op.inputs.size() > 4 && dtype_bytes(op.inputs[2].dtype) < 4;
+  if (param != DType::fp32 && !remainder) per_element += 4 + dtype_bytes(param);
   if (param == DType::fp16) per_element += 2 * g;
   return static_cast<double>(a.numel) * per_element;
 }

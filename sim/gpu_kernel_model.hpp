@@ -30,7 +30,8 @@
 //              GEMM, Transformer Engine's cast-transpose of its 16-bit input (forward) or output
 //              gradient (data gradient), which the GEMM then reads as one-byte operands.
 //   optimizer  Megatron's mixed-precision step per parameter: unscale and inf check (fp16 only),
-//              gradient norm, clipping, fused Adam, copy of the fp32 master into the 16-bit weights.
+//              gradient norm, clipping, fused Adam, copy of the fp32 master into the 16-bit weights
+//              (none when the master is kept as a 16-bit remainder).
 // Every kernel that runs on its own adds the profile's launch overhead.
 #pragma once
 

@@ -102,14 +102,16 @@ void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vec
     const TensorPlacement part = shard_placement(placements[j], p.numel(), shards_, shard_index);
     std::vector<Tensor> s;
     const MemCategory category = offload_ ? MemCategory::host_optimizer_state : MemCategory::optimizer_state;
-    auto state = [&](const char* what) {
-      s.push_back(rt.alloc(base + "." + what, {n}, DType::fp32, category));
+    auto state = [&](const char* what, DType dtype = DType::fp32) {
+      s.push_back(rt.alloc(base + "." + what, {n}, dtype, category));
       TensorPlacement where = part;
       where.name += std::string(".") + what;
       rt.place(s.back(), where);
     };
     // Offloaded, an fp32 parameter also gets its host copy: the one the host's CPU steps.
-    if (p.dtype != DType::fp32 || offload_) state("master");
+    // A remainder holds the low 16 bits of the fp32 master whose high 16 are the bf16 parameter:
+    // the values stepped are the fp32 master's (backends store every tensor in fp32).
+    if (p.dtype != DType::fp32 || offload_) state("master", remainders_ && p.dtype == DType::bf16 ? DType::bf16 : DType::fp32);
     state("exp_avg");
     state("exp_avg_sq");
     states.push_back(std::move(s));

@@ -83,7 +83,10 @@ class GradientBuckets {
 // (DeepSpeed's default: the copies do not overlap backward). The device keeps no optimizer state.
 class ShardedAdam {
  public:
-  explicit ShardedAdam(int shards = 1, bool offload = false) : shards_(shards), offload_(offload) {}
+  // `remainders`: a bf16 parameter's master is kept as its 16-bit remainder
+  // (ParallelConfig::master_param_remainders).
+  explicit ShardedAdam(int shards = 1, bool offload = false, bool remainders = false)
+      : shards_(shards), offload_(offload), remainders_(remainders) {}
   // Allocates master (unless parameters are fp32), m and v for each parameter, 1/shards each:
   // member `shard_index`'s part, placed as "<parameter>.master|exp_avg|exp_avg_sq" of the
   // parameters' logical tensors (`placements`, parallel to params).
@@ -114,6 +117,7 @@ class ShardedAdam {
 
   int shards_;
   bool offload_ = false;
+  bool remainders_ = false;
   std::map<std::string, std::vector<HostStaging>> staging_;  // owner -> [param]
   std::map<std::string, std::vector<std::vector<Tensor>>> states_;  // owner -> [param][state]
   // owner -> [param] elements of the whole parameter (a ZeRO-3 step gets its partitions only).

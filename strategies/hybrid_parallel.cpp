@@ -80,8 +80,9 @@ class HybridRank final : public RankProgram {
     if (p > 1) boundaries_ = boundary_tensors(*plan_.model, plan_.batch, ctx_);
     const int zero = plan_.parallel.zero_stage;
     const int n = zero >= 1 ? data_group_.size() : 1;
-    optimizer_ = ShardedAdam(n, plan_.parallel.offload_optimizer);
-    expert_optimizer_ = ShardedAdam(expert_data_group_.size(), plan_.parallel.offload_optimizer);
+    optimizer_ = ShardedAdam(n, plan_.parallel.offload_optimizer, plan_.parallel.master_param_remainders);
+    expert_optimizer_ = ShardedAdam(expert_data_group_.size(), plan_.parallel.offload_optimizer,
+                                    plan_.parallel.master_param_remainders);
     chunks_.resize(v);
     for (int c = 0; c < v; ++c) {
       const int k = virtual_stage_of(c);

@@ -62,6 +62,11 @@ struct ParallelConfig {
   // ZeRO-Offload (DeepSpeed's zero_optimization.offload_optimizer.device: cpu): the optimizer's
   // state in the host's memory, stepped by the host's CPU (strategies/gradient_sync.hpp).
   bool offload_optimizer = false;
+  // The fp32 master weight kept as the 16-bit remainder that completes the bf16 parameter (apex
+  // DistributedFusedAdam's store_param_remainders, NeMo's default for bf16 with its distributed
+  // Adam): 2 bytes of optimizer state per parameter instead of 4, the same fp32 arithmetic, and no
+  // separate copy of the master into the parameter after the step. bf16 parameters only.
+  bool master_param_remainders = false;
   // Local SGD (periodic model averaging, PyTorch's PostLocalSGD `period`): with H > 1 each
   // data-parallel replica steps on its own gradients, and the replicas average their parameters
   // every H steps instead of reducing gradients every step. 1: synchronous data parallelism.

@@ -73,6 +73,21 @@ TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtI
       [](const std::string& path) { make_strategy(load_scenario(path)); });
 }
 
+TEST(ScenarioValidation, AMasterKeptAsARemainderNeedsBf16ParametersWithoutAmp) {
+  std::string text = test::bundled_text("validation/cases/nemo-h100-fp8-llama2-7b.yaml");
+  const std::string cluster = "cluster: ../clusters/h100-superpod.yaml";
+  ASSERT_NE(text.find(cluster), std::string::npos);
+  text.replace(text.find(cluster), cluster.size(), "cluster: dgx-h100");
+  test::expect_input_errors_at_the_right_places(
+      text,
+      {
+        BadCase{"fp16 parameters", "precision: bf16", "precision: fp16", "strategy.master_param_remainders",
+                "master_param_remainders", "needs training.precision bf16"},
+        BadCase{"AMP's fp32 parameters", "precision: bf16", "precision: bf16\n  autocast: true",
+                "strategy.master_param_remainders", "master_param_remainders", "without training.autocast"}},
+      [](const std::string& path) { make_strategy(load_scenario(path)); });
+}
+
 // search-tiny-h100.yaml: a custom 4-layer GPT on tiny-h100, with a search: section.
 TEST(ScenarioValidation, SearchScenarioNumbersAndSizes) {
   test::expect_input_errors_at_the_right_places(

@@ -62,6 +62,29 @@ double model_state_peak(const testing::RecordingRuntime& rt) {
   return rt.peak_bytes(MemCategory::parameters) + rt.peak_bytes(MemCategory::gradients) + rt.peak_bytes(MemCategory::optimizer_state);
 }
 
+// apex's store_param_remainders (ParallelConfig::master_param_remainders): each bf16 parameter's
+// master is its 16-bit remainder, so ZeRO-1's sharded state is 10 bytes per parameter (remainder,
+// m, v) instead of 12.
+TEST(HybridParallelMemory, AMasterKeptAsARemainderHoldsTwoBytesPerParameter) {
+  const int n = 8;
+  const double psi = static_cast<double>(parameter_count(transformer_preset("gpt3-1.3b")));
+  auto optimizer_state = [&](bool remainders) {
+    TrainingConfig t;
+    t.micro_batch_size = 1;
+    t.global_batch_size = n;
+    t.seq_length = 2048;
+    ParallelConfig p;
+    p.data_parallel_size = n;
+    p.zero_stage = 1;
+    p.master_param_remainders = remainders;
+    const HybridParallel s(std::make_shared<TransformerModel>(transformer_preset("gpt3-1.3b")), t, p, HybridConfig{},
+                           uniform_devices(n));
+    return run_rank(s, 0).current_bytes(MemCategory::optimizer_state);
+  };
+  EXPECT_NEAR(optimizer_state(false), 12 * psi / n, 0.01 * 12 * psi / n);
+  EXPECT_NEAR(optimizer_state(true), 10 * psi / n, 0.01 * 10 * psi / n);
+}
+
 TEST(HybridParallelMemory, ZeroStagesMatchRajbhandariFormulas) {
   const int n = 8;
   const auto cfg = transformer_preset("gpt3-13b");
