@@ -46,17 +46,24 @@ TEST(ScenarioValidation, TinyScenarioNumbersAndStructure) {
       [](const std::string& path) { load_scenario(path); });
 }
 
+// A validation case's text with its cluster, a path relative to the case's folder, replaced by a
+// bundled cluster's name: the text then loads from any folder.
+std::string case_on_bundled_cluster(const std::string& file, const std::string& relative, const std::string& bundled) {
+  std::string text = test::bundled_text("validation/cases/" + file);
+  const std::string line = "cluster: " + relative;
+  const auto at = text.find(line);
+  EXPECT_NE(at, std::string::npos) << file << ": no '" << line << "'";
+  if (at != std::string::npos) text.replace(at, line.size(), "cluster: " + bundled);
+  return text;
+}
+
 // flash-attn-125m-8xa100 (validation/cases): a FlashAttention version the A100 profile has no
 // figure for, one that does not exist, or a version without flash attention is one InputError at
 // the model's field, when the scenario is read or when its strategy meets the cluster's GPUs; so is
 // an accumulation of weight gradients AMP does not do, or one that does not exist.
 TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtItsField) {
-  std::string text = test::bundled_text("validation/cases/flash-attn-125m-8xa100.yaml");
-  const std::string cluster = "cluster: ../../platforms/clusters/dgx-a100.yaml";
-  ASSERT_NE(text.find(cluster), std::string::npos);
-  text.replace(text.find(cluster), cluster.size(), "cluster: dgx-a100");
   test::expect_input_errors_at_the_right_places(
-      text,
+      case_on_bundled_cluster("flash-attn-125m-8xa100.yaml", "../../platforms/clusters/dgx-a100.yaml", "dgx-a100"),
       {
         BadCase{"FlashAttention 3 on an A100", "flash_attn_version: 1 ", "flash_attn_version: 3 ",
                 "model.flash_attn_version", "flash_attn_version", "has no figure in rank 0's A100-SXM-80GB"},
@@ -73,13 +80,11 @@ TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtI
       [](const std::string& path) { make_strategy(load_scenario(path)); });
 }
 
+// A master kept as a remainder completes bf16 parameters: fp16 ones, or AMP's fp32 ones, are one
+// InputError at the strategy's field.
 TEST(ScenarioValidation, AMasterKeptAsARemainderNeedsBf16ParametersWithoutAmp) {
-  std::string text = test::bundled_text("validation/cases/nemo-h100-fp8-llama2-7b.yaml");
-  const std::string cluster = "cluster: ../clusters/h100-superpod.yaml";
-  ASSERT_NE(text.find(cluster), std::string::npos);
-  text.replace(text.find(cluster), cluster.size(), "cluster: dgx-h100");
   test::expect_input_errors_at_the_right_places(
-      text,
+      case_on_bundled_cluster("nemo-h100-fp8-llama2-7b.yaml", "../clusters/h100-superpod.yaml", "dgx-h100"),
       {
         BadCase{"fp16 parameters", "precision: bf16", "precision: fp16", "strategy.master_param_remainders",
                 "master_param_remainders", "needs training.precision bf16"},
