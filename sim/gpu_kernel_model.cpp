@@ -150,7 +150,8 @@ Bytes loss_bytes(const LossArgs& a, double e) {
 // Megatron's mixed-precision optimizer step per parameter, grads of g bytes: inf check and
 // unscale (fp16 loss scaling only: read + write g), the gradient norm (read g), fused Adam (read
 // g, read and write fp32 master, m and v: 24), and the copy of the master into the 16-bit weight
-// (read 4, write 2; none with a master kept as a remainder). Clipping rescales only when the norm exceeds the threshold: not counted.
+// (read 4, write 2; none with a master kept as a remainder). Clipping rescales only when the norm
+// exceeds the threshold: not counted.
 Bytes optimizer_bytes(const ComputeOp& op, const OptimizerArgs& a) {
   const DType param = op.inputs.empty() ? DType::bf16 : op.inputs[0].dtype;
   const double g = op.inputs.size() > 1 ? dtype_bytes(op.inputs[1].dtype) : 4.0;

@@ -22,7 +22,8 @@ class DataParallelRank final : public RankProgram {
                    std::unique_ptr<GradientCodec> codec)
       : model_(std::move(model)), batch_(batch), training_(training), parallel_(parallel), group_(group),
         block_(std::move(block)), micro_batches_(my_micro_batches), all_micro_batches_(all_micro_batches),
-        block_micro_batches_(block_micro_batches), optimizer_(1, parallel.offload_optimizer, parallel.master_param_remainders), codec_(std::move(codec)),
+        block_micro_batches_(block_micro_batches),
+        optimizer_(1, parallel.offload_optimizer, parallel.master_param_remainders), codec_(std::move(codec)),
         outer_(parallel.outer_lr, parallel.outer_momentum) {}
 
   void setup(Runtime& rt) override {

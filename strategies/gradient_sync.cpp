@@ -111,7 +111,8 @@ void ShardedAdam::allocate(Runtime& rt, const std::string& owner, const std::vec
     // Offloaded, an fp32 parameter also gets its host copy: the one the host's CPU steps.
     // A remainder holds the low 16 bits of the fp32 master whose high 16 are the bf16 parameter:
     // the values stepped are the fp32 master's (backends store every tensor in fp32).
-    if (p.dtype != DType::fp32 || offload_) state("master", remainders_ && p.dtype == DType::bf16 ? DType::bf16 : DType::fp32);
+    if (p.dtype != DType::fp32 || offload_)
+      state("master", remainders_ && p.dtype == DType::bf16 ? DType::bf16 : DType::fp32);
     state("exp_avg");
     state("exp_avg_sq");
     states.push_back(std::move(s));
