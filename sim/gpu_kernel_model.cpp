@@ -178,9 +178,10 @@ KernelTime streaming(Bytes bytes, bool runs_alone, const DeviceProfile& device) 
 // FP8 transpose the weight gradient will read: the input in the forward (or its recomputation),
 // the output gradient in the data-gradient GEMM (grad_output_preprocess). The weight-gradient GEMM
 // (the one that accumulates) reads both transposes as cast, and the weights are cast once per
-// iteration (is_first_microbatch), not per GEMM: neither is priced here. With sequence parallelism
-// TE casts the local shard before the all-gather and transposes the gathered copy in the backward;
-// priced as one cast-transpose of the gathered input. What quantization costs was measured in TE's
+// iteration (is_first_microbatch), not per GEMM: neither is priced here. The qkv and fc1 inputs
+// arrive in FP8 already (LayerNormLinear writes the norm's output in FP8; under sequence
+// parallelism the FP8 shard is what is gathered): only their transpose is priced. What
+// quantization costs was measured in TE's
 // GEMM profiling guide (docs/examples/gemm_profiling, 2026; a 5B layer config on an H200 NVL):
 // 17% of FP8 current scaling's layer GEMM time (487 ms with quantization, 403 ms pre-quantized).
 struct Fp8Gemm {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/checked_math.hpp"
+#include "common/input_limits.hpp"
 #include "strategies/models/layer_base.hpp"
 #include "strategies/ops.hpp"
 
@@ -1331,7 +1332,7 @@ class TransformerBlock final : public LayerBase {
 
     // ---- attention ----
     save(mb, "x", x);  // the layer input: the norm's backward (and full recompute) needs it
-    Tensor ln1 = rt.alloc(em.name("attn.norm.out"), {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, true), kAct);
+    Tensor ln1 = activation(em, "attn.norm.out", {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, true));
     norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
     Tensor qkv_in = gather_full(em, ctx_, x_, sp_gather_dtype(x_, dt), ph, "attn.qkv", sf, ln1);
     Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
@@ -1350,7 +1351,7 @@ class TransformerBlock final : public LayerBase {
     Tensor x2 = dropout_add(em, mb, "attn", ph, sf, x, attn_out, keep_all);
 
     // ---- MLP ----
-    Tensor ln2 = rt.alloc(em.name("mlp.norm.out"), {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, !moe_), kAct);
+    Tensor ln2 = activation(em, "mlp.norm.out", {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, !moe_));
     norm_fwd(em, cfg_, ph, "mlp.norm", sf, x2, ln2_w_, ln2_b_, ln2, rows, x_.h);
     Tensor mlp_out = moe_ ? moe_forward(em, mb, ph, sf, ln2, keep_all) : mlp_forward(em, mb, ph, sf, ln2, keep_all);
     Tensor y = dropout_add(em, mb, "mlp", ph, sf, x2, mlp_out, keep_all);
@@ -1543,7 +1544,7 @@ void validate(const TransformerConfig& cfg) {
   if (cfg.hidden_dropout < 0 || cfg.hidden_dropout >= 1) fail("hidden_dropout", "must be in [0,1)");
   if (cfg.attention_dropout < 0 || cfg.attention_dropout >= 1)
     fail("attention_dropout", "must be in [0,1)");
-  if (cfg.flash_attn_version < 0 || cfg.flash_attn_version > 3)
+  if (cfg.flash_attn_version < 0 || cfg.flash_attn_version > limits::kFlashAttentionVersion.max)
     fail("flash_attn_version", "must be 1, 2 or 3 (0: the device profile's)");
   if (cfg.flash_attn_version > 0 && !cfg.use_flash_attn) fail("flash_attn_version", "needs use_flash_attn: true");
   if (cfg.num_moe_experts < 0) fail("num_moe_experts", "must be >= 0");
