@@ -431,6 +431,7 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
     call.me = op.group.index_of(rank_);
     call.root = op.root >= 0 ? std::max(0, op.group.index_of(op.root)) : 0;
     call.channel = pending.channel;
+    call.userbuffers = op.userbuffers;
     const SimulationContext::Choice& chosen = choice_for(op);
     // With ghosts in the group only the aggregated form is sound: it times the collective from
     // every member's schedule (ghosts included), where the exact form would need ghosts to pace

@@ -273,6 +273,7 @@ struct CommOp {
   int root = -1;    // global rank, for broadcast
   ReduceOp reduce = ReduceOp::sum;
   int tag = 0;      // distinguishes concurrent point-to-point streams between the same pair
+  bool userbuffers = false;  // moved by Transformer Engine's userbuffers, not NCCL (Issue::userbuffers)
   // A point-to-point op may move part of `buffer`: elements [part_offset, part_offset +
   // part_numel) (a parameter server's partition of a gradient); -1: the whole buffer.
   std::int64_t part_offset = 0;

@@ -62,6 +62,7 @@ Handle issue_comm(Runtime& rt, OpKind kind, Phase phase, std::string label, cons
   op.root = root;
   op.reduce = reduce;
   op.tag = tag;
+  op.userbuffers = issue.userbuffers;
   return rt.communicate(std::move(op), issue);
 }
 

@@ -35,6 +35,10 @@ const char* to_string(Stream stream);
 struct Issue {
   Stream stream = Stream::compute;
   std::vector<Handle> after;
+  // A tensor-parallel collective Transformer Engine moves through its userbuffers
+  // (--tp-comm-overlap) instead of NCCL's kernels. Backends run it as any collective; the
+  // simulator keeps NCCL's affine timing for it, not the mid-size slowdown measured on NCCL's.
+  bool userbuffers = false;
 };
 
 class Runtime {

@@ -37,6 +37,7 @@ struct CollectiveCall {
   int me = 0;                        // my index in `ranks`
   int root = 0;                      // index in `ranks` (broadcast)
   std::string channel;               // same on all members; distinguishes concurrent collectives
+  bool userbuffers = false;          // Transformer Engine's userbuffers, not NCCL's kernels (strategies/runtime.hpp)
 };
 
 // How the calling actor moves bytes to and from peers. Implemented by the sim runtime with

@@ -42,7 +42,9 @@ std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveA
   // direct forms, is timed as NCCL's ring would move its bytes: Simple, at the links' rates).
   nccl::Estimate chosen = nccl::tuner_choice(call.kind, call.bytes, f, group, nccl_algorithm_of(algorithm));
   if (!chosen.available()) chosen = nccl::tuner_choice(call.kind, call.bytes, f, group, nccl::Algorithm::ring);
-  const nccl::Estimate real = nccl::achievable(call.kind, call.bytes, f, group, chosen.algorithm, chosen.protocol);
+  const bool nccl_kernels = !call.userbuffers;
+  const nccl::Estimate real =
+      nccl::achievable(call.kind, call.bytes, f, group, chosen.algorithm, chosen.protocol, nccl_kernels);
   if (!real.available()) return std::nullopt;
   WireModel wire;
   wire.estimate = real;
@@ -70,8 +72,10 @@ std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveA
     const nccl::Estimate simple =
         nccl::achievable(call.kind, call.bytes, f, group, nccl::Algorithm::ring, nccl::Protocol::simple);
     const double protocol_share = simple.available() ? std::min(1.0, real.bus_bytes_per_s / simple.bus_bytes_per_s) : 1.0;
+    // (The protocol share is a ratio of two slowed estimates; the slowdown itself comes back here.)
     if (intra_nominal > 0 && std::isfinite(intra_nominal))
-      wire.efficiency[0] = protocol_share * f.intra_bytes_per_s() / intra_nominal;
+      wire.efficiency[0] = protocol_share * f.intra_bytes_per_s() / intra_nominal /
+                           (nccl_kernels ? nccl::mid_size_slowdown(call.kind, call.bytes, f, group) : 1.0);
     if (inter_nominal > 0 && std::isfinite(inter_nominal) && f.nic_bytes_per_s > 0)
       wire.efficiency[1] = protocol_share * f.nic_achievable_bytes_per_s() / inter_nominal;
   }

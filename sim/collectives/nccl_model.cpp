@@ -9,9 +9,11 @@
 #include <iterator>
 #include <limits>
 #include <span>
+#include <vector>
 #include <stdexcept>
 
 #include "sim/collectives/nccl_constants.hpp"
+#include "sim/collectives/nccl_sweeps.hpp"
 
 namespace tandem::sim::nccl {
 
@@ -390,9 +392,11 @@ Estimate tuner_choice(OpKind kind, Bytes bytes, const Fabric& fabric, const Plac
   return best_of(kind, bytes, fabric, group, &algorithm);
 }
 
-Estimate achievable(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group, Algorithm algorithm,
-                    Protocol protocol) {
-  check(group);
+namespace {
+
+// achievable() before the mid-size slowdown: latency + bytes / the achievable bus bandwidth.
+Estimate achievable_affine(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group, Algorithm algorithm,
+                           Protocol protocol) {
   const Graph ring = ring_graph(fabric, group);
   const Graph nvls = nvls_graph(fabric, group);
   Estimate e = evaluate(kind, bytes, fabric, group, algorithm, protocol, achievable_base(fabric, group, nvls), ring, nvls);
@@ -405,6 +409,70 @@ Estimate achievable(OpKind kind, Bytes bytes, const Fabric& fabric, const Placem
                         (nvls.channels - 1) / nvls.channels;
     e.bus_bytes_per_s = e.alg_bytes_per_s * bus_factor(kind, group.ranks);
     e.seconds = e.latency_s + bytes / e.alg_bytes_per_s;
+  }
+  return e;
+}
+
+// The slowdown over bytes per rank, as (log2 bytes per rank, slowdown) knots.
+struct RampKnot {
+  double log2_per_rank = 0;
+  double slowdown = 1;
+};
+constexpr double kRampStartPerRankBytes = 128.0 * 1024;  // mid_size_slowdown: 1 at and below
+
+std::vector<RampKnot> build_ramp(Arch arch) {
+  const NodeSweep sweep = measured_node_all_reduce(arch);
+  std::vector<RampKnot> ramp;
+  if (sweep.points.empty()) return ramp;
+  Fabric node;
+  node.arch = arch;
+  node.nvlink = node.nvswitch = true;
+  node.nvlinks_per_gpu = sweep.nvlinks_per_gpu;
+  const Placement group{sweep.ranks, 1};
+  // Measured over modelled time of one sweep point (nccl-tests: time = size x bus factor / busbw).
+  auto ratio = [&](const SweepPoint& p) {
+    const double measured_s = p.bytes * bus_factor(OpKind::all_reduce, sweep.ranks) / (p.bus_gb_per_s * kGB);
+    const Estimate chosen = best_of(OpKind::all_reduce, p.bytes, node, group, nullptr);
+    return measured_s / achievable_affine(OpKind::all_reduce, p.bytes, node, group, chosen.algorithm, chosen.protocol).seconds;
+  };
+  const double plateau = ratio(sweep.points.back());
+  ramp.push_back({std::log2(kRampStartPerRankBytes), 1.0});
+  for (const SweepPoint& p : sweep.points)
+    if (p.bytes / sweep.ranks > kRampStartPerRankBytes)
+      ramp.push_back({std::log2(p.bytes / sweep.ranks), std::max(1.0, ratio(p) / plateau)});
+  return ramp;
+}
+
+}  // namespace
+
+double mid_size_slowdown(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group) {
+  const bool ring_kind = kind == OpKind::all_reduce || kind == OpKind::reduce_scatter || kind == OpKind::all_gather;
+  if (!ring_kind || group.nodes != 1 || group.ranks < 2 || !fabric.nvlink || !fabric.nvswitch || !(bytes > 0)) return 1.0;
+  // Built once per generation, from the model itself and the measured sweep.
+  static const std::vector<RampKnot> ramps[] = {build_ramp(Arch::volta), build_ramp(Arch::ampere),
+                                                build_ramp(Arch::hopper), build_ramp(Arch::blackwell)};
+  const std::vector<RampKnot>& ramp = ramps[arch_index(fabric.arch)];
+  if (ramp.size() < 2) return 1.0;
+  const double x = std::log2(bytes / group.ranks);
+  if (x <= ramp.front().log2_per_rank) return 1.0;
+  if (x >= ramp.back().log2_per_rank) return ramp.back().slowdown;
+  const auto upper = std::find_if(ramp.begin(), ramp.end(), [x](const RampKnot& k) { return k.log2_per_rank >= x; });
+  const RampKnot& hi = *upper;
+  const RampKnot& lo = *std::prev(upper);
+  const double w = (x - lo.log2_per_rank) / (hi.log2_per_rank - lo.log2_per_rank);
+  return lo.slowdown + w * (hi.slowdown - lo.slowdown);
+}
+
+Estimate achievable(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group, Algorithm algorithm,
+                    Protocol protocol, bool measured_mid_size) {
+  check(group);
+  Estimate e = achievable_affine(kind, bytes, fabric, group, algorithm, protocol);
+  const double slowdown = measured_mid_size ? mid_size_slowdown(kind, bytes, fabric, group) : 1.0;
+  if (e.available() && slowdown > 1.0) {
+    e.latency_s *= slowdown;
+    e.alg_bytes_per_s /= slowdown;
+    e.bus_bytes_per_s /= slowdown;
+    e.seconds *= slowdown;
   }
   return e;
 }

@@ -80,9 +80,23 @@ Estimate tuner_choice(OpKind kind, Bytes bytes, const Fabric& fabric, const Plac
 Estimate tuner_choice(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group, Algorithm algorithm);
 
 // What NCCL really reaches with an (algorithm, protocol): the tuner's latency, and the bus
-// bandwidth of the achievable link rates through the same protocol caps.
+// bandwidth of the achievable link rates through the same protocol caps; the whole time then
+// stretched by mid_size_slowdown.
+// `measured_mid_size` false: the affine form alone (a collective that NCCL's kernels do not move).
 Estimate achievable(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group, Algorithm algorithm,
-                    Protocol protocol);
+                    Protocol protocol, bool measured_mid_size = true);
+// How much longer NCCL takes on one NVSwitch node than the affine form (latency + bytes / bus
+// bandwidth) says at this size: the measured-over-modelled time of that node's 8-GPU all-reduce
+// sweep (nccl_sweeps.hpp) at the same bytes per rank, over the same ratio at the sweep's plateau
+// (the plateau is the bus-bandwidth cases' to check), interpolated in log size and never below 1.
+// Bytes per rank, because that is what NCCL's channel and chunk sizing scale with (enqueue.cc
+// reduces channels while bytes < channels x threads x threshold x ranks). It is 1 at and below
+// 128 KiB per rank (1 MiB on 8): there the public sweeps disagree with each other by 2x (Azure's
+// ~42 us against ~20 us on another H100 node) and the tuner's latencies stand. Also 1 across
+// nodes, off NVSwitch, for kinds other than all-reduce, reduce-scatter and all-gather, and on GPU
+// generations without a sweep (Volta, Blackwell).
+double mid_size_slowdown(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group);
+
 // tuner_choice, then achievable: the prediction for a collective run by NCCL.
 Estimate predict(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group);
 

@@ -273,13 +273,19 @@ Handle tp_comm(Emitter& em, const ParallelContext& ctx, OpKind kind, Phase ph, s
   return h;
 }
 
+// Who moves a sequence-parallel collective: NCCL, or, for a block's linears under
+// --tp-comm-overlap, Transformer Engine's userbuffers (Issue::userbuffers). The embedding's,
+// the output layer's and the experts' collectives stay NCCL's.
+enum class SpMover { nccl, block_linear };
+
 // Sequence parallelism's collectives between a full activation [b, s, k] and this rank's
 // sequence shard [b, s/t, k] (CommShards along dimension 1): the reduce-scatter writes the
 // reduced shard into `shard`, the all-gather fills `full` from every rank's `shard`.
-Handle sp_comm(Emitter& em, const ParallelContext& ctx, OpKind kind, Phase ph, std::string_view what,
+Handle sp_comm(Emitter& em, const ParallelContext& ctx, SpMover mover, OpKind kind, Phase ph, std::string_view what,
                std::string_view sf, const Tensor& full, const Tensor& shard, bool defer = false) {
   const std::string label = em.label(what, sf);
-  const Issue issue = em.comm_issue(Stream::tp_comm);
+  Issue issue = em.comm_issue(Stream::tp_comm);
+  issue.userbuffers = mover == SpMover::block_linear && ctx.sequence_parallel && ctx.tp_comm_overlap;
   const CommShards part{{shard}, /*dim=*/1, false};
   const Handle h = kind == OpKind::reduce_scatter
                        ? ops::reduce_scatter(em.rt(), ph, label, {full}, ctx.tp_group, part, issue)
@@ -290,7 +296,7 @@ Handle sp_comm(Emitter& em, const ParallelContext& ctx, OpKind kind, Phase ph, s
 
 // After a row-parallel GEMM: all-reduce the partial sums in place, or reduce-scatter them to this
 // rank's sequence shard (sequence parallel). Takes `partial`, returns the reduced tensor.
-Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt, Phase ph,
+Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, SpMover mover, DType dt, Phase ph,
                       std::string_view what, std::string_view sf, const Tensor& partial) {
   if (x.t == 1) return partial;
   if (!x.sp) {
@@ -298,7 +304,7 @@ Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, DT
     return partial;
   }
   Tensor shard = em.rt().alloc(em.name(std::string(what) + ".out"), {x.b, x.sl, x.h}, dt, kAct);
-  const Handle h = sp_comm(em, ctx, OpKind::reduce_scatter, ph,
+  const Handle h = sp_comm(em, ctx, mover, OpKind::reduce_scatter, ph,
                            std::string(what) + ".reducescatter", sf, partial, shard);
   em.release_after(partial, h);  // the reduce-scatter reads it on the tp stream
   return shard;
@@ -306,12 +312,12 @@ Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, DT
 
 // Before a column-parallel GEMM with sequence parallelism: all-gather the sequence shards.
 // Returns `local` itself without SP.
-Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, DType dt, Phase ph,
+Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, SpMover mover, DType dt, Phase ph,
                    std::string_view what, std::string_view sf, const Tensor& local,
                    bool defer = false, Handle* handle = nullptr) {
   if (!x.sp) return local;
   Tensor full = em.rt().alloc(em.name(std::string(what) + ".gathered"), {x.b, x.s, x.h}, dt, kAct);
-  Handle h = sp_comm(em, ctx, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
+  Handle h = sp_comm(em, ctx, mover, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
                      local, defer);
   if (handle) *handle = h;
   return full;
@@ -364,7 +370,8 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   // beside the dgrad GEMM; a deferred weight gradient keeps the gathered input until its W pass
   // (as the zero-bubble Megatron fork's WeightGradStore keeps total_input).
   Handle gathered;
-  const Tensor in_full = gather_full(em, ctx, x, block_linear ? sp_gather_dtype(x, dt) : dt, Phase::backward,
+  const SpMover mover = block_linear ? SpMover::block_linear : SpMover::nccl;
+  const Tensor in_full = gather_full(em, ctx, x, mover, block_linear ? sp_gather_dtype(x, dt) : dt, Phase::backward,
                                      std::string(what) + ".input", "bwd", saved_in, /*defer=*/true, &gathered);
   const I64 tokens = x.b * x.s;
   Tensor d_in_full = rt.alloc(em.name(std::string(what) + ".dinput"), {x.b, x.s, k}, dt, kAct);
@@ -377,7 +384,7 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   if (x.t > 1) {
     if (x.sp) {
       d_in = rt.alloc(em.name(std::string(what) + ".dinput_shard"), {x.b, x.sl, k}, dt, kAct);
-      comm = sp_comm(em, ctx, OpKind::reduce_scatter, Phase::backward,
+      comm = sp_comm(em, ctx, mover, OpKind::reduce_scatter, Phase::backward,
                      std::string(what) + ".reducescatter", "bwd", d_in_full, d_in, true);
     } else {
       comm = tp_comm(em, ctx, OpKind::all_reduce, Phase::backward,
@@ -551,7 +558,7 @@ class EmbeddingLayer final : public VocabTableLayer {
                                                position_offset(), false},
                                  em.compute_issue()));
     }
-    Tensor out = reduce_partial(em, ctx_, x_, dt, ph, "word", "fwd", emb);
+    Tensor out = reduce_partial(em, ctx_, x_, SpMover::nccl, dt, ph, "word", "fwd", emb);
     if (learned()) {
       elementwise_op(em, ph, "add_position", "fwd", {out, pos}, {out}, ElementwiseFn::add, numel);
       rt.release(pos);
@@ -592,7 +599,7 @@ class EmbeddingLayer final : public VocabTableLayer {
     // The word embedding's reduction (all-reduce or reduce-scatter) is an identity or an
     // all-gather backward.
     Handle gathered;
-    Tensor full = gather_full(em, ctx_, x_, dt, Phase::backward, "word", "bwd", d, false,
+    Tensor full = gather_full(em, ctx_, x_, SpMover::nccl, dt, Phase::backward, "word", "bwd", d, false,
                               &gathered);
     if (full.id != d.id) em.release_after(d, gathered);
     Tensor tokens = take(mb, "tokens");
@@ -762,7 +769,7 @@ class TransformerBlock final : public LayerBase {
     Handle gathered;
     Tensor d_attn = dropout_bwd(em, mb, "attn", d_x2);
     bias_grad(em, "attn.proj.bias", d_attn, proj_b_, local_numel);
-    Tensor d_proj = gather_full(em, ctx_, x_, dt, Phase::backward, "attn.proj", "bwd", d_attn,
+    Tensor d_proj = gather_full(em, ctx_, x_, SpMover::block_linear, dt, Phase::backward, "attn.proj", "bwd", d_attn,
                                 false, &gathered);
     if (d_proj.id != d_attn.id && d_attn.id != d_x2.id) em.release_after(d_attn, gathered);
     Tensor ctx_out = take(mb, "ctx");
@@ -957,7 +964,7 @@ class TransformerBlock final : public LayerBase {
       if (keep_all) save(mb, key, t);
       else rt.release(t);
     };
-    Tensor fc1_in = gather_full(em, ctx_, x_, sp_gather_dtype(x_, dt), ph, "mlp.fc1", sf, ln2);
+    Tensor fc1_in = gather_full(em, ctx_, x_, SpMover::block_linear, sp_gather_dtype(x_, dt), ph, "mlp.fc1", sf, ln2);
     Tensor fc1 = alloc("mlp.fc1.out", {x_.b, x_.s, x_.fl * x_.m});
     gemm_op(em, ph, "mlp.fc1", sf, fc1_in, fc1_w_.w, fc1, linear(x_, overlapping(x_, GemmArgs{tokens, x_.fl * x_.m, x_.h}, Overlap::consumes_gather), false, false));
     bias_fwd(em, ph, "mlp.fc1.bias", sf, fc1, fc1_b_, tokens * x_.fl * x_.m);
@@ -969,7 +976,7 @@ class TransformerBlock final : public LayerBase {
     Tensor fc2 = alloc("mlp.fc2.out", {x_.b, x_.s, x_.h});
     gemm_op(em, ph, "mlp.fc2", sf, act, fc2_w_.w, fc2, linear(x_, overlapping(x_, GemmArgs{tokens, x_.h, x_.fl}, Overlap::feeds_scatter), false, false));
     keep("act", act);
-    Tensor mlp_out = reduce_partial(em, ctx_, x_, dt, ph, "mlp.fc2", sf, fc2);
+    Tensor mlp_out = reduce_partial(em, ctx_, x_, SpMover::block_linear, dt, ph, "mlp.fc2", sf, fc2);
     bias_fwd(em, ph, "mlp.fc2.bias", sf, mlp_out, fc2_b_, rows * x_.h);
     return mlp_out;
   }
@@ -987,7 +994,7 @@ class TransformerBlock final : public LayerBase {
     bias_grad(em, "mlp.fc2.bias", d_mlp, fc2_b_, x_.b * x_.sl * x_.h);
 
     Handle gathered;
-    Tensor d_fc2 = gather_full(em, ctx_, x_, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp, false,
+    Tensor d_fc2 = gather_full(em, ctx_, x_, SpMover::block_linear, dt, Phase::backward, "mlp.fc2", "bwd", d_mlp, false,
                                &gathered);
     if (d_fc2.id != d_mlp.id && d_mlp.id != dy.id) em.release_after(d_mlp, gathered);
     Tensor act = take(mb, "act");
@@ -1094,7 +1101,7 @@ class TransformerBlock final : public LayerBase {
     const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size() / x_.t;
     const I64 rows = ep_ * capacity_;
     Handle gathered;
-    const Tensor ln2 = gather_full(em, ctx_, x_, dt, ph, "mlp.moe", sf, ln2_local, false, &gathered);
+    const Tensor ln2 = gather_full(em, ctx_, x_, SpMover::nccl, dt, ph, "mlp.moe", sf, ln2_local, false, &gathered);
     if (ln2.id != ln2_local.id) em.release_after(ln2_local, gathered);  // backward keeps the gathered tokens
     auto alloc = [&](const std::string& what, std::vector<I64> shape, DType type) {
       return activation(em, what, std::move(shape), type);
@@ -1145,7 +1152,7 @@ class TransformerBlock final : public LayerBase {
     keep("experts", experts);
     keep("slots", slots);
     keep("probs", probs);
-    return reduce_partial(em, ctx_, x_, dt, ph, "mlp.moe", sf, y);
+    return reduce_partial(em, ctx_, x_, SpMover::nccl, dt, ph, "mlp.moe", sf, y);
   }
 
   // The mixture of experts' backward from its output gradient `d_y` (`dy` when there is no
@@ -1161,7 +1168,7 @@ class TransformerBlock final : public LayerBase {
     const I64 T = x_.b * x_.s, E = cfg_.num_moe_experts, k = cfg_.moe_router_topk, fe = cfg_.expert_ffn_size() / x_.t;
     const I64 rows = ep_ * capacity_;
     Handle gathered;
-    const Tensor d_y = gather_full(em, ctx_, x_, batch_.dtype, ph, "mlp.moe", "bwd", d_y_local, false, &gathered);
+    const Tensor d_y = gather_full(em, ctx_, x_, SpMover::nccl, batch_.dtype, ph, "mlp.moe", "bwd", d_y_local, false, &gathered);
     if (d_y.id != d_y_local.id && d_y_local.id != dy.id) em.release_after(d_y_local, gathered);
     auto alloc = [&](const std::string& what, std::vector<I64> shape) { return activation(em, what, std::move(shape)); };
     // A weight gradient of a batched expert GEMM (or the router's), deferred with a split backward.
@@ -1269,7 +1276,7 @@ class TransformerBlock final : public LayerBase {
       weights.release(d_s_fc1);
     }
     weight_gradient("mlp.router", ln2, d_logits, router_w_, GemmArgs{x_.h, E, T});
-    return reduce_partial(em, ctx_, x_, batch_.dtype, ph, "mlp.moe", "bwd", d_ln2);
+    return reduce_partial(em, ctx_, x_, SpMover::nccl, batch_.dtype, ph, "mlp.moe", "bwd", d_ln2);
   }
 
   // Dropout on the branch output, then the residual add; takes `branch`, returns the new
@@ -1334,7 +1341,7 @@ class TransformerBlock final : public LayerBase {
     save(mb, "x", x);  // the layer input: the norm's backward (and full recompute) needs it
     Tensor ln1 = activation(em, "attn.norm.out", {x_.b, x_.sl, x_.h}, norm_out_dtype(x_, dt, true));
     norm_fwd(em, cfg_, ph, "attn.norm", sf, x, ln1_w_, ln1_b_, ln1, rows, x_.h);
-    Tensor qkv_in = gather_full(em, ctx_, x_, sp_gather_dtype(x_, dt), ph, "attn.qkv", sf, ln1);
+    Tensor qkv_in = gather_full(em, ctx_, x_, SpMover::block_linear, sp_gather_dtype(x_, dt), ph, "attn.qkv", sf, ln1);
     Tensor qkv = alloc("attn.qkv.out", {x_.b, x_.s, x_.nqkv});
     gemm_op(em, ph, "attn.qkv", sf, qkv_in, qkv_w_.w, qkv, linear(x_, overlapping(x_, GemmArgs{tokens, x_.nqkv, x_.h}, Overlap::consumes_gather), false, false));
     bias_fwd(em, ph, "attn.qkv.bias", sf, qkv, qkv_b_, tokens * x_.nqkv);
@@ -1346,7 +1353,7 @@ class TransformerBlock final : public LayerBase {
     Tensor proj = alloc("attn.proj.out", {x_.b, x_.s, x_.h});
     gemm_op(em, ph, "attn.proj", sf, ctx_out, proj_w_.w, proj, linear(x_, overlapping(x_, GemmArgs{tokens, x_.h, x_.al * x_.d}, Overlap::feeds_scatter), false, false));
     keep("ctx", ctx_out, keep_all);
-    Tensor attn_out = reduce_partial(em, ctx_, x_, dt, ph, "attn.proj", sf, proj);
+    Tensor attn_out = reduce_partial(em, ctx_, x_, SpMover::block_linear, dt, ph, "attn.proj", sf, proj);
     bias_fwd(em, ph, "attn.proj.bias", sf, attn_out, proj_b_, rows * x_.h);
     Tensor x2 = dropout_add(em, mb, "attn", ph, sf, x, attn_out, keep_all);
 
@@ -1417,7 +1424,7 @@ class LMHead final : public VocabTableLayer {
     Tensor ln = rt.alloc(em.name("norm.out"), {x_.b, x_.sl, x_.h}, dt, kAct);
     norm_fwd(em, cfg_, ph, "norm", "fwd", x, norm_w_, norm_b_, ln, x_.b * x_.sl, x_.h);
     save(mb, "x", x);
-    Tensor in = gather_full(em, ctx_, x_, dt, ph, "output", "fwd", ln);
+    Tensor in = gather_full(em, ctx_, x_, SpMover::nccl, dt, ph, "output", "fwd", ln);
     Tensor logits = rt.alloc(em.name("output.logits"), {x_.b, x_.s, x_.vl}, dt, kAct);
     GemmArgs args{tokens, x_.vl, x_.h};
     args.trans_b = true;

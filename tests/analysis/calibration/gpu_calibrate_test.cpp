@@ -55,11 +55,12 @@ TEST(GpuCalibrate, CollectiveFitsTimeTheLargestMessagesWithinNcclsProtocolSpread
   const Bytes largest = comm_sizes_bytes(false, WorkloadScale::gpu).back();
   int fits = 0;
   for (const CommFit& c : r.comm) {
-    // One alpha-beta line across NCCL's protocol switches (LL below ~1 MB, LL128, Simple) is a
-    // compromise: over 64 KiB-256 MiB it times 256 MiB 6-12% slow (measured here). These fits are
-    // reported; the simulator runs collectives as flows over the fitted send/recv link.
+    // One alpha-beta line across NCCL's protocol switches (LL below ~1 MB, LL128, Simple) and its
+    // measured mid-size slowdown (1.2-1.5x from 2 to 64 MiB on 8 ranks) is a compromise: over
+    // 64 KiB-256 MiB it times 256 MiB 15-22% slow (measured here). These fits are reported; the
+    // simulator runs collectives as flows over the fitted send/recv link.
     const Seconds fitted = c.fit.latency_s + largest / c.fit.bandwidth_bytes_per_s;
-    EXPECT_NEAR(fitted / nccl_seconds(c.kind, largest, c.group_size), 1.0, 0.15)
+    EXPECT_NEAR(fitted / nccl_seconds(c.kind, largest, c.group_size), 1.0, 0.25)
         << to_string(c.kind) << " n=" << c.group_size;
     ++fits;
   }

@@ -3,6 +3,7 @@
 // NCCL's per-link rates (nccl_model.hpp). Behaviour, not timings: the numbers asserted are the
 // model's published inputs (per-link rates x links), not fitted outputs.
 #include "sim/collectives/nccl_model.hpp"
+#include "sim/collectives/nccl_sweeps.hpp"
 
 #include <gtest/gtest.h>
 
@@ -73,10 +74,11 @@ TEST(NcclModel, ManyNodesUseTheTreeForSmallAllReducesAndTheRingForLargeOnes) {
 }
 
 TEST(NcclModel, RingBusBandwidthIsLinksTimesNcclsPerLinkRate) {
-  // topo.h: 20.6 GB/s per NVLink on Hopper, 20.0 on Ampere.
-  const Estimate h100 = achievable(OpKind::all_reduce, 8e9, dgx_h100(), kOneNode, Algorithm::ring, Protocol::simple);
+  // topo.h: 20.6 GB/s per NVLink on Hopper, 20.0 on Ampere; at 8 GiB, the plateau (no mid-size slowdown).
+  const Bytes plateau = 8.0 * (1ull << 30);
+  const Estimate h100 = achievable(OpKind::all_reduce, plateau, dgx_h100(), kOneNode, Algorithm::ring, Protocol::simple);
   EXPECT_NEAR(h100.bus_bytes_per_s, 18 * 20.6e9, 1e6);
-  const Estimate a100 = achievable(OpKind::all_reduce, 8e9, dgx_a100(), kOneNode, Algorithm::ring, Protocol::simple);
+  const Estimate a100 = achievable(OpKind::all_reduce, plateau, dgx_a100(), kOneNode, Algorithm::ring, Protocol::simple);
   EXPECT_NEAR(a100.bus_bytes_per_s, 12 * 20.0e9, 1e6);
   // LL halves the bytes per line and is capped (llMaxBws): far below Simple.
   const Estimate ll = achievable(OpKind::all_reduce, 8e9, dgx_h100(), kOneNode, Algorithm::ring, Protocol::ll);
@@ -108,6 +110,43 @@ TEST(NcclModel, IsAPureFunction) {
   EXPECT_EQ(a.seconds, b.seconds);
   EXPECT_EQ(a.algorithm, b.algorithm);
   EXPECT_EQ(a.protocol, b.protocol);
+}
+
+TEST(NcclModel, MidSizeAllReducesOnOneNodeTakeAsLongAsTheMeasuredSweepSays) {
+  // The slowdown is read from the 8-GPU sweeps (nccl_sweeps.cpp): with it, the model times the
+  // sweep's own mid sizes as measured, relative to the plateau; without it (the affine form) an
+  // 8 MiB all-reduce on 8 H100 ran 1.5x too fast.
+  for (const Fabric& node : {dgx_a100(), dgx_h100()}) {
+    const NodeSweep sweep = measured_node_all_reduce(node.arch);
+    ASSERT_FALSE(sweep.points.empty());
+    auto measured_over_predicted = [&](const SweepPoint& p) {
+      const Seconds measured = p.bytes * bus_factor(OpKind::all_reduce, 8) / (p.bus_gb_per_s * 1e9);
+      return measured / predict(OpKind::all_reduce, p.bytes, node, kOneNode).seconds;
+    };
+    const double plateau = measured_over_predicted(sweep.points.back());
+    for (const SweepPoint& p : sweep.points)
+      if (p.bytes >= 2.0 * (1 << 20)) EXPECT_NEAR(measured_over_predicted(p) / plateau, 1.0, 1e-9) << p.bytes;
+    const Bytes eight_mib = 8.0 * (1 << 20);
+    EXPECT_GT(mid_size_slowdown(OpKind::all_reduce, eight_mib, node, kOneNode), 1.3);
+  }
+}
+
+TEST(NcclModel, MidSizeSlowdownFollowsBytesPerRankOnOneNodeOnly) {
+  const Bytes eight_mib = 8.0 * (1 << 20);
+  const double eight_ranks = mid_size_slowdown(OpKind::all_reduce, eight_mib, dgx_h100(), kOneNode);
+  // Half the buffer on half the ranks: the same bytes per rank, the same slowdown (enqueue.cc sizes
+  // channels by bytes per rank); all-gathers and reduce-scatters alike.
+  EXPECT_DOUBLE_EQ(mid_size_slowdown(OpKind::all_reduce, eight_mib / 2, dgx_h100(), {4, 1}), eight_ranks);
+  EXPECT_DOUBLE_EQ(mid_size_slowdown(OpKind::all_gather, eight_mib, dgx_h100(), kOneNode), eight_ranks);
+  // None where the sweeps do not reach: small messages (the tuner's latencies stand), the plateau,
+  // several nodes, a generation without a sweep, point-to-point kinds.
+  EXPECT_EQ(mid_size_slowdown(OpKind::all_reduce, 1 << 20, dgx_h100(), kOneNode), 1.0);
+  EXPECT_EQ(mid_size_slowdown(OpKind::all_reduce, 64.0 * (1ull << 30), dgx_h100(), kOneNode), 1.0);
+  EXPECT_EQ(mid_size_slowdown(OpKind::all_reduce, eight_mib * 2, dgx_h100(), {16, 2}), 1.0);
+  Fabric volta = dgx_h100();
+  volta.arch = Arch::volta;
+  EXPECT_EQ(mid_size_slowdown(OpKind::all_reduce, eight_mib, volta, kOneNode), 1.0);
+  EXPECT_EQ(mid_size_slowdown(OpKind::broadcast, eight_mib, dgx_h100(), kOneNode), 1.0);
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ TEST(NcclValidation, AnalyticEstimateWithoutFlowsForAGroupInOneNode) {
   const auto automatic = nccl_estimate(OpKind::all_reduce, 8e9, node, view);
   ASSERT_TRUE(automatic.has_value());
   EXPECT_EQ(automatic->algorithm, nccl::Algorithm::nvls);
-  const auto ring = nccl_estimate(OpKind::all_reduce, 8e9, node, view, CollectiveAlgorithm::ring);
+  const auto ring = nccl_estimate(OpKind::all_reduce, 8.0 * (1ull << 30), node, view, CollectiveAlgorithm::ring);
   ASSERT_TRUE(ring.has_value());
   EXPECT_EQ(ring->algorithm, nccl::Algorithm::ring);
   EXPECT_NEAR(ring->bus_bytes_per_s, 18 * 20.6e9, 1e6);
