@@ -16,6 +16,7 @@
 #include <string>
 
 #include "scenarios/scenario.hpp"
+#include "sim/collectives/nccl_model.hpp"
 #include "tests/sim/sim_test_support.hpp"
 
 namespace tandem {
@@ -123,6 +124,23 @@ TEST(TpCommOverlapSim, BulkOverlappedGradientGemmsRunOnTheSmsTheCollectivesLeave
     EXPECT_GT(ratio, 1.05) << label;
     EXPECT_LE(ratio, kSmRatio + 1e-9) << label;
   }
+}
+
+// The userbuffers move the block linears' collectives, not NCCL's kernels: they keep the NCCL
+// model's affine time, where NCCL's own all-gather of the same 16 MiB (4,096 tokens x 2,048 x 2
+// bytes, 2 MiB per rank) takes the measured mid-size slowdown.
+TEST(TpCommOverlapSim, UserbuffersGathersKeepTheAffineTimeThatNcclsOwnExceedByTheMeasuredSlowdown) {
+  const auto wait = [](const Simulated& run) {
+    const Span& s = run.ops.at("mb0.layer0.attn.qkv.allgather.fwd");
+    return s.end_s - s.start_s;
+  };
+  sim::nccl::Fabric node;
+  node.arch = sim::nccl::Arch::hopper;
+  node.nvlinks_per_gpu = 18;
+  node.nvswitch = true;
+  const double slowdown = sim::nccl::mid_size_slowdown(OpKind::all_gather, 4096.0 * 2048 * 2, node, {8, 1});
+  ASSERT_GT(slowdown, 1.2);
+  EXPECT_NEAR(wait(plain()) / wait(overlapped()), slowdown, 0.05 * slowdown);
 }
 
 TEST(TpCommOverlapSim, TheIterationIsFasterWithLessExposedCommunication) {
