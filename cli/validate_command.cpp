@@ -1,15 +1,19 @@
 #include "cli/validate_command.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
+#include "validation/nccl_validation_run.hpp"
 #include "validation/validation_run.hpp"
 
 namespace tandem::cli {
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   CLI::App* cmd = app.add_subcommand("validate", "predict published measurements (validation/) and print the errors");
-  cmd->add_option("cases", o.cases, "case files or folders (default: the bundled validation/cases)");
+  cmd->add_option("cases", o.cases,
+                  "case files or folders (default: the bundled validation/cases, then the NCCL bus-bandwidth cases of "
+                  "validation/nccl)");
   cmd->add_flag("--ci", o.ci_only, "only the cases CI runs (ci: true)");
   cmd->add_option("--match", o.match, "only cases whose name contains this");
   cmd->add_option("--jobs,-j", o.jobs, "cases simulated at once")->check(CLI::PositiveNumber);
@@ -36,13 +40,24 @@ int run_validate(const ValidateOptions& o) {
     if (o.ci_only && !c.ci) continue;
     cases.push_back(std::move(c));
   }
-  const auto results = validation::run_cases(cases, o.jobs);
-  std::cout << validation::format_table(results);
-  if (!o.check) return 0;
-  for (const auto& r : results) {
-    if (!r.within_band()) return 1;
+  // The bundled run also predicts the NCCL bus-bandwidth cases (one collective each, seconds).
+  std::vector<sim::NcclCase> nccl_cases;
+  if (o.cases.empty()) {
+    for (const auto& f : sim::nccl_case_files())
+      if (o.match.empty() || std::filesystem::path(f).stem().string().find(o.match) != std::string::npos)
+        nccl_cases.push_back(sim::load_nccl_case(f));
   }
-  return 0;
+  const auto results = validation::run_cases(cases, o.jobs);
+  if (!cases.empty() || nccl_cases.empty()) std::cout << validation::format_table(results);
+  std::vector<validation::NcclCaseResult> nccl;
+  if (!nccl_cases.empty()) {
+    nccl = validation::run_nccl_cases(nccl_cases, o.jobs);
+    std::cout << (cases.empty() ? "" : "\n") << validation::format_nccl_table(nccl);
+  }
+  if (!o.check) return 0;
+  const bool all_within = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.within_band(); }) &&
+                          std::all_of(nccl.begin(), nccl.end(), [](const auto& r) { return r.within_band(); });
+  return all_within ? 0 : 1;
 }
 
 }  // namespace tandem::cli

@@ -11,40 +11,21 @@
 #include "sim/collectives/nccl_fabric.hpp"
 #include "sim/platform_builder.hpp"
 #include "tests/sim/sim_test_support.hpp"
+#include "validation/nccl_validation_run.hpp"
 
 namespace tandem::sim {
 namespace {
 
-struct Predicted {
-  double bus_gb_per_s = 0;
-  std::string algorithm;
-};
-
-Predicted predict_in_child(const NcclCase& c) {
-  const auto result = sim_test::run_in_child([&] {
-    const CollectiveBenchmark b = benchmark_collective(c.load_cluster(), c.collective, c.bytes, c.group_size, c.algorithm);
-    std::ostringstream out;
-    out.precision(17);
-    out << b.bus_bytes_per_s / 1e9 << ' ' << to_string(b.algorithm);
-    return out.str();
-  });
-  if (!result.ok) throw std::runtime_error(c.name + ": " + result.describe());
-  Predicted p;
-  std::istringstream in(result.output);
-  in >> p.bus_gb_per_s >> p.algorithm;
-  return p;
-}
-
 TEST(NcclValidation, EveryCaseWithinItsBandOfThePublishedBusBandwidth) {
   const auto files = nccl_case_files();
   ASSERT_GE(files.size(), 6u);
-  for (const std::string& file : files) {
-    const NcclCase c = load_nccl_case(file);
-    const Predicted p = predict_in_child(c);
-    const double error_pct = 100.0 * (p.bus_gb_per_s - c.published_bus_gb_per_s) / c.published_bus_gb_per_s;
-    std::printf("%-36s %-5s predicted %7.1f GB/s  published %7.1f GB/s  %+5.1f%%\n", c.name.c_str(),
-                p.algorithm.c_str(), p.bus_gb_per_s, c.published_bus_gb_per_s, error_pct);
-    EXPECT_LE(std::abs(error_pct), c.band_pct) << c.name << " (" << c.source << ")";
+  std::vector<NcclCase> cases;
+  for (const std::string& file : files) cases.push_back(load_nccl_case(file));
+  const auto results = validation::run_nccl_cases(cases, 2);
+  std::printf("%s", validation::format_nccl_table(results).c_str());
+  for (const validation::NcclCaseResult& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.failure;
+    EXPECT_TRUE(r.within_band()) << r.name << " " << 100 * r.error() << "% (" << r.source << ")";
   }
 }
 
