@@ -150,6 +150,7 @@ std::string search_report_text(const search::SearchResult& r, const SearchReport
       << fmt("%.1f%%", 100 * r.coverage()) << ")\n";
   for (const auto& [reason, count] : r.dropped) out << "  dropped   " << count << "  " << reason << "\n";
   for (const auto& profile : ctx.profiles) out << "profile     " << profile << "\n";
+  for (const auto& line : ctx.collectives) out << "collectives " << line << "\n";
   if (!ctx.objective_basis.empty()) out << "basis       " << ctx.objective_basis << "\n";
   out << "\ntop " << r.ranked.size() << " by " << to_string(r.objective) << ":\n";
   int rank = 1;
@@ -194,6 +195,7 @@ nlohmann::json search_report_json(const search::SearchResult& r, const SearchRep
                       {"model", ctx.model},
                       {"cluster", ctx.cluster},
                       {"profiles", ctx.profiles},
+                      {"collectives_basis", ctx.collectives},
                       {"objective", to_string(r.objective)},
                       {"objective_basis", ctx.objective_basis},
                       {"algorithm", to_string(r.algorithm)},

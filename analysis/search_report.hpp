@@ -21,6 +21,8 @@ struct SearchReportContext {
   bool heterogeneous = false;  // compare heterogeneity-aware and uniform strategies
   // "DEVICE: what its profile rests on" per node group (DeviceProfile::basis_text).
   std::vector<std::string> profiles;
+  // "DEVICE: what times its collectives" (sim::collectives_basis), once per distinct line.
+  std::vector<std::string> collectives;
   // What the objective rests on beyond the simulation, when something does (time_to_target_loss:
   // the convergence file, what it trained, the target); "" otherwise.
   std::string objective_basis;

@@ -17,6 +17,7 @@
 #include "scenarios/scenario_writer.hpp"
 #include "scenarios/search_evaluator.hpp"
 #include "scenarios/search_spec.hpp"
+#include "sim/collectives/nccl_fabric.hpp"
 #ifdef TANDEM_HAVE_MPI
 #include "distributed/mpi_search.hpp"
 #endif
@@ -93,6 +94,7 @@ int run_search_command(const SearchOptions& o) {
   ctx.cluster = spec.base.cluster.name;
   ctx.heterogeneous = spec.base.cluster.is_heterogeneous();
   for (const auto& g : spec.base.cluster.groups) ctx.profiles.push_back(g.device.name + ": " + g.device.basis_text());
+  ctx.collectives = sim::collectives_basis(spec.base.cluster);
   if (spec.convergence && settings.objective == search::Objective::time_to_target_loss) {
     ctx.objective_basis = "steps to loss " + printf_string("%g", spec.convergence->target_loss) + " measured on " +
                           spec.convergence->model + " (" + spec.convergence->file +

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "sim/collectives/nccl_fabric.hpp"
+
 namespace tandem::sim {
 
 namespace {
@@ -91,6 +93,7 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
     }
     gm.out_of_memory = gm.out_of_memory || rr.out_of_memory;
   }
+  p.collectives_basis = collectives_basis(cluster);
   // Host memory (offload): each node's ranks together, the fullest node of each group.
   std::map<int, std::pair<int, Bytes>> host_per_node;  // global node -> (its group, bytes)
   for (int r = 0; r < p.devices; ++r) {
@@ -151,6 +154,7 @@ nlohmann::json to_json(const Prediction& p) {
           {"usd_per_iteration", p.usd_per_iteration},
           {"usd_per_million_tokens", p.usd_per_million_tokens},
           {"caveats", p.caveats},
+          {"collectives_basis", p.collectives_basis},
           {"simulation",
            {{"wall_time_s", p.simulation_wall_time_s},
             {"compute_ops", p.simulated_compute_ops},
@@ -194,6 +198,8 @@ std::string to_text(const Prediction& p) {
   // measurements and the validation suite's error, or a calibration's machine and date).
   out << "profiles:\n";
   for (const auto& g : p.memory) out << "  " << g.device << ": " << g.device_basis << "\n";
+  out << "collectives:\n";
+  for (const std::string& line : p.collectives_basis) out << "  " << line << "\n";
   out << "verdict     " << (p.out_of_memory ? "OUT OF MEMORY on at least one device" : "fits in memory")
       << "\n";
   out << "energy      " << fmt("%.4g", p.energy_per_iteration_j) << " J per iteration\n";

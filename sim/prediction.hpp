@@ -66,6 +66,9 @@ struct Prediction {
   std::size_t simulated_comm_ops = 0;
   int simulated_ranks = 0;  // fewer than `devices` when replicas were folded
   std::string folding;      // how, or why not
+  // What the collectives' timing rests on, one line per node group kind: the NCCL model's basis
+  // (nccl::basis_of), or the links' nominal figures where the cluster describes no NCCL fabric.
+  std::vector<std::string> collectives_basis;
 };
 
 struct PredictionInputs {

@@ -1,5 +1,7 @@
 #include "analysis/report/run_summary.hpp"
 
+#include <algorithm>
+
 #include "analysis/json_file.hpp"
 #include "common/input_limits.hpp"
 
@@ -53,6 +55,17 @@ RunSummary read_prediction_json(const std::string& path) {
     row.by_category = categories(g.object("at_peak_bytes"));
     row.out_of_memory = g.optional_boolean("out_of_memory").value_or(false);
     s.memory.push_back(std::move(row));
+    const std::string basis = g.optional_string("device_basis");
+    const std::string line = g.optional_string("device") + ": " + basis;
+    if (!basis.empty() && std::find(s.rests_on.begin(), s.rests_on.end(), line) == s.rests_on.end())
+      s.rests_on.push_back(line);
+  }
+  if (doc.has("collectives_basis")) {
+    const nlohmann::json& lines = doc.array("collectives_basis");
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (!lines[i].is_string()) doc.fail("collectives_basis[" + std::to_string(i) + "]", "expected a string");
+      s.rests_on.push_back("collectives, " + lines[i].get<std::string>());
+    }
   }
   return s;
 }

@@ -37,6 +37,9 @@ struct RunSummary {
   std::optional<double> mfu;
   std::vector<BreakdownRow> breakdown;  // prediction only: mean over ranks, slowest rank
   std::vector<MemoryRow> memory;
+  // Prediction only: what it rests on, one line each: every device profile's basis ("H100-SXM:
+  // datasheet peaks; ..."), then what times the collectives ("collectives, H100-SXM: NCCL ...").
+  std::vector<std::string> rests_on;
 };
 
 RunSummary read_prediction_json(const std::string& path);       // tandem simulate --json

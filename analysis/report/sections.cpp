@@ -87,7 +87,13 @@ std::string summary_section(const ReportInputs& in) {
   }
   if (in.goodput && in.goodput->iteration_s) rows.push_back({"goodput: failure-free", {*in.goodput->iteration_s}, ""});
   const std::string plot = rows.empty() ? "" : grouped_bar_chart("Iteration time", {"iteration time"}, rows, human_seconds);
-  return html_section("summary", "Summary", "<div class=\"cards\">" + cards + "</div>" + plot);
+  // What the prediction rests on (its device profiles and collective model), as simulate says it.
+  std::string rests_on;
+  if (in.prediction && !in.prediction->rests_on.empty()) {
+    rests_on = html_paragraph("The prediction rests on:");
+    for (const std::string& line : in.prediction->rests_on) rests_on += html_paragraph(line, "basis");
+  }
+  return html_section("summary", "Summary", "<div class=\"cards\">" + cards + "</div>" + plot + rests_on);
 }
 
 std::string timelines_section(const ReportInputs& in) {

@@ -1,5 +1,6 @@
 #include "sim/collectives/nccl_fabric.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -43,6 +44,19 @@ std::function<const nccl::Fabric*(int)> nccl_fabric_lookup(const Cluster& cluste
     const auto& f = (*fabrics)[shared->locate(rank).group];
     return f ? &*f : nullptr;
   };
+}
+
+std::vector<std::string> collectives_basis(const Cluster& cluster) {
+  std::vector<std::string> lines;
+  for (const NodeGroup& g : cluster.groups) {
+    const std::optional<nccl::Fabric> fabric = nccl_fabric(g);
+    const std::string line = g.device.name + ": " +
+                             (fabric ? nccl::basis_of(*fabric)
+                                     : "the links' nominal bandwidth and latency (the cluster describes no NCCL "
+                                       "fabric for this group)");
+    if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace tandem::sim

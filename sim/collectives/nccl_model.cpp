@@ -9,8 +9,8 @@
 #include <iterator>
 #include <limits>
 #include <span>
-#include <vector>
 #include <stdexcept>
+#include <vector>
 
 #include "sim/collectives/nccl_constants.hpp"
 #include "sim/collectives/nccl_sweeps.hpp"
@@ -496,6 +496,18 @@ Estimate predict_send_recv(Bytes bytes, const Fabric& fabric, bool same_node) {
   e.bus_bytes_per_s = e.alg_bytes_per_s;
   e.seconds = e.alg_bytes_per_s > 0 ? e.latency_s + bytes / e.alg_bytes_per_s : kInf;
   return e;
+}
+
+std::string basis_of(const Fabric& f) {
+  std::string text = std::string("NCCL model (") + to_string(f.arch) +
+                     "): NVIDIA/nccl 5067397 tuner constants, NCCL's achievable NVLink/NIC rates; ";
+  const NodeSweep sweep = measured_node_all_reduce(f.arch);
+  if (f.nvlink && f.nvswitch && !sweep.points.empty())
+    text += std::string("one-node mid sizes from the measured sweep of ") + sweep.source +
+            "; across nodes affine below the plateau";
+  else
+    text += "affine below the plateau (no measured sweep for this fabric)";
+  return text + "; checked against the published bus bandwidths of validation/nccl (validation/README.md)";
 }
 
 std::string describe(const Estimate& e) {

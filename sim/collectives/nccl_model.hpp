@@ -109,4 +109,9 @@ double bus_factor(OpKind kind, int ranks);
 // "ring/Simple, 24 channels: 370.8 GB/s bus, 14.6 us latency".
 std::string describe(const Estimate& estimate);
 
+// What the model's figures for this fabric rest on, in one line (the prediction's "collectives"
+// line): the tuner's constants, the achievable link rates, and whether a measured sweep sets the
+// one-node mid sizes (nccl_sweeps.hpp) or the affine form stands.
+std::string basis_of(const Fabric& fabric);
+
 }  // namespace tandem::sim::nccl

@@ -188,6 +188,29 @@ TEST_F(ReportFilesTest, AMalformedPredictionNamesTheField) {
   }
 }
 
+// A prediction says what it rests on (its profiles' bases, what times its collectives); the report
+// shows those lines under the summary, escaped, and a line that is not text is named.
+TEST_F(ReportFilesTest, APredictionsBasisIsShownUnderTheSummary) {
+  const std::string head = R"({"scenario": "x", "devices": 2, "iteration_time_s": 1, "tokens_per_s": 1,
+      "time_breakdown_mean": {"compute_s": 1, "exposed_comm_s": 0, "idle_s": 0},
+      "memory": [{"group": "g", "device": "H100-SXM", "device_basis": "datasheet peaks <sourced>", "ranks": 2,
+                  "peak_max_bytes": 1, "capacity_bytes": 2, "at_peak_bytes": {}}], )";
+  ReportInputs in;
+  in.prediction = read_prediction_json(write_text("p.json", head + R"("collectives_basis": ["H100-SXM: NCCL model"]})"));
+  ASSERT_EQ(in.prediction->rests_on.size(), 2u);
+  EXPECT_EQ(in.prediction->rests_on[0], "H100-SXM: datasheet peaks <sourced>");
+  EXPECT_EQ(in.prediction->rests_on[1], "collectives, H100-SXM: NCCL model");
+  const std::string html = render_report_html(in);
+  EXPECT_NE(html.find("datasheet peaks &lt;sourced&gt;"), std::string::npos);
+  EXPECT_NE(html.find("collectives, H100-SXM: NCCL model"), std::string::npos);
+  try {
+    read_prediction_json(write_text("q.json", head + R"("collectives_basis": [3]})"));
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "collectives_basis[0]");
+  }
+}
+
 TEST_F(ReportFilesTest, IsWrittenAtomicallyToTheGivenPath) {
   const std::string path = (dir_ / "report.html").string();
   write_report_html(analysis_test::full_report_inputs(), path);

@@ -26,7 +26,7 @@ TEST(SearchCli, ReportsTheTopStrategiesAndWritesAWinnerThatSimulates) {
   const CliRun run = run_tandem("search search-tiny-h100 --workers 2 --top 3 --json " + json_path + " --winner " + winner);
   ASSERT_EQ(run.status, 0) << run.err;
   for (const char* needle : {"top 3 by time", "Pareto front", "simulated", "ruled out by the lower bound", "coverage",
-                             "tok/s", "MFU", "winner"})
+                             "tok/s", "MFU", "winner", "profile     H100-SXM: datasheet", "collectives H100-SXM: NCCL model"})
     EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
   EXPECT_NE(run.err.find("simulated"), std::string::npos) << "progress on stderr";
 
@@ -49,6 +49,9 @@ TEST(SearchCli, JsonToStdout) {
   EXPECT_EQ(report["objective"], "time");
   EXPECT_EQ(report["ranked"].size(), 2u);
   EXPECT_GT(report["simulated"].get<int>(), 0);
+  // What the ranking rests on travels with it.
+  ASSERT_EQ(report["collectives_basis"].size(), 1u);
+  EXPECT_NE(report["collectives_basis"][0].get<std::string>().find("NCCL model"), std::string::npos);
 }
 
 // The same search spread over MPI ranks (rank 0 searches, ranks 1 and 2 simulate) ranks the same

@@ -36,6 +36,20 @@ TEST(SimulateCli, PrintsThePredictionOfABundledScenario) {
     EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
 }
 
+// What the prediction rests on: each device profile's basis, and what times the collectives (on a
+// DGX H100 node the NCCL model, its mid sizes from the named measured sweep), in text and JSON.
+TEST(SimulateCli, SaysWhatItsProfilesAndCollectivesRestOn) {
+  const CliRun run = run_tandem("simulate gpt2-124m-dp8 --iterations 1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* needle : {"profiles:", "collectives:", "NCCL model (hopper)", "ND_H100_v5_results.md"})
+    EXPECT_NE(run.out.find(needle), std::string::npos) << needle << "\n" << run.out;
+  const CliRun json = run_tandem("simulate gpt2-124m-dp8 --iterations 1 --json -");
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto basis = nlohmann::json::parse(json.out).at("collectives_basis");
+  ASSERT_EQ(basis.size(), 1u);
+  EXPECT_NE(basis[0].get<std::string>().find("NCCL model"), std::string::npos);
+}
+
 TEST(SimulateCli, JsonAndPerfettoTraceAreWritten) {
   const fs::path dir = fs::temp_directory_path() / ("tandem-cli-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);  // on its own: under ctest no other test made it first

@@ -124,8 +124,11 @@ TEST(NcclModel, MidSizeAllReducesOnOneNodeTakeAsLongAsTheMeasuredSweepSays) {
       return measured / predict(OpKind::all_reduce, p.bytes, node, kOneNode).seconds;
     };
     const double plateau = measured_over_predicted(sweep.points.back());
-    for (const SweepPoint& p : sweep.points)
-      if (p.bytes >= 2.0 * (1 << 20)) EXPECT_NEAR(measured_over_predicted(p) / plateau, 1.0, 1e-9) << p.bytes;
+    for (const SweepPoint& p : sweep.points) {
+      if (p.bytes >= 2.0 * (1 << 20)) {
+        EXPECT_NEAR(measured_over_predicted(p) / plateau, 1.0, 1e-9) << p.bytes;
+      }
+    }
     const Bytes eight_mib = 8.0 * (1 << 20);
     EXPECT_GT(mid_size_slowdown(OpKind::all_reduce, eight_mib, node, kOneNode), 1.3);
   }
