@@ -152,5 +152,13 @@ TEST(NcclModel, MidSizeSlowdownFollowsBytesPerRankOnOneNodeOnly) {
   EXPECT_EQ(mid_size_slowdown(OpKind::broadcast, eight_mib, dgx_h100(), kOneNode), 1.0);
 }
 
+TEST(NcclModel, ItsBasisNamesTheSweepItsMidSizesComeFromOrSaysThereIsNone) {
+  EXPECT_NE(basis_of(dgx_h100()).find("ND_H100_v5_results.md"), std::string::npos) << basis_of(dgx_h100());
+  EXPECT_NE(basis_of(dgx_a100()).find("ND_A100_v4_results.md"), std::string::npos) << basis_of(dgx_a100());
+  Fabric volta = dgx_a100();
+  volta.arch = Arch::volta;
+  EXPECT_NE(basis_of(volta).find("no measured sweep"), std::string::npos) << basis_of(volta);
+}
+
 }  // namespace
 }  // namespace tandem::sim::nccl
