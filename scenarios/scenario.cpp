@@ -1,6 +1,7 @@
 #include "scenarios/scenario.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <utility>
@@ -422,6 +423,18 @@ void check_flash_attention(const ModelSpec& model, const DeviceProfile& d, int r
                                                             : std::string())
                                                  : std::string("an unnamed version")));
   const int version = g.flash_version_for(t.flash_attn_version);
+  // FlashAttention-3 has no dropout: its flash_attn_func takes no dropout_p (Dao-AILab/
+  // flash-attention, hopper/flash_attn_interface.py). A run with attention dropout on Hopper takes
+  // FlashAttention-2 or cuDNN's kernel (Transformer Engine's), which an unset version stands for.
+  if (t.flash_attn_version == 3 && t.attention_dropout > 0) {
+    char dropout[32];
+    std::snprintf(dropout, sizeof dropout, "%g", t.attention_dropout);
+    throw StrategyError("model.flash_attn_version",
+                        "FlashAttention 3 has no attention dropout (its flash_attn_func takes no dropout_p); this "
+                        "model's attention_dropout is " + std::string(dropout) +
+                            ": set it to 0, ask for flash_attn_version: 2, or leave the version unset (the "
+                            "profile's flash kernel, cuDNN's under Transformer Engine)");
+  }
   if (version > 0 && t.head_dim() > sim::gpu::flash_max_head_dim(version))
     throw StrategyError(t.flash_attn_version > 0 ? "model.flash_attn_version" : "model.use_flash_attn",
                         "FlashAttention " + std::to_string(version) + " has kernels for head dims up to " +

@@ -61,6 +61,16 @@ std::string case_on_bundled_cluster(const std::string& file, const std::string& 
 // figure for, one that does not exist, or a version without flash attention is one InputError at
 // the model's field, when the scenario is read or when its strategy meets the cluster's GPUs; so is
 // an accumulation of weight gradients AMP does not do, or one that does not exist.
+// lambda-fa2-2.7b-1xh100 (validation/cases): FlashAttention 3 with the model's attention dropout
+// (0.1) cannot run (FA3 has no dropout) and is refused at the version's field.
+TEST(ScenarioValidation, FlashAttentionThreeWithAttentionDropoutIsRefusedAtTheVersion) {
+  test::expect_input_errors_at_the_right_places(
+      case_on_bundled_cluster("lambda-fa2-2.7b-1xh100.yaml", "../../platforms/clusters/dgx-h100.yaml", "dgx-h100"),
+      {BadCase{"FlashAttention 3 with attention dropout", "flash_attn_version: 2 ", "flash_attn_version: 3 ",
+               "model.flash_attn_version", "flash_attn_version", "has no attention dropout"}},
+      [](const std::string& path) { make_strategy(load_scenario(path)); });
+}
+
 TEST(ScenarioValidation, AFlashAttentionVersionTheProfileCannotPriceIsRefusedAtItsField) {
   test::expect_input_errors_at_the_right_places(
       case_on_bundled_cluster("flash-attn-125m-8xa100.yaml", "../../platforms/clusters/dgx-a100.yaml", "dgx-a100"),
