@@ -22,6 +22,11 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
 }
 
 int run_validate(const ValidateOptions& o) {
+  // Case files are named after their case: --match selects before loading (a case too large for
+  // this machine is refused when loaded).
+  const auto matches = [&](const std::string& file) {
+    return o.match.empty() || std::filesystem::path(file).stem().string().find(o.match) != std::string::npos;
+  };
   std::vector<std::string> files;
   if (o.cases.empty()) files = validation::validation_case_files();
   for (const std::string& c : o.cases) {
@@ -33,9 +38,7 @@ int run_validate(const ValidateOptions& o) {
   }
   std::vector<validation::ValidationCase> cases;
   for (const auto& f : files) {
-    // Case files are named after their case: --match selects before loading (a case too large
-    // for this machine is refused when loaded).
-    if (!o.match.empty() && std::filesystem::path(f).stem().string().find(o.match) == std::string::npos) continue;
+    if (!matches(f)) continue;
     validation::ValidationCase c = validation::load_validation_case(f);
     if (o.ci_only && !c.ci) continue;
     cases.push_back(std::move(c));
@@ -44,8 +47,7 @@ int run_validate(const ValidateOptions& o) {
   std::vector<sim::NcclCase> nccl_cases;
   if (o.cases.empty()) {
     for (const auto& f : sim::nccl_case_files())
-      if (o.match.empty() || std::filesystem::path(f).stem().string().find(o.match) != std::string::npos)
-        nccl_cases.push_back(sim::load_nccl_case(f));
+      if (matches(f)) nccl_cases.push_back(sim::load_nccl_case(f));
   }
   const auto results = validation::run_cases(cases, o.jobs);
   if (!cases.empty() || nccl_cases.empty()) std::cout << validation::format_table(results);

@@ -56,9 +56,6 @@ std::string format_nccl_table(const std::vector<NcclCaseResult>& results) {
   std::snprintf(row, sizeof row, "%-34s %-6s %12s %12s %8s  %s\n", "NCCL case", "algo", "published", "predicted",
                 "error", "source");
   out += row;
-  double sum = 0, worst = 0;
-  int ran = 0;
-  std::string worst_name;
   for (const NcclCaseResult& r : results) {
     if (!r.ok) {
       std::snprintf(row, sizeof row, "%-34s FAILED: %s\n", r.name.c_str(), r.failure.c_str());
@@ -69,17 +66,10 @@ std::string format_nccl_table(const std::vector<NcclCaseResult>& results) {
                   r.algorithm.c_str(), r.published_bus_gb_per_s, r.predicted_bus_gb_per_s, 100 * r.error(),
                   r.source.c_str(), r.within_band() ? "" : "  [outside its band]");
     out += row;
-    const double e = std::abs(r.error());
-    sum += e;
-    ++ran;
-    if (e >= worst) {
-      worst = e;
-      worst_name = r.name;
-    }
   }
-  std::snprintf(row, sizeof row, "\n%zu NCCL cases, %zu failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n",
-                results.size(), results.size() - static_cast<std::size_t>(ran), ran ? 100 * sum / ran : 0.0,
-                100 * worst, worst_name.c_str());
+  const Summary s = summarize_errors(results);
+  std::snprintf(row, sizeof row, "\n%d NCCL cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n",
+                s.cases, s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str());
   out += row;
   return out;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/collectives/nccl_cases.hpp"
+#include "validation/validation_run.hpp"
 
 namespace tandem::validation {
 
@@ -27,7 +28,7 @@ struct NcclCaseResult {
 
 std::vector<NcclCaseResult> run_nccl_cases(const std::vector<sim::NcclCase>& cases, int workers);
 
-// One line per case, then the mean and max |error|.
+// One line per case, then the mean and max |error| (summarize_errors).
 std::string format_nccl_table(const std::vector<NcclCaseResult>& results);
 
 }  // namespace tandem::validation

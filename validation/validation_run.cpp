@@ -91,26 +91,7 @@ std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int 
   return results;
 }
 
-Summary summarize(const std::vector<CaseResult>& results) {
-  Summary s;
-  s.cases = static_cast<int>(results.size());
-  int ran = 0;
-  for (const CaseResult& r : results) {
-    if (!r.ok) {
-      ++s.failed;
-      continue;
-    }
-    ++ran;
-    const double e = std::abs(r.error());
-    s.mean_abs_error += e;
-    if (e >= s.max_abs_error) {
-      s.max_abs_error = e;
-      s.worst = r.name;
-    }
-  }
-  if (ran > 0) s.mean_abs_error /= ran;
-  return s;
-}
+Summary summarize(const std::vector<CaseResult>& results) { return summarize_errors(results); }
 
 std::vector<std::pair<std::string, Summary>> summarize_by_device(const std::vector<CaseResult>& results) {
   std::map<std::string, std::vector<CaseResult>> by_kind;

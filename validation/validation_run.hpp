@@ -3,6 +3,7 @@
 // Every case is simulated in a child process of its own (SimGrid keeps one engine per process).
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,29 @@ struct Summary {
 
 // Predicts each case, `workers` at a time; results in the order of `cases`.
 std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers);
+// The mean and max |error| over a list of results that ran (`ok`), each with a `name` and an
+// `error()`: the training cases' and the NCCL cases' (nccl_validation_run.hpp) alike.
+template <class Result>
+Summary summarize_errors(const std::vector<Result>& results) {
+  Summary s;
+  s.cases = static_cast<int>(results.size());
+  int ran = 0;
+  for (const Result& r : results) {
+    if (!r.ok) {
+      ++s.failed;
+      continue;
+    }
+    ++ran;
+    const double e = std::abs(r.error());
+    s.mean_abs_error += e;
+    if (e >= s.max_abs_error) {
+      s.max_abs_error = e;
+      s.worst = r.name;
+    }
+  }
+  if (ran > 0) s.mean_abs_error /= ran;
+  return s;
+}
 Summary summarize(const std::vector<CaseResult>& results);
 // The same per device kind (what a GPU profile's error is), in order of the kinds' names.
 std::vector<std::pair<std::string, Summary>> summarize_by_device(const std::vector<CaseResult>& results);

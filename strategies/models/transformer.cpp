@@ -281,11 +281,11 @@ enum class SpMover { nccl, block_linear };
 // Sequence parallelism's collectives between a full activation [b, s, k] and this rank's
 // sequence shard [b, s/t, k] (CommShards along dimension 1): the reduce-scatter writes the
 // reduced shard into `shard`, the all-gather fills `full` from every rank's `shard`.
-Handle sp_comm(Emitter& em, const ParallelContext& ctx, SpMover mover, OpKind kind, Phase ph, std::string_view what,
-               std::string_view sf, const Tensor& full, const Tensor& shard, bool defer = false) {
+Handle sp_comm(Emitter& em, const ParallelContext& ctx, const Dims& x, SpMover mover, OpKind kind, Phase ph,
+               std::string_view what, std::string_view sf, const Tensor& full, const Tensor& shard, bool defer = false) {
   const std::string label = em.label(what, sf);
   Issue issue = em.comm_issue(Stream::tp_comm);
-  issue.userbuffers = mover == SpMover::block_linear && ctx.sequence_parallel && ctx.tp_comm_overlap;
+  issue.userbuffers = mover == SpMover::block_linear && x.overlap;  // as overlapping() chunks the GEMMs
   const CommShards part{{shard}, /*dim=*/1, false};
   const Handle h = kind == OpKind::reduce_scatter
                        ? ops::reduce_scatter(em.rt(), ph, label, {full}, ctx.tp_group, part, issue)
@@ -304,7 +304,7 @@ Tensor reduce_partial(Emitter& em, const ParallelContext& ctx, const Dims& x, Sp
     return partial;
   }
   Tensor shard = em.rt().alloc(em.name(std::string(what) + ".out"), {x.b, x.sl, x.h}, dt, kAct);
-  const Handle h = sp_comm(em, ctx, mover, OpKind::reduce_scatter, ph,
+  const Handle h = sp_comm(em, ctx, x, mover, OpKind::reduce_scatter, ph,
                            std::string(what) + ".reducescatter", sf, partial, shard);
   em.release_after(partial, h);  // the reduce-scatter reads it on the tp stream
   return shard;
@@ -317,7 +317,7 @@ Tensor gather_full(Emitter& em, const ParallelContext& ctx, const Dims& x, SpMov
                    bool defer = false, Handle* handle = nullptr) {
   if (!x.sp) return local;
   Tensor full = em.rt().alloc(em.name(std::string(what) + ".gathered"), {x.b, x.s, x.h}, dt, kAct);
-  Handle h = sp_comm(em, ctx, mover, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
+  Handle h = sp_comm(em, ctx, x, mover, OpKind::all_gather, ph, std::string(what) + ".allgather", sf, full,
                      local, defer);
   if (handle) *handle = h;
   return full;
@@ -384,7 +384,7 @@ Tensor column_parallel_bwd(Emitter& em, const ParallelContext& ctx, const Dims& 
   if (x.t > 1) {
     if (x.sp) {
       d_in = rt.alloc(em.name(std::string(what) + ".dinput_shard"), {x.b, x.sl, k}, dt, kAct);
-      comm = sp_comm(em, ctx, mover, OpKind::reduce_scatter, Phase::backward,
+      comm = sp_comm(em, ctx, x, mover, OpKind::reduce_scatter, Phase::backward,
                      std::string(what) + ".reducescatter", "bwd", d_in_full, d_in, true);
     } else {
       comm = tp_comm(em, ctx, OpKind::all_reduce, Phase::backward,

@@ -10,9 +10,7 @@
 //   suite_s                one prediction of the whole suite (2 workers)
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 
 #include "validation/nccl_validation_run.hpp"
@@ -39,20 +37,13 @@ void BM_ValidationSuite(benchmark::State& state) {
   std::fprintf(stderr, "%s\n%s", validation::format_table(results).c_str(),
                validation::format_nccl_table(nccl).c_str());
   const validation::Summary s = validation::summarize(results);
-  double nccl_sum = 0, nccl_max = 0;
-  int nccl_ran = 0;
-  for (const auto& r : nccl) {
-    if (!r.ok) continue;
-    nccl_sum += std::abs(r.error());
-    nccl_max = std::max(nccl_max, std::abs(r.error()));
-    ++nccl_ran;
-  }
+  const validation::Summary n = validation::summarize_errors(nccl);
   state.counters["cases"] = s.cases;
   state.counters["failed"] = s.failed;
   state.counters["mean_abs_error_pct"] = 100 * s.mean_abs_error;
   state.counters["max_abs_error_pct"] = 100 * s.max_abs_error;
-  state.counters["nccl_mean_abs_error_pct"] = nccl_ran ? 100 * nccl_sum / nccl_ran : 0.0;
-  state.counters["nccl_max_abs_error_pct"] = 100 * nccl_max;
+  state.counters["nccl_mean_abs_error_pct"] = 100 * n.mean_abs_error;
+  state.counters["nccl_max_abs_error_pct"] = 100 * n.max_abs_error;
   state.counters["suite_s"] = suite_s / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_ValidationSuite)->Iterations(1)->Unit(benchmark::kSecond);
