@@ -69,13 +69,14 @@ std::optional<WireModel> nccl_wire_model(const CollectiveCall& call, CollectiveA
       wire.efficiency[0] = wire.efficiency[1] = nominal_s / target_s;
   } else {
     // The protocol's share of the Simple ring's bus bandwidth, on each class's achievable rate.
-    const nccl::Estimate simple =
-        nccl::achievable(call.kind, call.bytes, f, group, nccl::Algorithm::ring, nccl::Protocol::simple);
+    // Both estimates are of the same form, so the mid-size slowdown cancels in the share and is
+    // applied once, to the intra-node links it was measured on.
+    const nccl::Estimate simple = nccl::achievable(call.kind, call.bytes, f, group, nccl::Algorithm::ring,
+                                                   nccl::Protocol::simple, nccl_kernels);
     const double protocol_share = simple.available() ? std::min(1.0, real.bus_bytes_per_s / simple.bus_bytes_per_s) : 1.0;
-    // (The protocol share is a ratio of two slowed estimates; the slowdown itself comes back here.)
+    const double slowdown = nccl_kernels ? nccl::mid_size_slowdown(call.kind, call.bytes, f, group) : 1.0;
     if (intra_nominal > 0 && std::isfinite(intra_nominal))
-      wire.efficiency[0] = protocol_share * f.intra_bytes_per_s() / intra_nominal /
-                           (nccl_kernels ? nccl::mid_size_slowdown(call.kind, call.bytes, f, group) : 1.0);
+      wire.efficiency[0] = protocol_share * f.intra_bytes_per_s() / intra_nominal / slowdown;
     if (inter_nominal > 0 && std::isfinite(inter_nominal) && f.nic_bytes_per_s > 0)
       wire.efficiency[1] = protocol_share * f.nic_achievable_bytes_per_s() / inter_nominal;
   }
