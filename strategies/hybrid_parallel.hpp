@@ -84,6 +84,12 @@ class HybridParallel final : public Strategy {
   // 1F1B and interleaved pipelines whose replicas run equal micro-batch counts.
   std::optional<PipelineStructure> pipeline_structure() const override;
   int iteration_period() const override { return parallel_.local_sgd_steps; }
+  // --overlap-param-gather: the first iteration starts from parameters already in place; every
+  // later one all-gathers the previous step's update during its forward, so the steady iteration
+  // is the second.
+  int irregular_iterations() const override {
+    return parallel_.overlap_param_gather && parallel_.data_parallel_size > 1 ? 1 : 0;
+  }
   bool uses_host() const override { return parallel_.offload_optimizer; }
   // Stage = pp coordinate, replica = dp coordinate, layers = its chunks' layers, sequences =
   // its replica's micro-batches x micro-batch size.

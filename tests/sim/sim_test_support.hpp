@@ -144,14 +144,14 @@ SimResult run_in_child(F&& f, unsigned timeout_s = 600) {
   return result;
 }
 
-// Simulates a scenario given as YAML text in a child (one warm-up and one measured iteration,
-// traced), lets `figures(result, out)` write what the test reads off it, and returns that text as
+// Simulates a scenario given as YAML text in a child (`warmup` warm-up iterations, one by default,
+// and one measured iteration, traced), lets `figures(result, out)` write what the test reads off it, and returns that text as
 // a stream to read back. Throws with the child's failure.
 template <class F>
-std::istringstream traced_figures(const std::string& yaml, F&& figures) {
+std::istringstream traced_figures(const std::string& yaml, F&& figures, int warmup = 1) {
   SimResult child = run_in_child([&]() -> std::string {
     quiet_simgrid();
-    const sim::SimulationResult r = simulate_text_traced(yaml, /*warmup=*/1, /*iterations=*/1);
+    const sim::SimulationResult r = simulate_text_traced(yaml, warmup, /*iterations=*/1);
     std::ostringstream out;
     out.precision(17);
     figures(r, out);
