@@ -325,6 +325,8 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   });
   r.flag("overlap_grad_reduce", p.overlap_grad_reduce);
   r.flag("overlap_param_gather", p.overlap_param_gather);
+  r.flag("pipeline_scatter_gather", p.pipeline_scatter_gather);
+  r.flag("pipeline_blocking_p2p", p.pipeline_blocking_p2p);
   r.count("local_sgd_steps", p.local_sgd_steps, limits::kLocalSgdSteps);
   r.count("local_sgd_group_size", p.local_sgd_group_size, limits::kLocalSgdGroupSize);
   r.count("parameter_servers", p.parameter_servers, limits::kParameterServers);

@@ -156,6 +156,8 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "recompute_granularity" << YAML::Value << to_string(p.recompute_granularity);
   y << YAML::Key << "overlap_grad_reduce" << YAML::Value << p.overlap_grad_reduce;
   y << YAML::Key << "overlap_param_gather" << YAML::Value << p.overlap_param_gather;
+  y << YAML::Key << "pipeline_scatter_gather" << YAML::Value << p.pipeline_scatter_gather;
+  if (p.pipeline_blocking_p2p) y << YAML::Key << "pipeline_blocking_p2p" << YAML::Value << true;
   if (p.parameter_servers > 0) {
     y << YAML::Key << "parameter_servers" << YAML::Value << p.parameter_servers;
     y << YAML::Key << "parameter_server_partition_bytes" << YAML::Value << p.parameter_server_partition_bytes;

@@ -185,6 +185,7 @@ class HybridRank final : public RankProgram {
         }
       }
     }
+    send_held_gradient(rt);
     buckets.wait_all(rt);
     if (expert_buckets) expert_buckets->wait_all(rt);
     expert_buckets_ = nullptr;
@@ -235,9 +236,9 @@ class HybridRank final : public RankProgram {
       // The activation from the previous virtual stage (tag 2k: forward traffic into k).
       const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k] - 1];
       x = rt.alloc(tag_label(mb, k, "input"), spec.shape, spec.dtype, MemCategory::activations);
-      rt.wait(ops::recv(rt, Phase::forward, tag_label(mb, k, "recv_act"), x, peer_of(k - 1),
-                        Issue{Stream::pp_recv, {}}, 2 * k));
+      receive_boundary(rt, Phase::forward, tag_label(mb, k, "recv_act"), x, peer_of(k - 1), 2 * k);
     }
+    send_held_gradient(rt);  // DeepSpeed's TrainSchedule: after this step's receive
     for (auto& layer : chunks_[c]) {
       wait_for_fresh_parameters(rt, *layer);
       gather_parameters(rt, *layer, Phase::forward, mb);
@@ -249,15 +250,65 @@ class HybridRank final : public RankProgram {
     } else if (here(k + 1)) {
       handed_activations_[mb] = x;
     } else {
-      const Handle sent = ops::send(rt, Phase::forward, tag_label(mb, k, "send_act"), x, peer_of(k + 1),
-                                    Issue{send_stream_to(k + 1), {rt.record(Stream::compute)}}, 2 * (k + 1));
-      rt.release_after(x, sent);
+      send_boundary(rt, Phase::forward, tag_label(mb, k, "send_act"), x, peer_of(k + 1), send_stream_to(k + 1),
+                    2 * (k + 1));
     }
+  }
+
+  // Megatron-LM's scatter/gather of pipeline tensors (ParallelConfig::pipeline_scatter_gather):
+  // the elements {offset, count} of a boundary tensor this tensor-group member moves, or
+  // {0, -1} (the whole tensor) where it does not apply: a tensor already split by sequence
+  // parallelism, a single-member group, or a size the group does not divide.
+  std::pair<std::int64_t, std::int64_t> boundary_part(const Tensor& t) const {
+    const int members = ctx_.tp_group.size();
+    if (!plan_.parallel.pipeline_scatter_gather || members == 1 || plan_.parallel.sequence_parallel ||
+        t.numel() % members != 0)
+      return {0, -1};
+    const std::int64_t part = t.numel() / members;
+    return {me_.tp * part, part};
+  }
+  // A stage's output (or input gradient) to the neighbouring stage once the computation before it
+  // is done; with blocking sends (ParallelConfig::pipeline_blocking_p2p) the compute stream waits
+  // for it, as torch.distributed.send's work.wait() makes it.
+  void send_boundary(Runtime& rt, Phase phase, const std::string& label, const Tensor& t, int peer, Stream stream,
+                     int tag) {
+    const Issue issue{stream, {rt.record(Stream::compute)}};
+    const auto [offset, count] = boundary_part(t);
+    const Handle sent = count < 0 ? ops::send(rt, phase, label, t, peer, issue, tag)
+                                  : ops::send_part(rt, phase, label, t, offset, count, peer, issue, tag);
+    if (plan_.parallel.pipeline_blocking_p2p) rt.wait(sent);
+    rt.release_after(t, sent);
+  }
+  // Receives `t` (its part, then all-gathered over the tensor group); the compute stream waits for
+  // it. A blocking receive starts only once the computation before it is done (NCCL's receive
+  // kernel waits for the stream it was called from); an overlapped one is posted at once.
+  void receive_boundary(Runtime& rt, Phase phase, const std::string& label, const Tensor& t, int peer, int tag) {
+    Issue issue{Stream::pp_recv, {}};
+    if (plan_.parallel.pipeline_blocking_p2p) issue.after.push_back(rt.record(Stream::compute));
+    const auto [offset, count] = boundary_part(t);
+    if (count < 0) return rt.wait(ops::recv(rt, phase, label, t, peer, issue, tag));
+    const Handle part = ops::recv_part(rt, phase, label, t, offset, count, peer, issue, tag);
+    rt.wait(ops::all_gather(rt, phase, label + ".allgather", t, ctx_.tp_group, Issue{Stream::tp_comm, {part}}));
+  }
+  // A blocking pipeline's input gradient waiting for the next step's start (DeepSpeed's SendGrad).
+  struct HeldSend {
+    std::string label;
+    Tensor tensor;
+    int peer = -1;
+    Stream stream = Stream::pp_send_prev;
+    int tag = 0;
+  };
+  void send_held_gradient(Runtime& rt) {
+    if (!held_gradient_) return;
+    const HeldSend send = std::move(*held_gradient_);
+    held_gradient_.reset();
+    send_boundary(rt, Phase::backward, send.label, send.tensor, send.peer, send.stream, send.tag);
   }
 
   // `first_reduction`: ZeRO-2/3 overwrite the gradient shards instead of adding to them.
   void backward(Runtime& rt, int mb, int c, GradientBuckets* buckets, bool first_reduction) {
     const int k = virtual_stage_of(c);
+    send_held_gradient(rt);  // a cool-down step sends the last gradient before it receives
     Tensor grad;
     if (k != virtual_stages() - 1 && here(k + 1)) {
       grad = take(handed_gradients_, mb);
@@ -265,8 +316,7 @@ class HybridRank final : public RankProgram {
       // The gradient of this stage's output from the next virtual stage (tag 2k+1).
       const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k + 1] - 1];
       grad = rt.alloc(tag_label(mb, k, "output_grad"), spec.shape, spec.dtype, MemCategory::activations);
-      rt.wait(ops::recv(rt, Phase::backward, tag_label(mb, k, "recv_grad"), grad, peer_of(k + 1),
-                        Issue{Stream::pp_recv, {}}, 2 * k + 1));
+      receive_boundary(rt, Phase::backward, tag_label(mb, k, "recv_grad"), grad, peer_of(k + 1), 2 * k + 1);
     }
     auto& layers = chunks_[c];
     std::set<int> fresh;  // ZeRO-2/3: full gradients made live for this micro-batch
@@ -297,9 +347,10 @@ class HybridRank final : public RankProgram {
     } else if (here(k - 1)) {
       handed_gradients_[mb] = grad;
     } else {
-      const Handle sent = ops::send(rt, Phase::backward, tag_label(mb, k, "send_grad"), grad, peer_of(k - 1),
-                                    Issue{send_stream_to(k - 1), {rt.record(Stream::compute)}}, 2 * (k - 1) + 1);
-      rt.release_after(grad, sent);
+      HeldSend send{tag_label(mb, k, "send_grad"), grad, peer_of(k - 1), send_stream_to(k - 1), 2 * (k - 1) + 1};
+      // DeepSpeed's TrainSchedule sends it at the start of the next step, after that step's receive.
+      if (plan_.parallel.pipeline_blocking_p2p) held_gradient_ = std::move(send);
+      else send_boundary(rt, Phase::backward, send.label, send.tensor, send.peer, send.stream, send.tag);
     }
   }
 
@@ -572,6 +623,7 @@ class HybridRank final : public RankProgram {
   std::map<std::string, Shards> shards_;  // by layer name
   int steps_since_average_ = 0;    // local SGD: steps since the replicas last averaged
   bool parameters_stale_ = false;  // --overlap-param-gather: the last step's update not yet gathered
+  std::optional<HeldSend> held_gradient_;  // pipeline_blocking_p2p: the last backward's, not yet sent
   std::map<const Layer*, Handle> fresh_parameters_;  // its per-layer gathers this step
   std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
   OuterOptimizer outer_;                  // DiLoCo over local SGD (plain: nothing)
@@ -629,6 +681,10 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
+  if (parallel_.pipeline_blocking_p2p && hybrid_.schedule != PipelineSchedule::one_f_one_b)
+    throw StrategyError("strategy.pipeline_blocking_p2p", std::string("DeepSpeed's pipeline engine runs 1F1B only "
+                                                                      "(pipeline_schedule: 1f1b), not ") +
+                                                              to_string(hybrid_.schedule));
   if (hybrid_.schedule == PipelineSchedule::zb_v && hybrid_.virtual_stages != 2)
     throw StrategyError("strategy.virtual_pipeline_model_parallel_size",
                         "zb_v runs two chunks per stage (its V), got " + std::to_string(hybrid_.virtual_stages));

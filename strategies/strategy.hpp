@@ -85,6 +85,18 @@ struct ParallelConfig {
   // a step updated are all-gathered layer by layer during the next step's forward, each layer
   // waiting for its own, instead of all at once at the end of the step.
   bool overlap_param_gather = false;
+  // Megatron-LM's --scatter-gather-tensors-in-pipeline (p2p_communication.py; on by default in
+  // Megatron-LM before Megatron-Core, and DeepSpeed's PipelineEngine partitions its stage tensors
+  // the same way under model parallelism): a boundary tensor that every member of a tensor group
+  // holds whole goes to the next stage as 1/t from each member, and the receiving tensor group
+  // all-gathers it. Without sequence parallelism only (with it the tensor is already split).
+  bool pipeline_scatter_gather = true;
+  // DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py, p2p.py, schedule.py at v0.5.8):
+  // every send and receive between stages is a blocking torch.distributed.send/recv, which the
+  // compute stream waits for, and which starts only when the stage's computation before it is
+  // done; a send completes once its receiver has reached the receive. Its TrainSchedule runs
+  // 1F1B's order and receives the next activation before it sends the last gradient. 1F1B only.
+  bool pipeline_blocking_p2p = false;
   // Megatron-Core's --expert-model-parallel-size: the experts of a mixture-of-experts model split
   // over blocks of this many consecutive data-parallel replicas, which exchange tokens by
   // all-to-all (RankLayout::expert_group); the replicas holding the same experts sum their
