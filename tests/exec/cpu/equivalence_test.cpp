@@ -80,8 +80,12 @@ RunResult run(const Shape& s, int iterations = kSteps) { return run_cpu(*hybrid(
 // another round-off; an element whose gradient nearly cancels then takes an AdamW step differing
 // by up to ~1% of lr (measured: 9e-6 on one element of ~200k, lr 1e-3, 3 steps, with expert
 // parallelism over 2 and over 4 ranks). Their absolute term is 1% of the AdamW movement instead of
-// 0.2%; the losses stay within 1e-5 (measured: equal, or 2e-8 apart).
+// 0.2%; the losses stay within 1e-5 (measured: equal, or 2e-8 apart). Which elements nearly cancel
+// depends on the BLAS's kernels (on an AVX-512 machine one expert weight moved 1.1% of lr·steps
+// apart), so a few elements may exceed that bound, each within AdamW's own: an element moves at
+// most ~lr a step, so two runs differ by at most 2·lr·steps (as the key bias above).
 constexpr double kMoeParamAbsolute = 1e-2;
+constexpr int kMoeNearCancelling = 8;  // of ~200k expert and dense elements
 
 // Element i's difference as a fraction of its bound 1e-4·|b| + 2e-3·lr·steps (< 1 passes).
 double fraction_of_bound(float a, float b, int steps, double absolute = kParamAbsolute) {
@@ -91,7 +95,7 @@ double fraction_of_bound(float a, float b, int steps, double absolute = kParamAb
 
 // Compares `got` with `want` (losses of every step, logical parameters) within the tolerances.
 void expect_equivalent(const RunResult& got, const RunResult& want, const std::string& what, int steps,
-                       double absolute = kParamAbsolute) {
+                       double absolute = kParamAbsolute, int near_cancelling = 0) {
   ASSERT_EQ(got.iterations.size(), want.iterations.size()) << what;
   for (std::size_t i = 0; i < want.iterations.size(); ++i) {
     EXPECT_EQ(got.iterations[i].micro_batches, want.iterations[i].micro_batches) << what;
@@ -114,6 +118,11 @@ void expect_equivalent(const RunResult& got, const RunResult& want, const std::s
     }
     for (std::size_t i = 0; i < a.size(); ++i) {
       const double d = fraction_of_bound(a[i], b[i], steps, absolute);
+      if (d >= 1 && near_cancelling > 0) {  // one of the few allowed AdamW's own bound
+        --near_cancelling;
+        EXPECT_LE(std::abs(a[i] - b[i]), 2 * steps * kLr * 1.01) << what << ": " << name << " " << i;
+        continue;
+      }
       if (d > worst) worst = d, worst_name = name + "[" + std::to_string(i) + "]";
       if (d >= 1 && std::getenv("TANDEM_VERBOSE"))
         std::cout << "    " << name << "[" << i << "] " << a[i] << " vs " << b[i] << "\n";
@@ -140,7 +149,8 @@ TEST_P(Equivalence, LossAndParametersEqualTheSingleRankRun) {
   ASSERT_EQ(reference.world_size, 1);
   const RunResult parallel = run(shape);
   ASSERT_EQ(parallel.world_size, shape.world_size());
-  expect_equivalent(parallel, reference, shape.name, kSteps, shape.moe ? kMoeParamAbsolute : kParamAbsolute);
+  expect_equivalent(parallel, reference, shape.name, kSteps, shape.moe ? kMoeParamAbsolute : kParamAbsolute,
+                    shape.moe ? kMoeNearCancelling : 0);
   // The weights moved: the comparison is not between initial values.
   EXPECT_GT(reference.iterations.front().loss - reference.iterations.back().loss, 0.05);
 }
@@ -260,7 +270,8 @@ void expect_resumable(const Shape& first, const Shape& second) {
   ASSERT_EQ(resumed.first_iteration, 2) << what;
   RunResult tail = straight;
   tail.iterations.erase(tail.iterations.begin(), tail.iterations.begin() + 2);
-  expect_equivalent(resumed, tail, what, 4, first.moe ? kMoeParamAbsolute : kParamAbsolute);
+  expect_equivalent(resumed, tail, what, 4, first.moe ? kMoeParamAbsolute : kParamAbsolute,
+                    first.moe ? kMoeNearCancelling : 0);
 }
 
 // Context, expert-tensor and sequence parallelism together with experts: the losses equal one
