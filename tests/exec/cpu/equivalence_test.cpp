@@ -188,6 +188,9 @@ INSTANTIATE_TEST_SUITE_P(
                       named("dp2_tp2", {.tp = 2, .dp = 2}),
                       named("pp2_dp2", {.pp = 2, .dp = 2}),
                       named("tp2_sp_pp2", {.tp = 2, .pp = 2, .sp = true}),
+                      // Without SP: each member sends half a stage's output, the next stage all-gathers it.
+                      named("tp2_pp2", {.tp = 2, .pp = 2}),
+                      named("tp2_pp2_blocking", {.tp = 2, .pp = 2, .blocking_p2p = true}),
                       named("pp2_dp2_zero2", {.pp = 2, .dp = 2, .zero = 2, .precision = DType::bf16}),
                       named("tp2_dp2_zero3", {.tp = 2, .dp = 2, .zero = 3}),
                       // Context parallelism: each sequence's zigzag chunks on 2 or 4 ranks.
