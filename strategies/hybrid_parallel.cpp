@@ -533,6 +533,7 @@ class HybridRank final : public RankProgram {
       if (a.kind == PipelineAction::Kind::forward) forward(rt, a.micro_batch, a.chunk);
       else backward(rt, a.micro_batch, a.chunk, nullptr, false);
     }
+    send_held_gradient(rt);
     for (auto& chunk : chunks_)
       for (auto& layer : chunk) {
         reduce_tensor_partial_gradients(rt, *layer, static_cast<int>(plan_.micro_batches) - 1);
