@@ -39,7 +39,7 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("scenario", o.scenario, "scenario file, or the name of a bundled scenario")->required();
   cmd->add_option("--backend", o.backend, "execution backend: cpu, or cuda (one process per GPU; mpirun -np N)");
   cmd->add_option("--iterations", o.iterations, "training iterations (default 10)")->check(in_range(limits::kIterations));
-  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring (default: the strategy's irregular first ones, as the simulator skips them: 1 with overlap_param_gather, else 0)")->check(in_range(limits::kWarmupIterations));
+  cmd->add_option("--warmup", o.warmup, "warm-up iterations before measuring")->check(in_range(limits::kWarmupIterations));
   cmd->add_option("--seed", o.seed, "seed of the initial parameters and dropout");
   cmd->add_option("--timeout", o.timeout_s, "seconds any rank may wait for its peers before the run fails")
       ->check(in_range(kTimeoutS));
@@ -256,9 +256,7 @@ int run_run(const RunCommandOptions& o) {
   exec::cpu::configure_for_model(options, *model, scenario.training.seq_length);
   if (!o.corpus_path.empty()) options.data = corpus_source(o.corpus_path, scenario);
   options.iterations = o.iterations.value_or(10);
-  // By default the steady iterations are measured, as the simulator measures them (a step after
-  // --overlap-param-gather's first one gathers the parameters it updated).
-  options.warmup_iterations = o.warmup.value_or(strategy->irregular_iterations());
+  options.warmup_iterations = o.warmup.value_or(0);
   if (o.timeout_s) options.timeout_s = *o.timeout_s;
   if (o.checkpoint_every && o.checkpoint_path.empty())
     throw InputError("command line", 0, "--checkpoint-every", "needs --checkpoint FILE");
