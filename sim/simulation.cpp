@@ -296,9 +296,21 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, cons
   options.iterations = static_cast<int>(iterations);
   // A steady iteration: the first ones, unlike the rest, are not measured.
   // (A negative warm-up stays as it is, for check_simulation to refuse.)
-  if (options.warmup_iterations >= 0)
-    options.warmup_iterations = std::max(options.warmup_iterations, strategy.irregular_iterations());
+  std::string warmup_note;
+  if (options.warmup_iterations >= 0 && strategy.irregular_iterations() > options.warmup_iterations) {
+    options.warmup_iterations = strategy.irregular_iterations();
+    const int n = options.warmup_iterations;
+    warmup_note = "measured after " + std::to_string(n) + (n > 1 ? " warm-up iterations (the strategy's first " +
+                                                                       std::to_string(n) + " differ"
+                                                                 : " warm-up iteration (the strategy's first differs") +
+                  " from its steady ones)";
+  }
   check_simulation(strategy, cluster, options);
+  // Says so beside the folding notes: the measured iteration is not the first.
+  const auto noted = [&](SimulationResult r) {
+    if (!warmup_note.empty()) r.folding += "; " + warmup_note;
+    return r;
+  };
   // Storage writes run beside the whole run, not beside shorter ones: no extrapolation then.
   if (options.storage_writes) options.pipeline_extrapolation = FoldingMode::off;
   ExtrapolationPlan plan = plan_pipeline_extrapolation(strategy, cluster, options);
@@ -309,12 +321,12 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, cons
     const auto simulate_one = [&](const Strategy& s) { return simulate_here(s, cluster, shorter, ""); };
     if (std::optional<SimulationResult> result = simulate_extrapolated(strategy, plan, simulate_one)) {
       result->wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-      return std::move(*result);
+      return noted(std::move(*result));
     }
     plan.note = "no pipeline extrapolation: peak memory differs between " + std::to_string(plan.shorter) + " and " +
                 std::to_string(plan.longer) + " micro-batches";
   }
-  return simulate_here(strategy, cluster, options, plan.note);
+  return noted(simulate_here(strategy, cluster, options, plan.note));
 }
 
 }  // namespace tandem::sim

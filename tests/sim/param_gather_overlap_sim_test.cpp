@@ -19,6 +19,7 @@ namespace {
 struct Step {
   Seconds iteration_s = 0, exposed_comm_s = 0;
   int whole_gathers = 0, layer_gathers = 0;  // rank 0's, in the measured iteration
+  bool says_warmed_up = false;               // the result's notes say a warm-up was added
 };
 
 Step simulate(bool overlap, int warmup = 1) {
@@ -38,10 +39,11 @@ Step simulate(bool overlap, int warmup = 1) {
       if (t.op_id == "dp.params.all_gather") ++whole;
       else if (t.op_id.ends_with(".params.all_gather")) ++layers;
     }
-    out << r.iteration_time_s << " " << r.ranks[0].exposed_comm_s << " " << whole << " " << layers;
+    out << r.iteration_time_s << " " << r.ranks[0].exposed_comm_s << " " << whole << " " << layers << " "
+        << (r.folding.find("measured after 1 warm-up iteration") != std::string::npos);
   }, warmup);
   Step step;
-  in >> step.iteration_s >> step.exposed_comm_s >> step.whole_gathers >> step.layer_gathers;
+  in >> step.iteration_s >> step.exposed_comm_s >> step.whole_gathers >> step.layer_gathers >> step.says_warmed_up;
   return step;
 }
 
@@ -58,6 +60,8 @@ TEST(ParamGatherOverlapSim, LayerGathersDuringTheForwardShortenTheStep) {
 TEST(ParamGatherOverlapSim, AStepAskedForWithoutWarmUpIsTheSteadyOneThatGathers) {
   const Step cold = simulate(true, /*warmup=*/0), warm = simulate(true, /*warmup=*/1);
   EXPECT_GE(cold.layer_gathers, 4);
+  EXPECT_TRUE(cold.says_warmed_up);   // the simulator added the warm-up, and says so
+  EXPECT_FALSE(warm.says_warmed_up);  // asked for: nothing to add
   EXPECT_EQ(cold.iteration_s, warm.iteration_s);
   EXPECT_EQ(cold.exposed_comm_s, warm.exposed_comm_s);
 }
