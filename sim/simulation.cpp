@@ -299,18 +299,14 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, cons
   std::string warmup_note;
   if (options.warmup_iterations >= 0 && strategy.irregular_iterations() > options.warmup_iterations) {
     options.warmup_iterations = strategy.irregular_iterations();
-    const int n = options.warmup_iterations;
-    warmup_note = "measured after " + std::to_string(n) + (n > 1 ? " warm-up iterations (the strategy's first " +
-                                                                       std::to_string(n) + " differ"
-                                                                 : " warm-up iteration (the strategy's first differs") +
-                  " from its steady ones)";
+    // Said beside the folding notes: the measured iteration is not the first.
+    const std::string n = std::to_string(options.warmup_iterations);
+    warmup_note = options.warmup_iterations == 1
+                      ? "measured after 1 warm-up iteration (the strategy's first differs from its steady ones)"
+                      : "measured after " + n + " warm-up iterations (the strategy's first " + n +
+                            " differ from its steady ones)";
   }
   check_simulation(strategy, cluster, options);
-  // Says so beside the folding notes: the measured iteration is not the first.
-  const auto noted = [&](SimulationResult r) {
-    if (!warmup_note.empty()) r.folding += "; " + warmup_note;
-    return r;
-  };
   // Storage writes run beside the whole run, not beside shorter ones: no extrapolation then.
   if (options.storage_writes) options.pipeline_extrapolation = FoldingMode::off;
   ExtrapolationPlan plan = plan_pipeline_extrapolation(strategy, cluster, options);
@@ -318,15 +314,18 @@ SimulationResult simulate(const Strategy& strategy, const Cluster& cluster, cons
     const auto wall_start = std::chrono::steady_clock::now();
     SimulationOptions shorter = options;
     shorter.pipeline_extrapolation = FoldingMode::off;
-    const auto simulate_one = [&](const Strategy& s) { return simulate_here(s, cluster, shorter, ""); };
+    // The warm-up note rides on the longer run's notes, which the extrapolated result keeps.
+    const auto simulate_one = [&](const Strategy& s) { return simulate_here(s, cluster, shorter, warmup_note); };
     if (std::optional<SimulationResult> result = simulate_extrapolated(strategy, plan, simulate_one)) {
       result->wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-      return noted(std::move(*result));
+      return std::move(*result);
     }
     plan.note = "no pipeline extrapolation: peak memory differs between " + std::to_string(plan.shorter) + " and " +
                 std::to_string(plan.longer) + " micro-batches";
   }
-  return noted(simulate_here(strategy, cluster, options, plan.note));
+  const std::string note = plan.note.empty() || warmup_note.empty() ? plan.note + warmup_note
+                                                                     : plan.note + "; " + warmup_note;
+  return simulate_here(strategy, cluster, options, note);
 }
 
 }  // namespace tandem::sim
