@@ -154,6 +154,7 @@ DeviceProfile::GpuKernels read_gpu_kernels(const YamlNode& node) {
     g.gemm_efficiency_shape[i] = dims[i].positive_int();
     if (g.gemm_efficiency_shape[i] > (1LL << 24)) dims[i].fail("must be at most 16777216");
   }
+  if (node.has("fp8_gemm_efficiency")) g.fp8_gemm_efficiency = share("fp8_gemm_efficiency");
   g.memory_efficiency = share("memory_efficiency");
   g.flash_fwd_efficiency = share("flash_fwd_efficiency");
   g.flash_bwd_efficiency = share("flash_bwd_efficiency");

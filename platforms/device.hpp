@@ -75,6 +75,12 @@ struct DeviceProfile {
     int sm_count = 0;                   // streaming multiprocessors (wave size of a GEMM)
     double gemm_efficiency = 0;         // best large 16-bit GEMM, fraction of the dense peak
     std::array<std::int64_t, 3> gemm_efficiency_shape{};  // the m, n, k it was measured at
+    // FP8 GEMMs at that shape, fraction of the FP8 peak (0: gemm_efficiency, the 16-bit one's).
+    double fp8_gemm_efficiency = 0;
+    // The measured efficiency a GEMM computing in `dtype` is held to.
+    double gemm_efficiency_for(DType dtype) const {
+      return dtype == DType::fp8 && fp8_gemm_efficiency > 0 ? fp8_gemm_efficiency : gemm_efficiency;
+    }
     double memory_efficiency = 0;       // streaming kernels, fraction of the HBM bandwidth
     double flash_fwd_efficiency = 0;    // flash attention forward, fraction of the dense peak
     double flash_bwd_efficiency = 0;    // flash attention backward

@@ -69,6 +69,8 @@ inline constexpr FieldDoc kGpuKernels[] = {
     {"gemm_efficiency", "fraction", "required", "best large 16-bit GEMM, of the dense peak",
      &limits::kEfficiencyFraction},
     {"gemm_efficiency_shape", "[m, n, k]", "required", "the GEMM gemm_efficiency was measured at"},
+    {"fp8_gemm_efficiency", "fraction", "gemm_efficiency", "FP8 GEMM at that shape, of the FP8 peak",
+     &limits::kEfficiencyFraction},
     {"memory_efficiency", "fraction", "required", "streaming kernels, of the HBM bandwidth",
      &limits::kEfficiencyFraction},
     {"flash_fwd_efficiency", "fraction", "required", "flash attention forward, of the dense peak",

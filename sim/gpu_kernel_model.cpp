@@ -309,7 +309,7 @@ double mainloop_efficiency(DType dtype, const DeviceProfile& device) {
   const auto& g = device.gpu_kernels;
   const auto [m, n, k] = g.gemm_efficiency_shape;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const Seconds measured = flops / (device.peak_flops_per_s(dtype) * g.gemm_efficiency);
+  const Seconds measured = flops / (device.peak_flops_per_s(dtype) * g.gemm_efficiency_for(dtype));
   const Seconds at_full_speed = fastest_tile(m, n, k, 1, dtype_bytes(DType::bf16), dtype, 1.0, device).compute_s;
   return std::min(1.0, at_full_speed / measured);
 }
@@ -327,7 +327,8 @@ GemmPlan plan_gemm(I64 m, I64 n, I64 k, I64 batch, Bytes bytes, DType dtype, con
   // came out at 91% of the A100's peak, above the 86.9% measured best).
   const double flops = 2.0 * static_cast<double>(std::max<I64>(m, 1)) * static_cast<double>(std::max<I64>(n, 1)) *
                        static_cast<double>(std::max<I64>(k, 1)) * static_cast<double>(std::max<I64>(batch, 1));
-  p.compute_s = std::max(p.compute_s, flops / (device.peak_flops_per_s(dtype) * device.gpu_kernels.gemm_efficiency));
+  p.compute_s =
+      std::max(p.compute_s, flops / (device.peak_flops_per_s(dtype) * device.gpu_kernels.gemm_efficiency_for(dtype)));
   p.memory_s = streaming_seconds(bytes, device);
   return p;
 }

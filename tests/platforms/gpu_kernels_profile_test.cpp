@@ -45,6 +45,13 @@ TEST(GpuKernelsProfile, ReadsTheConstantsAndTheBasis) {
   EXPECT_DOUBLE_EQ(p.gpu_kernels.flash_fwd_efficiency, 0.6);
   EXPECT_DOUBLE_EQ(p.gpu_kernels.flash_bwd_efficiency, 0.5);
   EXPECT_EQ(p.basis_text(), "datasheet and two papers");
+  // Without its own FP8 figure an FP8 GEMM is held to the 16-bit fraction; with one, to that.
+  EXPECT_DOUBLE_EQ(p.gpu_kernels.gemm_efficiency_for(DType::fp8), 0.8);
+  std::string with_fp8 = kGood;
+  with_fp8.replace(with_fp8.find("  memory_efficiency"), 0, "  fp8_gemm_efficiency: 0.7\n");
+  const DeviceProfile q = load_device_profile(dir.write("fp8.yaml", with_fp8));
+  EXPECT_DOUBLE_EQ(q.gpu_kernels.gemm_efficiency_for(DType::fp8), 0.7);
+  EXPECT_DOUBLE_EQ(q.gpu_kernels.gemm_efficiency_for(DType::bf16), 0.8);
 }
 
 TEST(GpuKernelsProfile, ACalibratedProfileNamesItsMachineAndDate) {
@@ -76,6 +83,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"efficiency above 1", "gemm_efficiency: 0.8", "gemm_efficiency: 1.3", "gpu_kernels.gemm_efficiency",
                 "gemm_efficiency", "(0, 1]"},
+        BadCase{"fp8 efficiency above 1", "gemm_efficiency: 0.8", "gemm_efficiency: 0.8\n  fp8_gemm_efficiency: 2",
+                "gpu_kernels.fp8_gemm_efficiency", "fp8_gemm_efficiency", "(0, 1]"},
         BadCase{"zero sms", "sm_count: 100", "sm_count: 0", "gpu_kernels.sm_count", "sm_count", "must be"},
         BadCase{"missing constant", "  flash_bwd_efficiency: 0.5\n", "", "gpu_kernels.flash_bwd_efficiency",
                 "gpu_kernels:", "missing required field"},
