@@ -151,16 +151,22 @@ Bytes loss_bytes(const LossArgs& a, double e) {
 // unscale (fp16 loss scaling only: read + write g), the gradient norm (read g), fused Adam (read
 // g, read and write fp32 master, m and v: 24), and the copy of the master into the 16-bit weight
 // (read 4, write 2; none with a master kept as a remainder). Clipping rescales only when the norm
-// exceeds the threshold: not counted.
+// exceeds the threshold: not counted. 16-bit gradients beside an fp32 master are cast to fp32
+// first (read g, write 4; Megatron-LM's _copy_model_grads_to_main_grads, main_param.grad =
+// model_param.grad.float(), at 6985e58 and in Megatron-Core's distributed optimizer; DeepSpeed's
+// ZeRO optimizer likewise), and the step then reads that fp32 copy.
 Bytes optimizer_bytes(const ComputeOp& op, const OptimizerArgs& a) {
   const DType param = op.inputs.empty() ? DType::bf16 : op.inputs[0].dtype;
-  const double g = op.inputs.size() > 1 ? dtype_bytes(op.inputs[1].dtype) : 4.0;
-  double per_element = g + 24 + g;
+  const double grad = op.inputs.size() > 1 ? dtype_bytes(op.inputs[1].dtype) : 4.0;
   // A master kept as a 16-bit remainder (ParallelConfig::master_param_remainders; inputs {param,
   // grad, master, m, v}) is stepped as the bf16 parameter and its remainder read and written, the
   // same 8 bytes as an fp32 master, and leaves no copy into the parameter to make.
   const bool remainder = op.inputs.size() > 4 && dtype_bytes(op.inputs[2].dtype) < 4;
-  if (param != DType::fp32 && !remainder) per_element += 4 + dtype_bytes(param);
+  const bool fp32_master = param != DType::fp32 && !remainder;
+  const bool cast_grad = fp32_master && grad < 4;
+  const double g = cast_grad ? 4.0 : grad;  // what the step reads
+  double per_element = (cast_grad ? grad + 4 : 0) + g + 24 + g;
+  if (fp32_master) per_element += 4 + dtype_bytes(param);
   if (param == DType::fp16) per_element += 2 * g;
   return static_cast<double>(a.numel) * per_element;
 }

@@ -178,6 +178,28 @@ TEST(GpuKernelModel, AGemmWithAShortInnerDimensionCostsItsOutputNotItsFlops) {
   EXPECT_GT(t, 10 * flops_s);  // and the k = 16 main loop is a sliver of each tile's time
 }
 
+// 16-bit gradients beside an fp32 master are cast to fp32 before the step (Megatron-LM's
+// main_param.grad = model_param.grad.float()), which then unscales, measures and reads them as
+// fp32: the cast's 2 + 4 bytes, and the fp16 unscale, the norm and Adam read 4 instead of 2.
+TEST(GpuKernelModel, SixteenBitGradientsAreCastToFp32BeforeTheStep) {
+  const DeviceProfile p = a100();
+  const auto step = [&](DType grad) {
+    ComputeOp op;
+    op.kind = OpKind::optimizer;
+    OptimizerArgs args;
+    args.numel = 1 << 26;
+    op.args = args;
+    op.inputs.resize(2);
+    op.inputs[0].dtype = DType::fp16;
+    op.inputs[1].dtype = grad;
+    return compute_cost(op, p).seconds - p.launch_overhead_s;
+  };
+  const double per_byte = (1 << 26) / (p.memory_bandwidth_bytes_per_s * p.gpu_kernels.memory_efficiency);
+  // fp32 grads: norm 4, Adam 4 + 24, copy 4 + 2, unscale 8.
+  EXPECT_NEAR(step(DType::fp32), 46 * per_byte, 1e-12);
+  EXPECT_NEAR(step(DType::fp16), (46 + 2 + 4) * per_byte, 1e-12);
+}
+
 TEST(GpuKernelModel, StreamingKernelsRunAtTheAchievableHbmFraction) {
   const DeviceProfile p = a100();
   const ComputeOp gelu = elementwise(ElementwiseFn::gelu, 1 << 26, false);
