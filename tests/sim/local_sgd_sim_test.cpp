@@ -51,7 +51,10 @@ TEST(LocalSgdSim, BlocksInsideANodeAddOnlyTheirNvlinkReductions) {
   const Steps sync = simulate(1), local = simulate(4), blocks = simulate(4, 8);
   EXPECT_EQ(blocks.measured, 4u);
   EXPECT_GT(blocks.mean_s, local.mean_s);
-  EXPECT_LT(blocks.mean_s, 0.8 * sync.mean_s) << blocks.mean_s << " s vs " << sync.mean_s << " s";
+  // What synchronous steps add over plain local SGD is the Ethernet all-reduce; the blocks add
+  // a small part of it (the same computation and optimizer step run in all three).
+  EXPECT_LT(blocks.mean_s - local.mean_s, 0.25 * (sync.mean_s - local.mean_s))
+      << "blocks " << blocks.mean_s << " s, local " << local.mean_s << " s, sync " << sync.mean_s << " s";
   EXPECT_LT(blocks.fastest_s - local.fastest_s, 0.1 * (sync.mean_s - local.fastest_s))
       << "a step inside the node costs a fraction of an all-reduce over Ethernet";
 }
