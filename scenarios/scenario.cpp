@@ -327,6 +327,7 @@ void read_strategy(const YamlNode& node, Scenario& s) {
   r.flag("overlap_param_gather", p.overlap_param_gather);
   r.flag("pipeline_scatter_gather", p.pipeline_scatter_gather);
   r.flag("pipeline_blocking_p2p", p.pipeline_blocking_p2p);
+  r.flag("overlap_p2p_comm", p.overlap_p2p_comm);
   r.count("local_sgd_steps", p.local_sgd_steps, limits::kLocalSgdSteps);
   r.count("local_sgd_group_size", p.local_sgd_group_size, limits::kLocalSgdGroupSize);
   r.count("parameter_servers", p.parameter_servers, limits::kParameterServers);

@@ -143,6 +143,8 @@ inline constexpr FieldDoc kStrategy[] = {
     {"overlap_param_gather", "bool", "false", "ZeRO-1/2 parameter all-gather overlapped with the next forward (Megatron-Core --overlap-param-gather)"},
     {"pipeline_scatter_gather", "bool", "true",
      "without sequence parallelism, each tensor-group member sends 1/t of a stage's output and the next stage all-gathers it (Megatron-LM --scatter-gather-tensors-in-pipeline; DeepSpeed's pipe partitioning)"},
+    {"overlap_p2p_comm", "bool", "false",
+     "Megatron-Core --overlap-p2p-communication: each pipeline receive posted a pass ahead, its transfer under that pass (interleaved_1f1b only)"},
     {"pipeline_blocking_p2p", "bool", "false",
      "DeepSpeed's pipeline engine: blocking sends and receives between stages, waited for by the compute stream (1f1b only)"},
     {"ddp_bucket_size", "parameters", "40000000", "per gradient bucket (Megatron default)", nullptr,

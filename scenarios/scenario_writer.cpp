@@ -158,6 +158,7 @@ void emit_strategy(YAML::Emitter& y, const Scenario& s) {
   y << YAML::Key << "overlap_param_gather" << YAML::Value << p.overlap_param_gather;
   y << YAML::Key << "pipeline_scatter_gather" << YAML::Value << p.pipeline_scatter_gather;
   if (p.pipeline_blocking_p2p) y << YAML::Key << "pipeline_blocking_p2p" << YAML::Value << true;
+  if (p.overlap_p2p_comm) y << YAML::Key << "overlap_p2p_comm" << YAML::Value << true;
   if (p.parameter_servers > 0) {
     y << YAML::Key << "parameter_servers" << YAML::Value << p.parameter_servers;
     y << YAML::Key << "parameter_server_partition_bytes" << YAML::Value << p.parameter_server_partition_bytes;

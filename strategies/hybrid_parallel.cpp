@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "strategies/gradient_sync.hpp"
 #include "strategies/model_averaging.hpp"
@@ -184,6 +185,7 @@ class HybridRank final : public RankProgram {
           reduced_once[a.chunk] = true;
         }
       }
+      post_receives_ahead(rt, actions, static_cast<std::size_t>(i));
     }
     send_held_gradient(rt);
     buckets.wait_all(rt);
@@ -234,9 +236,7 @@ class HybridRank final : public RankProgram {
       x = take(handed_activations_, mb);
     } else {
       // The activation from the previous virtual stage (tag 2k: forward traffic into k).
-      const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k] - 1];
-      x = rt.alloc(tag_label(mb, k, "input"), spec.shape, spec.dtype, MemCategory::activations);
-      receive_boundary(rt, Phase::forward, tag_label(mb, k, "recv_act"), x, peer_of(k - 1), 2 * k);
+      x = received(rt, {PipelineAction::Kind::forward, mb, c});
     }
     send_held_gradient(rt);  // DeepSpeed's TrainSchedule: after this step's receive
     for (auto& layer : chunks_[c]) {
@@ -279,16 +279,67 @@ class HybridRank final : public RankProgram {
     if (plan_.parallel.pipeline_blocking_p2p) rt.wait(sent);
     rt.release_after(t, sent);
   }
-  // Receives `t` (its part, then all-gathered over the tensor group); the compute stream waits for
-  // it. A blocking receive starts only once the computation before it is done (NCCL's receive
-  // kernel waits for the stream it was called from); an overlapped one is posted at once.
-  void receive_boundary(Runtime& rt, Phase phase, const std::string& label, const Tensor& t, int peer, int tag) {
+  // A receive posted for an action: the tensor it fills, the handle of the receive, and whether
+  // the part it received is still to be all-gathered over the tensor group.
+  struct PostedReceive {
+    Tensor tensor;
+    Handle received;
+    bool gather = false;
+    std::string label;
+    Phase phase = Phase::forward;
+  };
+  // Whether `a` receives its input (a forward) or its output's gradient (a backward) from
+  // another rank.
+  bool receives(const PipelineAction& a) const {
+    const int k = virtual_stage_of(a.chunk);
+    if (a.kind == PipelineAction::Kind::forward) return k != 0 && !here(k - 1);
+    if (a.kind == PipelineAction::Kind::backward) return k != virtual_stages() - 1 && !here(k + 1);
+    return false;
+  }
+  // Posts the receive `a` needs (its whole tensor, or its part) and keeps it for `received`. A
+  // blocking receive starts only once the computation before it is done (NCCL's receive kernel
+  // waits for the stream it was called from); an overlapped one at once.
+  void post_receive(Runtime& rt, const PipelineAction& a) {
+    const int k = virtual_stage_of(a.chunk);
+    const bool forward = a.kind == PipelineAction::Kind::forward;
+    const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[forward ? k : k + 1] - 1];
+    const Tensor t = rt.alloc(tag_label(a.micro_batch, k, forward ? "input" : "output_grad"), spec.shape,
+                              spec.dtype, MemCategory::activations);
+    const std::string label = tag_label(a.micro_batch, k, forward ? "recv_act" : "recv_grad");
+    const Phase phase = forward ? Phase::forward : Phase::backward;
+    const int peer = peer_of(forward ? k - 1 : k + 1), tag = forward ? 2 * k : 2 * k + 1;
     Issue issue{Stream::pp_recv, {}};
     if (plan_.parallel.pipeline_blocking_p2p) issue.after.push_back(rt.record(Stream::compute));
     const auto [offset, count] = boundary_part(t);
-    if (count < 0) return rt.wait(ops::recv(rt, phase, label, t, peer, issue, tag));
-    const Handle part = ops::recv_part(rt, phase, label, t, offset, count, peer, issue, tag);
-    rt.wait(ops::all_gather(rt, phase, label + ".allgather", t, ctx_.tp_group, Issue{Stream::tp_comm, {part}}));
+    const Handle received = count < 0 ? ops::recv(rt, phase, label, t, peer, issue, tag)
+                                      : ops::recv_part(rt, phase, label, t, offset, count, peer, issue, tag);
+    posted_receives_[{a.kind, a.micro_batch, a.chunk}] = {t, received, count >= 0, label, phase};
+  }
+  // What `a` received, once it has arrived (posted now unless posted ahead). The all-gather of a
+  // part is issued only now: posted ahead, it would queue the tensor group's collectives of the
+  // passes in between behind a transfer they do not need.
+  Tensor received(Runtime& rt, const PipelineAction& a) {
+    const auto key = std::tuple{a.kind, a.micro_batch, a.chunk};
+    if (!posted_receives_.contains(key)) post_receive(rt, a);
+    const PostedReceive r = posted_receives_.at(key);
+    posted_receives_.erase(key);
+    if (!r.gather) {
+      rt.wait(r.received);
+    } else {
+      rt.wait(ops::all_gather(rt, r.phase, r.label + ".allgather", r.tensor, ctx_.tp_group,
+                              Issue{Stream::tp_comm, {r.received}}));
+    }
+    return r.tensor;
+  }
+  // Megatron-Core's --overlap-p2p-communication (ParallelConfig::overlap_p2p_comm): after each
+  // pass, the receives of the next two actions are posted, in the order they will be needed, so
+  // each transfer runs under the pass before it.
+  void post_receives_ahead(Runtime& rt, const std::vector<PipelineAction>& actions, std::size_t done) {
+    if (!plan_.parallel.overlap_p2p_comm) return;
+    for (std::size_t j = done + 1; j < std::min(actions.size(), done + 3); ++j) {
+      const PipelineAction& a = actions[j];
+      if (receives(a) && !posted_receives_.contains({a.kind, a.micro_batch, a.chunk})) post_receive(rt, a);
+    }
   }
   // A blocking pipeline's input gradient waiting for the next step's start (DeepSpeed's SendGrad).
   struct HeldSend {
@@ -314,9 +365,7 @@ class HybridRank final : public RankProgram {
       grad = take(handed_gradients_, mb);
     } else if (k != virtual_stages() - 1) {
       // The gradient of this stage's output from the next virtual stage (tag 2k+1).
-      const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[k + 1] - 1];
-      grad = rt.alloc(tag_label(mb, k, "output_grad"), spec.shape, spec.dtype, MemCategory::activations);
-      receive_boundary(rt, Phase::backward, tag_label(mb, k, "recv_grad"), grad, peer_of(k + 1), 2 * k + 1);
+      grad = received(rt, {PipelineAction::Kind::backward, mb, c});
     }
     auto& layers = chunks_[c];
     std::set<int> fresh;  // ZeRO-2/3: full gradients made live for this micro-batch
@@ -625,6 +674,8 @@ class HybridRank final : public RankProgram {
   int steps_since_average_ = 0;    // local SGD: steps since the replicas last averaged
   bool parameters_stale_ = false;  // --overlap-param-gather: the last step's update not yet gathered
   std::optional<HeldSend> held_gradient_;  // pipeline_blocking_p2p: the last backward's, not yet sent
+  // Receives posted before their action runs (overlap_p2p_comm), by (kind, micro-batch, chunk).
+  std::map<std::tuple<PipelineAction::Kind, int, int>, PostedReceive> posted_receives_;
   std::map<const Layer*, Handle> fresh_parameters_;  // its per-layer gathers this step
   std::unique_ptr<GradientCodec> codec_;  // gradient compression of the data-parallel all-reduce; null: plain
   OuterOptimizer outer_;                  // DiLoCo over local SGD (plain: nothing)
@@ -682,6 +733,13 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
+  if (parallel_.overlap_p2p_comm && hybrid_.schedule != PipelineSchedule::interleaved_1f1b)
+    throw StrategyError("strategy.overlap_p2p_comm",
+                        std::string("Megatron-Core overlaps pipeline sends and receives in its interleaved schedule only "
+                                    "(pipeline_schedule: interleaved_1f1b), not ") +
+                            to_string(hybrid_.schedule));
+  if (parallel_.overlap_p2p_comm && parallel_.pipeline_blocking_p2p)
+    throw StrategyError("strategy.overlap_p2p_comm", "cannot overlap blocking sends and receives (pipeline_blocking_p2p)");
   if (parallel_.pipeline_blocking_p2p && hybrid_.schedule != PipelineSchedule::one_f_one_b)
     throw StrategyError("strategy.pipeline_blocking_p2p", std::string("DeepSpeed's pipeline engine runs 1F1B only "
                                                                       "(pipeline_schedule: 1f1b), not ") +

@@ -97,6 +97,12 @@ struct ParallelConfig {
   // done; a send completes once its receiver has reached the receive. Its TrainSchedule runs
   // 1F1B's order and receives the next activation before it sends the last gradient. 1F1B only.
   bool pipeline_blocking_p2p = false;
+  // Megatron-Core's --overlap-p2p-communication (NeMo's overlap_p2p_comm; schedules.py at
+  // core_r0.8.0, forward_backward_pipelining_with_interleaving): a stage posts the receive of its
+  // next forward's input right after a forward and of its next backward's gradient right after a
+  // backward, so each transfer runs under the pass in between; without it a receive is posted
+  // when the pass that needs it is reached. Interleaved schedule only.
+  bool overlap_p2p_comm = false;
   // Megatron-Core's --expert-model-parallel-size: the experts of a mixture-of-experts model split
   // over blocks of this many consecutive data-parallel replicas, which exchange tokens by
   // all-to-all (RankLayout::expert_group); the replicas holding the same experts sum their

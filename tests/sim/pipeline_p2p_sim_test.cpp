@@ -4,11 +4,15 @@
 // - Megatron-LM's scatter/gather (pipeline_scatter_gather, on by default): each member sends 1/8
 //   of the tensor and the receiving group all-gathers it over NVLink;
 // - DeepSpeed's blocking sends and receives (pipeline_blocking_p2p): the compute stream waits for
-//   each, and a stage receives the next activation before it sends the last gradient.
+//   each, and a stage receives the next activation before it sends the last gradient;
+// - Megatron-Core's overlapped receives (overlap_p2p_comm, interleaved schedule): each receive is
+//   posted a pass ahead, so its transfer runs under that pass.
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "scenarios/scenario.hpp"
 #include "tests/sim/sim_test_support.hpp"
@@ -16,7 +20,8 @@
 namespace tandem {
 namespace {
 
-std::string scenario(bool scatter_gather, bool blocking, const std::string& schedule = "1f1b") {
+std::string scenario(bool scatter_gather, bool blocking, const std::string& schedule = "1f1b",
+                     const std::string& more = "") {
   return "name: pipeline-p2p\n"
          "model: { name: gpt-test, num_layers: 4, hidden_size: 2048, num_attention_heads: 16, vocab_size: 32768, "
          "seq_length: 2048, use_flash_attn: true }\n"
@@ -24,7 +29,7 @@ std::string scenario(bool scatter_gather, bool blocking, const std::string& sche
          "training: { global_batch_size: 8, micro_batch_size: 1, seq_length: 2048, precision: bf16 }\n"
          "strategy: { type: hybrid, tensor_model_parallel_size: 8, pipeline_model_parallel_size: 2, "
          "pipeline_schedule: " + schedule + ", pipeline_scatter_gather: " + (scatter_gather ? "true" : "false") +
-         ", pipeline_blocking_p2p: " + (blocking ? "true" : "false") + " }\n";
+         ", pipeline_blocking_p2p: " + (blocking ? "true" : "false") + more + " }\n";
 }
 
 struct Handover {
@@ -80,6 +85,57 @@ TEST(PipelineP2pSim, BlockingSendsAreRefusedOutsideOneFOneB) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "strategy.pipeline_blocking_p2p");
     EXPECT_NE(std::string(e.what()).find("1F1B"), std::string::npos) << e.what();
+  }
+}
+
+// Interleaved, two chunks per stage, the hand-overs whole (no scatter/gather): rank 8 (stage 1)
+// receives every input over InfiniBand. Overlapped, the rank computes while receives are in
+// flight; otherwise a receive is posted when the pass that needs it is reached, which waits.
+struct Receives {
+  Seconds iteration_s = 0;
+  int under_a_pass = 0;  // receives in flight while a compute op of the rank runs
+};
+Receives simulate_interleaved(bool overlap) {
+  const std::string yaml =
+      scenario(false, false, "interleaved_1f1b",
+               std::string(", virtual_pipeline_model_parallel_size: 2, overlap_p2p_comm: ") + (overlap ? "true" : "false"));
+  std::istringstream in = sim_test::traced_figures(yaml, [](const sim::SimulationResult& r, std::ostream& out) {
+    std::vector<std::pair<Seconds, Seconds>> passes;
+    std::vector<std::pair<Seconds, Seconds>> receives;
+    for (const TraceRecord& t : r.trace.records) {
+      if (t.iteration != 1 || t.rank != 8) continue;
+      if (t.stream == Stream::compute) passes.emplace_back(t.start_s, t.end_s);
+      if (t.kind == OpKind::recv) receives.emplace_back(t.start_s, t.end_s);
+    }
+    int under = 0;
+    for (const auto& [posted, arrived] : receives)
+      for (const auto& [begin, end] : passes)
+        if (begin < arrived && posted < end) {
+          ++under;
+          break;
+        }
+    out << r.iteration_time_s << " " << under;
+  });
+  Receives r;
+  in >> r.iteration_s >> r.under_a_pass;
+  return r;
+}
+
+TEST(PipelineP2pSim, OverlappedReceivesArePostedAPassAheadInTheInterleavedSchedule) {
+  const Receives late = simulate_interleaved(false), ahead = simulate_interleaved(true);
+  EXPECT_EQ(late.under_a_pass, 0);
+  EXPECT_GT(ahead.under_a_pass, 0);
+  EXPECT_LT(ahead.iteration_s, late.iteration_s);
+}
+
+TEST(PipelineP2pSim, OverlappedReceivesAreRefusedOutsideTheInterleavedSchedule) {
+  test::TempDir dir;
+  try {
+    load_scenario(dir.write("scenario.yaml", scenario(true, false, "1f1b", ", overlap_p2p_comm: true")));
+    FAIL() << "1f1b with overlapped receives was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "strategy.overlap_p2p_comm");
+    EXPECT_NE(std::string(e.what()).find("interleaved"), std::string::npos) << e.what();
   }
 }
 

@@ -168,6 +168,10 @@ INSTANTIATE_TEST_SUITE_P(
                       named("pp2_1f1b", {.pp = 2}), named("pp4_1f1b", {.pp = 4}),
                       named("pp2_interleaved", {.pp = 2, .schedule = PipelineSchedule::interleaved_1f1b,
                                                 .virtual_stages = 2}),
+                      // Receives posted a pass ahead (Megatron-Core's --overlap-p2p-communication).
+                      named("tp2_pp2_interleaved_overlap_p2p", {.tp = 2, .pp = 2, .overlap_p2p = true,
+                                                                .schedule = PipelineSchedule::interleaved_1f1b,
+                                                                .virtual_stages = 2}),
                       named("dp2_zero1", {.dp = 2, .zero = 1, .precision = DType::bf16}),
                       // Parameters gathered during the next step's forward: the same values.
                       named("dp2_zero1_overlap_param_gather",

@@ -22,6 +22,7 @@ struct HybridShape {
   bool tp_comm_overlap = false;       // Megatron-Core's --tp-comm-overlap
   bool overlap_param_gather = false;  // Megatron-Core's --overlap-param-gather
   bool blocking_p2p = false;          // DeepSpeed's blocking pipeline hand-overs
+  bool overlap_p2p = false;           // Megatron-Core's --overlap-p2p-communication (interleaved)
   int local_sgd_steps = 1;            // local SGD's averaging period
   int local_sgd_group_size = 1;       // hierarchical local SGD's block of replicas
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
@@ -85,6 +86,7 @@ inline std::unique_ptr<HybridParallel> make_hybrid(std::shared_ptr<const Model> 
   parallel.tp_comm_overlap = s.tp_comm_overlap;
   parallel.overlap_param_gather = s.overlap_param_gather;
   parallel.pipeline_blocking_p2p = s.blocking_p2p;
+  parallel.overlap_p2p_comm = s.overlap_p2p;
   parallel.local_sgd_steps = s.local_sgd_steps;
   parallel.local_sgd_group_size = s.local_sgd_group_size;
   parallel.expert_model_parallel_size = s.ep;
