@@ -144,7 +144,7 @@ inline constexpr FieldDoc kStrategy[] = {
     {"pipeline_scatter_gather", "bool", "true",
      "without sequence parallelism, each tensor-group member sends 1/t of a stage's output and the next stage all-gathers it (Megatron-LM --scatter-gather-tensors-in-pipeline; DeepSpeed's pipe partitioning)"},
     {"overlap_p2p_comm", "bool", "false",
-     "Megatron-Core --overlap-p2p-communication: each pipeline receive posted a pass ahead, its transfer under that pass (interleaved_1f1b only)"},
+     "Megatron-Core --overlap-p2p-communication: each pipeline receive posted a pass ahead, its transfer under that pass (interleaved_1f1b; other schedules ignore it, as Megatron-Core's do)"},
     {"pipeline_blocking_p2p", "bool", "false",
      "DeepSpeed's pipeline engine: blocking sends and receives between stages, waited for by the compute stream (1f1b only)"},
     {"ddp_bucket_size", "parameters", "40000000", "per gradient bucket (Megatron default)", nullptr,

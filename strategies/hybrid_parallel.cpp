@@ -331,11 +331,12 @@ class HybridRank final : public RankProgram {
     }
     return r.tensor;
   }
-  // Megatron-Core's --overlap-p2p-communication (ParallelConfig::overlap_p2p_comm): after each
-  // pass, the receives of the next two actions are posted, in the order they will be needed, so
-  // each transfer runs under the pass before it.
+  // Megatron-Core's --overlap-p2p-communication (ParallelConfig::overlap_p2p_comm), in its
+  // interleaved schedule (its other schedules ignore the flag): after each pass, the receives of
+  // the next two actions are posted, in the order they will be needed, so each transfer runs under
+  // the pass before it.
   void post_receives_ahead(Runtime& rt, const std::vector<PipelineAction>& actions, std::size_t done) {
-    if (!plan_.parallel.overlap_p2p_comm) return;
+    if (!plan_.parallel.overlap_p2p_comm || plan_.hybrid.schedule != PipelineSchedule::interleaved_1f1b) return;
     for (std::size_t j = done + 1; j < std::min(actions.size(), done + 3); ++j) {
       const PipelineAction& a = actions[j];
       if (receives(a) && !posted_receives_.contains({a.kind, a.micro_batch, a.chunk})) post_receive(rt, a);
@@ -733,13 +734,6 @@ HybridParallel::HybridParallel(std::shared_ptr<const Model> model, TrainingConfi
   if (parallel_.overlap_param_gather && parallel_.zero_stage != 1 && parallel_.zero_stage != 2)
     throw StrategyError("strategy.overlap_param_gather",
                         "overlapping the parameter all-gather needs zero_stage 1 or 2 (the distributed optimizer)");
-  if (parallel_.overlap_p2p_comm && hybrid_.schedule != PipelineSchedule::interleaved_1f1b)
-    throw StrategyError("strategy.overlap_p2p_comm",
-                        std::string("Megatron-Core overlaps pipeline sends and receives in its interleaved schedule only "
-                                    "(pipeline_schedule: interleaved_1f1b), not ") +
-                            to_string(hybrid_.schedule));
-  if (parallel_.overlap_p2p_comm && parallel_.pipeline_blocking_p2p)
-    throw StrategyError("strategy.overlap_p2p_comm", "cannot overlap blocking sends and receives (pipeline_blocking_p2p)");
   if (parallel_.pipeline_blocking_p2p && hybrid_.schedule != PipelineSchedule::one_f_one_b)
     throw StrategyError("strategy.pipeline_blocking_p2p", std::string("DeepSpeed's pipeline engine runs 1F1B only "
                                                                       "(pipeline_schedule: 1f1b), not ") +

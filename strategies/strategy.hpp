@@ -101,7 +101,8 @@ struct ParallelConfig {
   // core_r0.8.0, forward_backward_pipelining_with_interleaving): a stage posts the receive of its
   // next forward's input right after a forward and of its next backward's gradient right after a
   // backward, so each transfer runs under the pass in between; without it a receive is posted
-  // when the pass that needs it is reached. Interleaved schedule only.
+  // when the pass that needs it is reached. Megatron-Core's other schedules ignore the flag, and
+  // so does Tandem's.
   bool overlap_p2p_comm = false;
   // Megatron-Core's --expert-model-parallel-size: the experts of a mixture-of-experts model split
   // over blocks of this many consecutive data-parallel replicas, which exchange tokens by
