@@ -285,9 +285,15 @@ class HybridRank final : public RankProgram {
     Tensor tensor;
     Handle received;
     bool gather = false;
-    std::string label;
-    Phase phase = Phase::forward;
   };
+  // The label and phase of the receive `a` needs.
+  std::string receive_label(const PipelineAction& a) const {
+    const bool forward = a.kind == PipelineAction::Kind::forward;
+    return tag_label(a.micro_batch, virtual_stage_of(a.chunk), forward ? "recv_act" : "recv_grad");
+  }
+  static Phase receive_phase(const PipelineAction& a) {
+    return a.kind == PipelineAction::Kind::forward ? Phase::forward : Phase::backward;
+  }
   // Whether `a` receives its input (a forward) or its output's gradient (a backward) from
   // another rank.
   bool receives(const PipelineAction& a) const {
@@ -305,15 +311,15 @@ class HybridRank final : public RankProgram {
     const Tensor& spec = boundaries_[plan_.first_layer_of_virtual_stage[forward ? k : k + 1] - 1];
     const Tensor t = rt.alloc(tag_label(a.micro_batch, k, forward ? "input" : "output_grad"), spec.shape,
                               spec.dtype, MemCategory::activations);
-    const std::string label = tag_label(a.micro_batch, k, forward ? "recv_act" : "recv_grad");
-    const Phase phase = forward ? Phase::forward : Phase::backward;
+    const std::string label = receive_label(a);
+    const Phase phase = receive_phase(a);
     const int peer = peer_of(forward ? k - 1 : k + 1), tag = forward ? 2 * k : 2 * k + 1;
     Issue issue{Stream::pp_recv, {}};
     if (plan_.parallel.pipeline_blocking_p2p) issue.after.push_back(rt.record(Stream::compute));
     const auto [offset, count] = boundary_part(t);
     const Handle received = count < 0 ? ops::recv(rt, phase, label, t, peer, issue, tag)
                                       : ops::recv_part(rt, phase, label, t, offset, count, peer, issue, tag);
-    posted_receives_[{a.kind, a.micro_batch, a.chunk}] = {t, received, count >= 0, label, phase};
+    posted_receives_[{a.kind, a.micro_batch, a.chunk}] = {t, received, count >= 0};
   }
   // What `a` received, once it has arrived (posted now unless posted ahead). The all-gather of a
   // part is issued only now: posted ahead, it would queue the tensor group's collectives of the
@@ -326,7 +332,7 @@ class HybridRank final : public RankProgram {
     if (!r.gather) {
       rt.wait(r.received);
     } else {
-      rt.wait(ops::all_gather(rt, r.phase, r.label + ".allgather", r.tensor, ctx_.tp_group,
+      rt.wait(ops::all_gather(rt, receive_phase(a), receive_label(a) + ".allgather", r.tensor, ctx_.tp_group,
                               Issue{Stream::tp_comm, {r.received}}));
     }
     return r.tensor;
