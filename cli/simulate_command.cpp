@@ -36,6 +36,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
                   "simulate one member of each tensor-parallel group and mirror the rest: auto, off");
   cmd->add_option("--pipeline-extrapolation", o.pipeline_extrapolation,
                   "simulate two shorter iterations of a periodic pipeline and extrapolate: auto, off");
+  cmd->add_flag("--free-overlap", o.free_overlap,
+                "kernels overlapping an NCCL collective keep every SM (what-if; the default gives them those it leaves)");
   return cmd;
 }
 
@@ -61,6 +63,7 @@ int run_simulate(const SimulateOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
   }
+  if (o.free_overlap) options.comm_sm_contention = false;
   options.record_trace = !o.chrome_trace_path.empty() || !o.trace_path.empty();
   check_simulation_size(scenario, options);  // the command line's iterations and trace weigh in
 

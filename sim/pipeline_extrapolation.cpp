@@ -72,6 +72,7 @@ std::optional<SimulationResult> extrapolate(const SimulationResult& shorter, con
     b.exposed_comm_s = along(a.exposed_comm_s, b.exposed_comm_s);
     b.idle_s = along(a.idle_s, b.idle_s);
     b.comm_busy_s = along(a.comm_busy_s, b.comm_busy_s);
+    b.contention_s = along(a.contention_s, b.contention_s);
     b.energy_j = along(a.energy_j, b.energy_j);
     if (a.peak_memory_bytes > b.peak_memory_bytes) {
       b.peak_memory_bytes = a.peak_memory_bytes;

@@ -11,7 +11,7 @@ namespace tandem::sim {
 
 namespace {
 TimeBreakdown breakdown_of(const RankResult& r) {
-  return {r.compute_s, r.exposed_comm_s, r.idle_s, r.comm_busy_s};
+  return {r.compute_s, r.exposed_comm_s, r.idle_s, r.comm_busy_s, r.contention_s};
 }
 
 std::string fmt(const char* format, double value) {
@@ -30,7 +30,7 @@ std::string human_bytes(Bytes b) { return fmt("%.2f GiB", b / kGiB); }
 
 nlohmann::json to_json(const TimeBreakdown& b) {
   return {{"compute_s", b.compute_s}, {"exposed_comm_s", b.exposed_comm_s}, {"idle_s", b.idle_s},
-          {"comm_busy_s", b.comm_busy_s}};
+          {"comm_busy_s", b.comm_busy_s}, {"comm_contention_s", b.contention_s}};
 }
 }  // namespace
 
@@ -62,13 +62,14 @@ Prediction summarize(const SimulationResult& result, const Cluster& cluster,
     p.mean.exposed_comm_s += rr.exposed_comm_s / p.devices;
     p.mean.idle_s += rr.idle_s / p.devices;
     p.mean.comm_busy_s += rr.comm_busy_s / p.devices;
+    p.mean.contention_s += rr.contention_s / p.devices;
     if (rr.compute_s > result.ranks[p.slowest_rank].compute_s) p.slowest_rank = r;
   }
   p.slowest = breakdown_of(result.ranks[p.slowest_rank]);
   // Per measured iteration, like the iteration time.
   const double per = 1.0 / std::max(1, p.measured_iterations);
   for (TimeBreakdown* b : {&p.mean, &p.slowest}) {
-    b->compute_s *= per, b->exposed_comm_s *= per, b->idle_s *= per, b->comm_busy_s *= per;
+    b->compute_s *= per, b->exposed_comm_s *= per, b->idle_s *= per, b->comm_busy_s *= per, b->contention_s *= per;
   }
 
   // Memory per node group.
@@ -177,7 +178,10 @@ std::string to_text(const Prediction& p) {
         << ", exposed comm " << human_seconds(b.exposed_comm_s)
         << fmt(" (%.1f%%)", 100 * b.exposed_comm_s / total) << ", idle " << human_seconds(b.idle_s)
         << fmt(" (%.1f%%)", 100 * b.idle_s / total) << "; comm streams busy "
-        << human_seconds(b.comm_busy_s) << "\n";
+        << human_seconds(b.comm_busy_s);
+    if (b.contention_s > 0)
+      out << "; compute slowed " << human_seconds(b.contention_s) << " by the SMs NCCL's kernels held";
+    out << "\n";
   };
   line("time (mean)  ", p.mean);
   line("time (slowest rank) ", p.slowest);

@@ -19,6 +19,7 @@ struct TimeBreakdown {
   Seconds exposed_comm_s = 0;
   Seconds idle_s = 0;
   Seconds comm_busy_s = 0;
+  Seconds contention_s = 0;  // of compute_s: kernels slowed by NCCL kernels holding SMs
 };
 
 struct GroupMemory {

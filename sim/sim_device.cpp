@@ -6,6 +6,7 @@
 #include <utility>
 #include <variant>
 
+#include "sim/comm_sm_contention.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/platform_builder.hpp"
 
@@ -117,6 +118,7 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
     if (last_blocked_.end_s > waited.end_s) waited = last_blocked_;
   }
   if (runs_on_host(op)) return run_on_host(op);
+  pay_contention();
   const Seconds duration = compute_cost(op, device_).seconds * compute_slowdown_;
   ++compute_ops_;
   if (measuring()) totals_.compute_s += duration;
@@ -147,6 +149,11 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
   const Seconds start = host_time() - hidden;
   pending_compute_s_ += duration - hidden - deferred_compute_s_;
   busy_s_ += duration;
+  last_compute_end_s_ = host_time();  // where the host's timeline of kernels ends (a deferred part aside)
+  if (context_.options.comm_sm_contention && device_.gpu_kernels.present()) {
+    if (compute_windows_.size() >= 4096) forget_old_windows();
+    compute_windows_.push_back({start, start + duration});
+  }
   if (context_.options.record_trace)
     add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, kernel_start(start, start + duration),
                               start + duration));
@@ -180,7 +187,64 @@ Handle SimDevice::run_on_host(const ComputeOp& op) {
 
 void SimDevice::flush_compute() {
   resume_deferred();
+  pay_contention();
   run_pending_compute();
+}
+
+// ---------------------------------------------------------------- SMs held by NCCL kernels
+
+int SimDevice::nccl_ctas(const CommOp& op, const Issue& issue) {
+  // Only kernels the compute stream can overlap: NCCL's on a stream of their own, on a GPU.
+  if (!context_.options.comm_sm_contention || !device_.gpu_kernels.present() || compute_host_ != nullptr ||
+      issue.stream == Stream::compute || issue.userbuffers || op.userbuffers || !context_.topology.nccl_fabric_of)
+    return 0;
+  if (is_collective(op.kind)) {
+    const SimulationContext::Choice& chosen = choice_for(op);
+    if (chosen.nccl_ctas < 0) {
+      const auto estimate = nccl_estimate(op.kind, op.bytes, op.group.ranks, context_.topology, chosen.algorithm);
+      chosen.nccl_ctas = estimate ? estimate->channels : 0;
+    }
+    return chosen.nccl_ctas;
+  }
+  const nccl::Fabric* fabric = context_.topology.nccl_fabric_of(rank_);
+  if (fabric == nullptr) return 0;
+  return nccl::predict_send_recv(op.bytes, *fabric, context_.cluster->same_node(rank_, op.peer)).channels;
+}
+
+void SimDevice::charge_contention(const OpState& state) {
+  const double per_s = sm_contention_per_overlap_s(device_.gpu_kernels.sm_count, state.nccl_ctas);
+  if (per_s <= 0) return;
+  // The windows are in time order: from the first that ends after the op started.
+  auto w = std::partition_point(compute_windows_.begin(), compute_windows_.end(),
+                                [&](const Window& k) { return k.end_s <= state.start_s; });
+  Seconds overlapped = 0;
+  for (; w != compute_windows_.end() && w->start_s < state.end_s; ++w)
+    overlapped += overlap(w->start_s, w->end_s, state.start_s, state.end_s);
+  contention_debt_s_ += overlapped * per_s;
+}
+
+void SimDevice::pay_contention() {
+  if (contention_debt_s_ <= 0) return;
+  // The slowed kernels end that much later; whatever the host has waited since the last of them
+  // was issued absorbs it.
+  const Seconds late = last_compute_end_s_ + contention_debt_s_ - host_time();
+  contention_debt_s_ = 0;
+  if (late <= 0) return;
+  pending_compute_s_ += late;
+  busy_s_ += late;
+  if (measuring()) {
+    totals_.compute_s += late;
+    totals_.contention_s += late;
+  }
+}
+
+void SimDevice::forget_old_windows() {
+  // A running op started no later than its stream's running_since_s; a queued one starts after now.
+  Seconds oldest = s4u::Engine::get_clock();
+  for (const StreamQueue& q : streams_)
+    if (q.running) oldest = std::min(oldest, q.running_since_s);
+  for (const std::int64_t h : priced_) oldest = std::min(oldest, ops_[h].start_s);
+  while (!compute_windows_.empty() && compute_windows_.front().end_s <= oldest) compute_windows_.pop_front();
 }
 
 void SimDevice::run_pending_compute() {
@@ -198,6 +262,13 @@ void SimDevice::run_pending_compute() {
   // would take exactly `seconds`: a sleep does, without the CPU model's sharing computations.
   // Its energy is counted from the busy time (energy_j).
   s4u::this_actor::sleep_for(seconds);
+  // Collectives that ended meanwhile held SMs these kernels needed: they end that much later
+  // (before anything issued after them starts, as in the per-op form).
+  while (contention_debt_s_ > 0) {
+    pay_contention();
+    if (pending_compute_s_ <= 0) break;
+    s4u::this_actor::sleep_for(std::exchange(pending_compute_s_, 0.0));
+  }
   retire_priced(s4u::Engine::get_clock());
 }
 
@@ -250,10 +321,12 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   ++comm_ops_;
   // A chunked GEMM's later chunks overlap this op: they run once it is issued.
   const Seconds deferred = std::exchange(deferred_compute_s_, 0.0);
-  if (issue.stream == Stream::compute) pending_compute_s_ += deferred;
+  if (issue.stream == Stream::compute) run_deferred(deferred);
+  const int ctas = nccl_ctas(op, issue);
   // A folded tensor group's collective of known duration: no actor, no channel (price_on_issue).
   if (price_on_issue(op, issue)) {
-    pending_compute_s_ += deferred;
+    ops_.back().nccl_ctas = ctas;
+    run_deferred(deferred);
     return Handle{ops_.next_handle() - 1};
   }
   flush_compute();  // the op may only start after the compute issued before it
@@ -262,6 +335,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   pending.stream = issue.stream;
   pending.handle = ops_.next_handle();
   ops_.push();
+  ops_.back().nccl_ctas = ctas;
   if (is_collective(op.kind)) ops_.back().members = op.group.ranks;
   else ops_.back().members = {op.peer};
 
@@ -316,7 +390,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
     });
   }
   queue.has_work->notify_all();
-  pending_compute_s_ += deferred;
+  run_deferred(deferred);
   return Handle{handle};
 }
 
@@ -341,6 +415,7 @@ void SimDevice::stream_loop(Stream stream) {
     // After the ops priced on issue on this stream (they hold it until they end).
     if (s4u::Engine::get_clock() < queue.busy_until_s) s4u::this_actor::sleep_until(queue.busy_until_s);
     OpState& state = ops_[pending.handle];
+    queue.running_since_s = s4u::Engine::get_clock();
     run_comm(pending, state);
     queue.running = false;
     if (measuring()) totals_.comm_busy_s += state.end_s - state.start_s;
@@ -456,6 +531,7 @@ void SimDevice::run_comm(const PendingComm& pending, OpState& state) {
   auto it = context_.rendezvous.find(pending.rendezvous_key);
   state.effective_start_s = std::min(state.end_s, std::max(state.start_s, it->second.last_arrival_s));
   if (++it->second.departed == pending.members) context_.rendezvous.erase(it);
+  charge_contention(state);
   state.done = true;
   if (!state.release_on_completion.empty()) --releasing_in_flight_;
   for (int id : state.release_on_completion) memory_.release(id);
@@ -560,6 +636,7 @@ void SimDevice::retire_priced(Seconds now) {
   while (!priced_.empty() && ops_[priced_.front()].end_s <= now) {
     OpState& state = ops_[priced_.front()];
     priced_.pop_front();
+    charge_contention(state);
     state.done = true;
     for (int id : state.release_on_completion) memory_.release(id);
     state.release_on_completion.clear();
@@ -676,12 +753,14 @@ Handle SimDevice::record(Stream stream) {
 void SimDevice::synchronize() {
   flush_compute();
   for (int s = 0; s < kStreamCount; ++s) block_on(record(static_cast<Stream>(s)).id);
+  flush_compute();  // what the last collectives' SMs cost the kernels they overlapped
 }
 
 // ---------------------------------------------------------------- iterations and trace
 
 void SimDevice::begin_iteration(int iteration) {
   flush_compute();
+  forget_old_windows();
   iteration_ = iteration;
   iteration_start_s_ = s4u::Engine::get_clock();
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/trace.hpp"
@@ -66,6 +67,7 @@ struct SimulationContext {
   struct Choice {
     CollectiveAlgorithm algorithm;
     CollectiveFidelity fidelity;
+    mutable int nccl_ctas = -1;  // SMs NCCL's kernel holds (its channels); -1: not asked yet
   };
   std::map<std::tuple<int, int, Bytes>, Choice> choices;
 
@@ -132,6 +134,7 @@ class SimDevice final : public Runtime, public PointToPoint {
     int expected = 0;            // members that arrive there (ghosts excepted)
     bool arrived = false;        // this member has (run_comm started)
     bool priced = false;         // priced on issue: runs [start_s, end_s] without an actor
+    int nccl_ctas = 0;           // SMs its NCCL kernel holds from start to end (0: none)
   };
   struct PendingComm {
     CommOp op;
@@ -147,6 +150,7 @@ class SimDevice final : public Runtime, public PointToPoint {
     simgrid::s4u::ConditionVariablePtr has_work;
     bool started = false;
     bool running = false;       // its actor is running an op
+    Seconds running_since_s = 0;  // when that op started (or an earlier one: never later)
     Seconds busy_until_s = 0;   // end of the last op priced on issue on it
     std::int64_t last_handle = -1;
   };
@@ -221,15 +225,29 @@ class SimDevice final : public Runtime, public PointToPoint {
   // The part of a GEMM that feeds a chunked reduce-scatter (GemmArgs::comm_overlap) past its
   // first chunk: it runs once that collective is issued, overlapping it.
   Seconds deferred_compute_s_ = 0;
-  void resume_deferred() {
-    pending_compute_s_ += deferred_compute_s_;
-    deferred_compute_s_ = 0;
+  void resume_deferred() { run_deferred(std::exchange(deferred_compute_s_, 0.0)); }
+  void run_deferred(Seconds seconds) {  // on the host's timeline, after what it has issued
+    if (seconds <= 0) return;
+    pending_compute_s_ += seconds;
+    last_compute_end_s_ = host_time();
   }
   // The data-moving window of the last op block_on waited for (when it had one).
   struct Window {
     Seconds start_s = 0, end_s = 0;
   };
   Window last_blocked_;
+  // Kernels that run while an NCCL kernel of this rank is resident get the SMs it leaves
+  // (sim/comm_sm_contention.hpp). The compute stream's kernels are on the host's timeline ahead of
+  // the clock, a collective's window is known when it ends: then the kernels it overlapped are
+  // slowed, as a debt the compute stream pays before its next kernel (absorbed by any idle time
+  // since the last one).
+  std::deque<Window> compute_windows_;  // this rank's kernels, in issue order
+  Seconds last_compute_end_s_ = 0;
+  Seconds contention_debt_s_ = 0;
+  int nccl_ctas(const CommOp& op, const Issue& issue);  // SMs the op's NCCL kernel holds
+  void charge_contention(const OpState& state);        // when `state` has ended
+  void pay_contention();                                // before the compute stream goes on
+  void forget_old_windows();                            // those no op in flight can overlap
   // Of a GEMM of `duration` that consumes a chunked all-gather whose data moved in `gather` while
   // the host, ready at `ready_s`, waited: the part its chunks ran meanwhile.
   static Seconds hidden_by_chunks(const GemmArgs& gemm, Seconds duration, Seconds ready_s, Window gather);

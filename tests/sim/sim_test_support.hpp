@@ -62,11 +62,10 @@ struct SimResult {
 inline void quiet_simgrid() { xbt_log_control_set("root.thres:warning"); }
 
 // Simulates scenario `s` (in the child) for `iterations` after `warmup`, recording the trace, with
-// the scenario's compute fidelity.
+// the scenario's other simulation options.
 inline sim::SimulationResult simulate_traced(const Scenario& s, int warmup, int iterations) {
   auto strategy = make_strategy(s);
-  sim::SimulationOptions options;
-  options.compute_fidelity = s.simulation.compute_fidelity;
+  sim::SimulationOptions options = s.simulation;
   options.warmup_iterations = warmup;
   options.iterations = iterations;
   options.record_trace = true;

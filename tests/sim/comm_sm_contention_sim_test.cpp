@@ -1,0 +1,72 @@
+// Overlapped communication takes SMs from the kernels it overlaps (sim/comm_sm_contention.hpp).
+// Two DGX H100 nodes train a small GPT with data parallelism 16: with --overlap-grad-reduce the
+// gradient buckets are reduced while the backward computes, and those kernels run on the SMs
+// NCCL's kernels leave. Tensor parallelism's all-reduces run on the compute stream, which waits
+// for them: they overlap nothing and so cost nothing more.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "sim/comm_sm_contention.hpp"
+#include "tests/sim/sim_test_support.hpp"
+
+namespace tandem {
+namespace {
+
+struct Step {
+  Seconds iteration_s = 0, compute_s = 0, contention_s = 0, comm_busy_s = 0, exposed_comm_s = 0;  // rank 0's
+};
+
+Step simulate(const std::string& parallelism, bool contention) {
+  const std::string text =
+      "name: sm-contention\n"
+      "model: { name: gpt-test, num_layers: 4, hidden_size: 2048, num_attention_heads: 16, vocab_size: 32768, "
+      "seq_length: 2048, use_flash_attn: true }\n"
+      "cluster: dgx-h100\n"
+      "training: { global_batch_size: 32, micro_batch_size: 1, seq_length: 2048, precision: bf16 }\n"
+      "strategy: { type: hybrid, " + parallelism + " }\n"
+      "simulation: { comm_sm_contention: " +
+      std::string(contention ? "true" : "false") + " }\n";
+  std::istringstream in = sim_test::traced_figures(text, [](const sim::SimulationResult& r, std::ostream& out) {
+    const sim::RankResult& rank = r.ranks[0];
+    out << r.iteration_time_s << " " << rank.compute_s << " " << rank.contention_s << " " << rank.comm_busy_s << " "
+        << rank.exposed_comm_s;
+  });
+  Step step;
+  in >> step.iteration_s >> step.compute_s >> step.contention_s >> step.comm_busy_s >> step.exposed_comm_s;
+  return step;
+}
+
+TEST(CommSmContention, EachSecondOverlappedCostsTheHeldSmsShareOfTheRest) {
+  // 24 CTAs of 132 SMs (an H100 ring): the rest run 108/132 as fast, 24/108 s more per second.
+  EXPECT_DOUBLE_EQ(sim::sm_contention_per_overlap_s(132, 24), 24.0 / 108.0);
+  EXPECT_EQ(sim::sm_contention_per_overlap_s(132, 0), 0.0);    // no NCCL kernel
+  EXPECT_EQ(sim::sm_contention_per_overlap_s(16, 16), 0.0);    // not a GPU this model knows
+}
+
+TEST(CommSmContentionSim, GradientsReducedDuringTheBackwardSlowItsKernels) {
+  const std::string data = "data_parallel_size: 16, overlap_grad_reduce: true";
+  const Step free = simulate(data, /*contention=*/false);
+  const Step held = simulate(data, /*contention=*/true);
+  EXPECT_EQ(free.contention_s, 0.0);
+  EXPECT_GT(held.contention_s, 0.0);
+  EXPECT_GT(held.iteration_s, free.iteration_s);
+  // The same kernels, each the same length, plus what the held SMs cost them.
+  EXPECT_NEAR(held.compute_s, free.compute_s + held.contention_s, 1e-9 * held.compute_s);
+  // No more than the whole of the reductions overlapped kernels on the SMs NCCL's largest ring
+  // (32 channels, one CTA each) leaves.
+  EXPECT_LE(held.contention_s, held.comm_busy_s * sim::sm_contention_per_overlap_s(132, 32));
+}
+
+TEST(CommSmContentionSim, CollectivesTheComputeStreamWaitsForSlowNothing) {
+  const std::string tensor = "tensor_model_parallel_size: 8, data_parallel_size: 1";
+  const Step held = simulate(tensor, /*contention=*/true);
+  const Step free = simulate(tensor, /*contention=*/false);
+  EXPECT_GT(held.exposed_comm_s, 0.0);
+  EXPECT_EQ(held.contention_s, 0.0);
+  EXPECT_EQ(held.iteration_s, free.iteration_s);
+}
+
+}  // namespace
+}  // namespace tandem
