@@ -348,7 +348,8 @@ TEST(GpuKernelModel, Fp8LayerGemmsSpeedUpBetweenTransformerEnginesQuantizedAndRa
 }
 
 // The same guide's bf16 GEMMs (docs/examples/gemm_profiling/gemm_profiling.rst at d0067d0, "Worked
-// Example: 5B Model on H200", pre-quantized mode: kernels alone): 31.968 ms per layer on an H200 NVL, 599.8 TFLOP/s, 0.718 of that part's dense bf16 peak (835). The profile's sustained
+// Example: 5B Model on H200", pre-quantized mode: kernels alone): 31.968 ms per layer on an H200
+// NVL, 599.8 TFLOP/s, 0.718 of that part's dense bf16 peak (835). The profile's sustained
 // fraction (0.738 at 8192^3, from a different tool and part: gpu-fryer on an H100 SXM) through the
 // tile model gives these realistic shapes within 5% of it (0.731): the Hopper bf16 GEMMs are not
 // where the H100 rows' lean is.
