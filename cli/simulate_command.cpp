@@ -63,7 +63,7 @@ int run_simulate(const SimulateOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw InputError("command line", 0, "", e.what());
   }
-  if (o.free_overlap) options.comm_sm_contention = false;
+  if (o.free_overlap) options.comm_contention = false;
   options.record_trace = !o.chrome_trace_path.empty() || !o.trace_path.empty();
   check_simulation_size(scenario, options);  // the command line's iterations and trace weigh in
 

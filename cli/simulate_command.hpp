@@ -19,7 +19,7 @@ struct SimulateOptions {
   std::string algorithm;          // overrides the scenario's collective algorithm
   std::string fidelity;           // overrides the scenario's collective fidelity
   std::string compute_fidelity;
-  bool free_overlap = false;  // simulation.comm_sm_contention off
+  bool free_overlap = false;  // simulation.comm_contention off
   std::string replica_folding;    // auto, off
   std::string tensor_folding;     // auto, off
   std::string pipeline_extrapolation;  // auto, off

@@ -362,7 +362,7 @@ void read_simulation(const YamlNode& node, Scenario& s) {
   r.choice("replica_folding", [&](const std::string& v) { o.replica_folding = sim::parse_replica_folding(v); });
   r.choice("tensor_folding", [&](const std::string& v) { o.tensor_folding = sim::parse_folding_mode(v); });
   r.choice("pipeline_extrapolation", [&](const std::string& v) { o.pipeline_extrapolation = sim::parse_folding_mode(v); });
-  r.flag("comm_sm_contention", o.comm_sm_contention);
+  r.flag("comm_contention", o.comm_contention);
 }
 
 std::string resolve_scenario(const std::string& name_or_path) {

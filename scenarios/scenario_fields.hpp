@@ -182,7 +182,7 @@ inline constexpr FieldDoc kSimulation[] = {
     {"replica_folding", "auto | off", "auto", "identical replicas simulated once"},
     {"tensor_folding", "auto | off", "auto", "one tensor-parallel member simulated"},
     {"pipeline_extrapolation", "auto | off", "auto", "two shorter iterations extrapolated"},
-    {"comm_sm_contention", "bool", "true", "kernels overlapping an NCCL collective run on the SMs it leaves"},
+    {"comm_contention", "bool", "true", "kernels overlapping an NCCL collective get the SMs and HBM it leaves"},
 };
 
 inline constexpr FieldSection kSections[] = {

@@ -180,7 +180,7 @@ std::string to_text(const Prediction& p) {
         << fmt(" (%.1f%%)", 100 * b.idle_s / total) << "; comm streams busy "
         << human_seconds(b.comm_busy_s);
     if (b.contention_s > 0)
-      out << "; compute slowed " << human_seconds(b.contention_s) << " by the SMs NCCL's kernels held";
+      out << "; compute slowed " << human_seconds(b.contention_s) << " by the SMs and HBM bandwidth NCCL's kernels held";
     out << "\n";
   };
   line("time (mean)  ", p.mean);

@@ -6,7 +6,7 @@
 #include <utility>
 #include <variant>
 
-#include "sim/comm_sm_contention.hpp"
+#include "sim/comm_contention.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/platform_builder.hpp"
 
@@ -119,7 +119,8 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
   }
   if (runs_on_host(op)) return run_on_host(op);
   pay_contention();
-  const Seconds duration = compute_cost(op, device_).seconds * compute_slowdown_;
+  const ComputeCost cost = compute_cost(op, device_);
+  const Seconds duration = cost.seconds * compute_slowdown_;
   ++compute_ops_;
   if (measuring()) totals_.compute_s += duration;
   // A GEMM chunked with a tensor-parallel collective (GemmArgs::comm_overlap), on a device of its
@@ -150,9 +151,9 @@ Handle SimDevice::compute(ComputeOp op, const Issue& issue) {
   pending_compute_s_ += duration - hidden - deferred_compute_s_;
   busy_s_ += duration;
   last_compute_end_s_ = host_time();  // where the host's timeline of kernels ends (a deferred part aside)
-  if (context_.options.comm_sm_contention && device_.gpu_kernels.present()) {
+  if (context_.options.comm_contention && device_.gpu_kernels.present()) {
     if (compute_windows_.size() >= 4096) forget_old_windows();
-    compute_windows_.push_back({start, start + duration});
+    compute_windows_.push_back({start, start + duration, !cost.compute_bound()});
   }
   if (context_.options.record_trace)
     add_trace(op_trace_record(rank_, iteration_, op, Stream::compute, kernel_start(start, start + duration),
@@ -195,7 +196,7 @@ void SimDevice::flush_compute() {
 
 int SimDevice::nccl_ctas(const CommOp& op, const Issue& issue) {
   // Only kernels the compute stream can overlap: NCCL's on a stream of their own, on a GPU.
-  if (!context_.options.comm_sm_contention || !device_.gpu_kernels.present() || compute_host_ != nullptr ||
+  if (!context_.options.comm_contention || !device_.gpu_kernels.present() || compute_host_ != nullptr ||
       issue.stream == Stream::compute || issue.userbuffers || op.userbuffers || !context_.topology.nccl_fabric_of)
     return 0;
   if (is_collective(op.kind)) {
@@ -211,16 +212,30 @@ int SimDevice::nccl_ctas(const CommOp& op, const Issue& issue) {
   return nccl::predict_send_recv(op.bytes, *fabric, context_.cluster->same_node(rank_, op.peer)).channels;
 }
 
+Bytes SimDevice::nccl_hbm_bytes(const CommOp& op) const {
+  if (!is_collective(op.kind)) return kPointToPointHbmAccessesPerByte * op.bytes;
+  return kRingHbmAccessesPerBusByte * nccl::bus_factor(op.kind, op.group.size()) * op.bytes;
+}
+
 void SimDevice::charge_contention(const OpState& state) {
-  const double per_s = sm_contention_per_overlap_s(device_.gpu_kernels.sm_count, state.nccl_ctas);
-  if (per_s <= 0) return;
+  // Compute-bound kernels lose the SMs its kernel holds from launch to end; memory-bound ones the
+  // HBM bandwidth its data takes while it moves (comm_contention.hpp).
+  const double sm_per_s = sm_contention_per_overlap_s(device_.gpu_kernels.sm_count, state.nccl_ctas);
+  if (sm_per_s <= 0) return;
+  const Seconds moving_s = state.end_s - state.effective_start_s;
+  const double hbm_per_s =
+      moving_s > 0 ? hbm_contention_per_overlap_s(device_.memory_bandwidth_bytes_per_s * device_.gpu_kernels.memory_efficiency,
+                                                  state.nccl_hbm_bytes / moving_s)
+                   : 0.0;
   // The windows are in time order: from the first that ends after the op started.
   auto w = std::partition_point(compute_windows_.begin(), compute_windows_.end(),
                                 [&](const Window& k) { return k.end_s <= state.start_s; });
-  Seconds overlapped = 0;
-  for (; w != compute_windows_.end() && w->start_s < state.end_s; ++w)
-    overlapped += overlap(w->start_s, w->end_s, state.start_s, state.end_s);
-  contention_debt_s_ += overlapped * per_s;
+  Seconds on_sms = 0, on_hbm = 0;
+  for (; w != compute_windows_.end() && w->start_s < state.end_s; ++w) {
+    if (w->memory_bound) on_hbm += overlap(w->start_s, w->end_s, state.effective_start_s, state.end_s);
+    else on_sms += overlap(w->start_s, w->end_s, state.start_s, state.end_s);
+  }
+  contention_debt_s_ += on_sms * sm_per_s + on_hbm * hbm_per_s;
 }
 
 void SimDevice::pay_contention() {
@@ -323,9 +338,11 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   const Seconds deferred = std::exchange(deferred_compute_s_, 0.0);
   if (issue.stream == Stream::compute) run_deferred(deferred);
   const int ctas = nccl_ctas(op, issue);
+  const Bytes hbm_bytes = ctas > 0 ? nccl_hbm_bytes(op) : 0;
   // A folded tensor group's collective of known duration: no actor, no channel (price_on_issue).
   if (price_on_issue(op, issue)) {
     ops_.back().nccl_ctas = ctas;
+    ops_.back().nccl_hbm_bytes = hbm_bytes;
     run_deferred(deferred);
     return Handle{ops_.next_handle() - 1};
   }
@@ -336,6 +353,7 @@ Handle SimDevice::communicate(CommOp op, const Issue& issue) {
   pending.handle = ops_.next_handle();
   ops_.push();
   ops_.back().nccl_ctas = ctas;
+  ops_.back().nccl_hbm_bytes = hbm_bytes;
   if (is_collective(op.kind)) ops_.back().members = op.group.ranks;
   else ops_.back().members = {op.peer};
 

@@ -135,6 +135,7 @@ class SimDevice final : public Runtime, public PointToPoint {
     bool arrived = false;        // this member has (run_comm started)
     bool priced = false;         // priced on issue: runs [start_s, end_s] without an actor
     int nccl_ctas = 0;           // SMs its NCCL kernel holds from start to end (0: none)
+    Bytes nccl_hbm_bytes = 0;    // what its data moving reads and writes in this GPU's memory
   };
   struct PendingComm {
     CommOp op;
@@ -234,10 +235,11 @@ class SimDevice final : public Runtime, public PointToPoint {
   // The data-moving window of the last op block_on waited for (when it had one).
   struct Window {
     Seconds start_s = 0, end_s = 0;
+    bool memory_bound = false;  // a kernel's: bound by HBM bandwidth rather than its SMs
   };
   Window last_blocked_;
   // Kernels that run while an NCCL kernel of this rank is resident get the SMs it leaves
-  // (sim/comm_sm_contention.hpp). The compute stream's kernels are on the host's timeline ahead of
+  // (sim/comm_contention.hpp). The compute stream's kernels are on the host's timeline ahead of
   // the clock, a collective's window is known when it ends: then the kernels it overlapped are
   // slowed, as a debt the compute stream pays before its next kernel (absorbed by any idle time
   // since the last one).
@@ -245,6 +247,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   Seconds last_compute_end_s_ = 0;
   Seconds contention_debt_s_ = 0;
   int nccl_ctas(const CommOp& op, const Issue& issue);  // SMs the op's NCCL kernel holds
+  Bytes nccl_hbm_bytes(const CommOp& op) const;         // what it moves through this GPU's HBM
   void charge_contention(const OpState& state);        // when `state` has ended
   void pay_contention();                                // before the compute stream goes on
   void forget_old_windows();                            // those no op in flight can overlap

@@ -52,9 +52,9 @@ struct SimulationOptions {
   FoldingMode tensor_folding = FoldingMode::automatic;         // see tensor_folding.hpp
   FoldingMode pipeline_extrapolation = FoldingMode::automatic; // see pipeline_extrapolation.hpp
   bool record_trace = false;
-  // Kernels that overlap an NCCL collective run on the SMs its kernel leaves
-  // (sim/comm_sm_contention.hpp); false: overlap is free, as before.
-  bool comm_sm_contention = true;
+  // Kernels that overlap an NCCL collective run on the SMs and the HBM bandwidth its kernel leaves
+  // (sim/comm_contention.hpp); false: overlap is free.
+  bool comm_contention = true;
   // Slowed devices and links (sim/reliability/straggler.hpp). Ranks then differ: no folding.
   std::vector<reliability::Straggler> stragglers;
   // Checkpoint writes during the iterations (an asynchronous checkpoint's background write), or
@@ -69,7 +69,7 @@ struct RankResult {
   Seconds exposed_comm_s = 0;  // blocked on communication that was moving data
   Seconds idle_s = 0;          // blocked waiting for peers to arrive, or done early
   Seconds comm_busy_s = 0;     // total time its communication streams were active (overlapped or not)
-  Seconds contention_s = 0;    // of compute_s: kernels slowed by NCCL kernels holding SMs
+  Seconds contention_s = 0;    // of compute_s: kernels slowed by NCCL kernels holding SMs and HBM bandwidth
   Bytes peak_memory_bytes = 0;
   MemoryUsage memory_at_peak;
   bool out_of_memory = false;

@@ -33,7 +33,7 @@ Outcome simulate_with(const std::vector<sim::reliability::Straggler>& stragglers
     nlohmann::json j;
     j["iteration_s"] = r.iteration_time_s;
     j["mfu"] = p.mfu;
-    // The kernels' own time: the SMs overlapped collectives held (sim/comm_sm_contention.hpp) cost
+    // The kernels' own time: the SMs overlapped collectives held (sim/comm_contention.hpp) cost
     // a rank more or less as a straggler moves its collectives.
     for (const sim::RankResult& rank : r.ranks) j["compute_s"].push_back(rank.compute_s - rank.contention_s);
     return j.dump();
