@@ -193,7 +193,7 @@ void emit_simulation(YAML::Emitter& y, const sim::SimulationOptions& o) {
   y << YAML::Key << "collective_algorithm" << YAML::Value << sim::to_string(o.algorithm);
   y << YAML::Key << "collective_fidelity" << YAML::Value << sim::to_string(o.collective_fidelity);
   y << YAML::Key << "compute_fidelity" << YAML::Value << sim::to_string(o.compute_fidelity);
-  if (!o.comm_contention) y << YAML::Key << "comm_contention" << YAML::Value << false;
+  y << YAML::Key << "comm_contention" << YAML::Value << o.comm_contention;
   y << YAML::EndMap;
 }
 
