@@ -12,7 +12,8 @@
 // over GPT and Llama layers on 4 A100s, H100s, MI250s and MI210s. While a collective's kernel holds
 // c of the GPU's S SMs, a compute-bound kernel runs at (S - c) / S of its speed: each second of
 // overlap costs c / (S - c) more. c is the channel count NCCL's tuner picks for that collective
-// (sim/collectives/nccl_model.hpp; 24 of 132 on an H100 ring: 22%, the measured average's size).
+// (sim/collectives/nccl_model.hpp; 24 of 132 on an H100 ring: 22%, the measured average's size),
+// or the channels of a send or receive (nccl::send_recv_channels: 2 to a peer on another node).
 //
 // HBM. While its data moves, the collective reads and writes this GPU's memory. In NCCL's ring each
 // step's chunk is written into this GPU's buffer by its predecessor (NVLink or the NIC), then read

@@ -209,7 +209,12 @@ int SimDevice::nccl_ctas(const CommOp& op, const Issue& issue) {
   }
   const nccl::Fabric* fabric = context_.topology.nccl_fabric_of(rank_);
   if (fabric == nullptr) return 0;
-  return nccl::predict_send_recv(op.bytes, *fabric, context_.cluster->same_node(rank_, op.peer)).channels;
+  // NCCL gives every peer of a communicator the fewest channels any of its peers gets
+  // (ncclTopoComputeP2pChannels), and a pipeline group spans nodes whenever the run does (ranks in
+  // Megatron's order): NVLink's channels only for a run inside one node.
+  const Cluster& cluster = *context_.cluster;
+  const bool one_node = cluster.same_node(0, world_size() - 1) && cluster.same_node(rank_, op.peer);
+  return nccl::send_recv_channels(*fabric, one_node);
 }
 
 Bytes SimDevice::nccl_hbm_bytes(const CommOp& op) const {

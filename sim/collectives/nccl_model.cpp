@@ -483,13 +483,25 @@ Estimate predict(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement
   return real.available() ? real : chosen;
 }
 
+int send_recv_channels(const Fabric& fabric, bool same_node) {
+  // src/graph/paths.cc, ncclTopoGetNchannels: 2 per NVLink to the peer, 2 over PCIe, and across
+  // nodes NCCL_NCHANNELS_PER_NET_PEER (2 by default); ncclTopoComputeP2pChannels takes the fewest
+  // over the communicator's peers and rounds it up to a power of two, within the communicator's
+  // channels (at most kMaxRingChannels here). `same_node`: every peer of the communicator is.
+  int channels = 2;
+  if (same_node && fabric.nvlink) channels = 2 * std::max(1, fabric.nvlinks_per_gpu);
+  int pow2 = 1;
+  while (pow2 < channels) pow2 *= 2;
+  return std::min(pow2, c::kMaxRingChannels);
+}
+
 Estimate predict_send_recv(Bytes bytes, const Fabric& fabric, bool same_node) {
   // A point-to-point transfer is a two-rank ring step with Simple: one hardware step latency plus
   // the base latency, at the achievable rate of the link it crosses.
   Estimate e;
   e.algorithm = Algorithm::ring;
   e.protocol = Protocol::simple;
-  e.channels = 1;
+  e.channels = send_recv_channels(fabric, same_node);
   const int hw = same_node ? (fabric.nvlink ? c::kNvlinkHw : c::kPciHw) : c::kNetHw;
   e.latency_s = (c::kBaseLatencyUs[c::kRing][c::kSimple] + c::kHwLatencyUs[hw][c::kRing][c::kSimple]) * kUs;
   e.alg_bytes_per_s = same_node ? fabric.intra_bytes_per_s() : fabric.nic_achievable_bytes_per_s();

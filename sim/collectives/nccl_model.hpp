@@ -100,8 +100,10 @@ double mid_size_slowdown(OpKind kind, Bytes bytes, const Fabric& fabric, const P
 // tuner_choice, then achievable: the prediction for a collective run by NCCL.
 Estimate predict(OpKind kind, Bytes bytes, const Fabric& fabric, const Placement& group);
 
-// Point-to-point (pipeline send/recv): one channel pair's Simple protocol over NVLink or the NIC.
+// Point-to-point (pipeline send/recv): Simple over NVLink or the NIC at the link's achievable rate.
 Estimate predict_send_recv(Bytes bytes, const Fabric& fabric, bool same_node);
+// The channels (one thread block each) NCCL runs a send or receive to one peer on.
+int send_recv_channels(const Fabric& fabric, bool same_node);
 
 // nccl-tests' bus-bandwidth factor for a kind on n ranks (doc/PERFORMANCE.md).
 double bus_factor(OpKind kind, int ranks);

@@ -102,6 +102,10 @@ TEST(NcclModel, SendRecvRunsAtTheAchievableRateOfTheLinkItCrosses) {
   EXPECT_NEAR(nvlink.alg_bytes_per_s, 18 * 20.6e9, 1e6);
   EXPECT_NEAR(ib.alg_bytes_per_s, 48e9, 1e6);  // NDR: NCCL's 48 GB/s channel
   EXPECT_GT(ib.latency_s, nvlink.latency_s);
+  // One thread block per channel: 2 per NVLink (18 on an H100: 36, within the 32 channels) and
+  // NCCL_NCHANNELS_PER_NET_PEER's 2 across nodes (src/graph/paths.cc).
+  EXPECT_EQ(nvlink.channels, 32);
+  EXPECT_EQ(ib.channels, 2);
 }
 
 TEST(NcclModel, IsAPureFunction) {
