@@ -37,7 +37,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--pipeline-extrapolation", o.pipeline_extrapolation,
                   "simulate two shorter iterations of a periodic pipeline and extrapolate: auto, off");
   cmd->add_flag("--free-overlap", o.free_overlap,
-                "kernels overlapping an NCCL collective keep every SM (what-if; the default gives them those it leaves)");
+                "kernels overlapping an NCCL collective keep every SM and all the HBM bandwidth (what-if; by default they get what it leaves)");
   return cmd;
 }
 

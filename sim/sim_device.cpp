@@ -192,7 +192,7 @@ void SimDevice::flush_compute() {
   run_pending_compute();
 }
 
-// ---------------------------------------------------------------- SMs held by NCCL kernels
+// ---------------------------------------------------------------- what NCCL's kernels take from overlapped ones
 
 int SimDevice::nccl_ctas(const CommOp& op, const Issue& issue) {
   // Only kernels the compute stream can overlap: NCCL's on a stream of their own, on a GPU.
@@ -282,8 +282,8 @@ void SimDevice::run_pending_compute() {
   // would take exactly `seconds`: a sleep does, without the CPU model's sharing computations.
   // Its energy is counted from the busy time (energy_j).
   s4u::this_actor::sleep_for(seconds);
-  // Collectives that ended meanwhile held SMs these kernels needed: they end that much later
-  // (before anything issued after them starts, as in the per-op form).
+  // Collectives that ended meanwhile held SMs or HBM bandwidth these kernels needed: they end that
+  // much later (before anything issued after them starts, as in the per-op form).
   while (contention_debt_s_ > 0) {
     pay_contention();
     if (pending_compute_s_ <= 0) break;
@@ -776,7 +776,7 @@ Handle SimDevice::record(Stream stream) {
 void SimDevice::synchronize() {
   flush_compute();
   for (int s = 0; s < kStreamCount; ++s) block_on(record(static_cast<Stream>(s)).id);
-  flush_compute();  // what the last collectives' SMs cost the kernels they overlapped
+  flush_compute();  // what the last collectives cost the kernels they overlapped
 }
 
 // ---------------------------------------------------------------- iterations and trace

@@ -238,8 +238,8 @@ class SimDevice final : public Runtime, public PointToPoint {
     bool memory_bound = false;  // a kernel's: bound by HBM bandwidth rather than its SMs
   };
   Window last_blocked_;
-  // Kernels that run while an NCCL kernel of this rank is resident get the SMs it leaves
-  // (sim/comm_contention.hpp). The compute stream's kernels are on the host's timeline ahead of
+  // Kernels that run while an NCCL kernel of this rank is resident get the SMs and the HBM
+  // bandwidth it leaves (sim/comm_contention.hpp). The compute stream's kernels are on the host's timeline ahead of
   // the clock, a collective's window is known when it ends: then the kernels it overlapped are
   // slowed, as a debt the compute stream pays before its next kernel (absorbed by any idle time
   // since the last one).
