@@ -166,6 +166,11 @@ class HybridRank final : public RankProgram {
     }
     expert_buckets_ = expert_buckets ? &*expert_buckets : nullptr;
     std::vector<bool> reduced_once(v, false);  // ZeRO-2/3: the first reduction starts the sums
+    // Without --overlap-grad-reduce (Megatron's local DDP, DeepSpeed's pipeline engine) the final
+    // gradients are reduced after the last backward, not layer by layer during it. ZeRO-2/3 reduce
+    // every micro-batch's gradients as they come (none survives the next).
+    const bool overlap_reduce = plan_.parallel.overlap_grad_reduce || plan_.parallel.zero_stage >= 2;
+    std::vector<std::pair<int, int>> reduce_after;  // (micro-batch, chunk) of each last backward
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const PipelineAction& a = actions[i];
       if (a.kind == PipelineAction::Kind::forward) {
@@ -174,7 +179,9 @@ class HybridRank final : public RankProgram {
         backward(rt, a.micro_batch, a.chunk, nullptr, false);  // B: input gradients only
       } else {
         // ZeRO-2/3 reduce every micro-batch (no full gradient survives it); others only once.
-        const bool reduce = plan_.parallel.zero_stage >= 2 || i == last_backward[a.chunk];
+        const bool last = i == last_backward[a.chunk];
+        const bool reduce = plan_.parallel.zero_stage >= 2 || (last && overlap_reduce);
+        if (last && !overlap_reduce) reduce_after.emplace_back(a.micro_batch, a.chunk);
         buckets.set_label("dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
         if (expert_buckets) expert_buckets->set_label("ep_dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
         if (a.kind == PipelineAction::Kind::weight) weights(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr);
@@ -188,6 +195,16 @@ class HybridRank final : public RankProgram {
       post_receives_ahead(rt, actions, static_cast<std::size_t>(i));
     }
     send_held_gradient(rt);
+    for (const auto& [mb, c] : reduce_after) {
+      buckets.set_label("dp.after.c" + std::to_string(c));
+      if (expert_buckets) expert_buckets->set_label("ep_dp.after.c" + std::to_string(c));
+      for (auto it = chunks_[c].rbegin(); it != chunks_[c].rend(); ++it) {
+        reduce_tensor_partial_gradients(rt, **it, mb);
+        add_gradients(rt, **it, buckets, true);
+      }
+      buckets.launch(rt);
+      if (expert_buckets) expert_buckets->launch(rt);
+    }
     buckets.wait_all(rt);
     if (expert_buckets) expert_buckets->wait_all(rt);
     expert_buckets_ = nullptr;
