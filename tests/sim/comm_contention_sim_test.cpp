@@ -66,6 +66,21 @@ TEST(CommContentionSim, GradientsReducedDuringTheBackwardSlowItsKernels) {
   EXPECT_LE(held.contention_s, held.comm_busy_s);
 }
 
+// A receive posted a pass ahead (Megatron-Core's --overlap-p2p-communication) holds its channels
+// (two, across nodes) while the pass in between computes: the kernels pay for it, more than for
+// receives posted when they are needed.
+TEST(CommContentionSim, ReceivesPostedAheadHoldTheirChannelsUnderThePassesBetween) {
+  const std::string pipeline =
+      "tensor_model_parallel_size: 8, pipeline_model_parallel_size: 2, data_parallel_size: 1, "
+      "pipeline_schedule: interleaved_1f1b, virtual_pipeline_model_parallel_size: 2, overlap_p2p_comm: ";
+  const Step ahead = simulate(pipeline + "true", /*contention=*/true);
+  const Step when_needed = simulate(pipeline + "false", /*contention=*/true);
+  const Step free = simulate(pipeline + "true", /*contention=*/false);
+  EXPECT_GT(ahead.contention_s, when_needed.contention_s);
+  EXPECT_GT(ahead.iteration_s, free.iteration_s);
+  EXPECT_EQ(free.contention_s, 0.0);
+}
+
 TEST(CommContentionSim, CollectivesTheComputeStreamWaitsForSlowNothing) {
   const std::string tensor = "tensor_model_parallel_size: 8, data_parallel_size: 1";
   const Step held = simulate(tensor, /*contention=*/true);
