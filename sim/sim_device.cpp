@@ -200,7 +200,7 @@ int SimDevice::nccl_ctas(const CommOp& op, const Issue& issue) {
       issue.stream == Stream::compute || issue.userbuffers || op.userbuffers || !context_.topology.nccl_fabric_of)
     return 0;
   if (is_collective(op.kind)) {
-    const SimulationContext::Choice& chosen = choice_for(op);
+    SimulationContext::Choice& chosen = choice_for(op);
     if (chosen.nccl_ctas < 0) {
       const auto estimate = nccl_estimate(op.kind, op.bytes, op.group.ranks, context_.topology, chosen.algorithm);
       chosen.nccl_ctas = estimate ? estimate->channels : 0;
@@ -487,7 +487,7 @@ void SimDevice::run_measured_collective(const PendingComm& pending, const Collec
   done->wait();
 }
 
-const SimulationContext::Choice& SimDevice::choice_for(const CommOp& op) {
+SimulationContext::Choice& SimDevice::choice_for(const CommOp& op) {
   const auto key = std::make_tuple(op.group.id, static_cast<int>(op.kind), op.bytes);
   auto chosen = context_.choices.find(key);
   if (chosen == context_.choices.end()) {

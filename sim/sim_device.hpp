@@ -67,7 +67,7 @@ struct SimulationContext {
   struct Choice {
     CollectiveAlgorithm algorithm;
     CollectiveFidelity fidelity;
-    mutable int nccl_ctas = -1;  // SMs NCCL's kernel holds (its channels); -1: not asked yet
+    int nccl_ctas = -1;  // SMs NCCL's kernel holds (its channels); -1: not asked yet
   };
   std::map<std::tuple<int, int, Bytes>, Choice> choices;
 
@@ -177,7 +177,7 @@ class SimDevice final : public Runtime, public PointToPoint {
   const CollectiveCost* measured_cost(const CommOp& op) const;
   // A collective with a measured cost: every member waits for the last, which does the work.
   void run_measured_collective(const PendingComm& pending, const CollectiveCost& cost);
-  const SimulationContext::Choice& choice_for(const CommOp& op);  // algorithm and fidelity
+  SimulationContext::Choice& choice_for(const CommOp& op);  // algorithm and fidelity (cached)
   // A folded tensor group's collective whose duration is known (TensorCollectiveMemo) runs
   // without its stream's actor when nothing else of the group or the stream is in flight: it
   // starts after the pending compute block, ends a known time later, and completes when the host

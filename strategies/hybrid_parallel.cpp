@@ -171,6 +171,14 @@ class HybridRank final : public RankProgram {
     // every micro-batch's gradients as they come (none survives the next).
     const bool overlap_reduce = plan_.parallel.overlap_grad_reduce || plan_.parallel.zero_stage >= 2;
     std::vector<std::pair<int, int>> reduce_after;  // (micro-batch, chunk) of each last backward
+    const auto label_buckets = [&](const std::string& tag) {
+      buckets.set_label("dp." + tag);
+      if (expert_buckets) expert_buckets->set_label("ep_dp." + tag);
+    };
+    const auto launch_buckets = [&] {
+      buckets.launch(rt);
+      if (expert_buckets) expert_buckets->launch(rt);
+    };
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const PipelineAction& a = actions[i];
       if (a.kind == PipelineAction::Kind::forward) {
@@ -182,13 +190,11 @@ class HybridRank final : public RankProgram {
         const bool last = i == last_backward[a.chunk];
         const bool reduce = plan_.parallel.zero_stage >= 2 || (last && overlap_reduce);
         if (last && !overlap_reduce) reduce_after.emplace_back(a.micro_batch, a.chunk);
-        buckets.set_label("dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
-        if (expert_buckets) expert_buckets->set_label("ep_dp.mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
+        label_buckets("mb" + std::to_string(a.micro_batch) + ".c" + std::to_string(a.chunk));
         if (a.kind == PipelineAction::Kind::weight) weights(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr);
         else backward(rt, a.micro_batch, a.chunk, reduce ? &buckets : nullptr, !reduced_once[a.chunk]);
         if (reduce) {
-          buckets.launch(rt);
-          if (expert_buckets) expert_buckets->launch(rt);
+          launch_buckets();
           reduced_once[a.chunk] = true;
         }
       }
@@ -196,14 +202,9 @@ class HybridRank final : public RankProgram {
     }
     send_held_gradient(rt);
     for (const auto& [mb, c] : reduce_after) {
-      buckets.set_label("dp.after.c" + std::to_string(c));
-      if (expert_buckets) expert_buckets->set_label("ep_dp.after.c" + std::to_string(c));
-      for (auto it = chunks_[c].rbegin(); it != chunks_[c].rend(); ++it) {
-        reduce_tensor_partial_gradients(rt, **it, mb);
-        add_gradients(rt, **it, buckets, true);
-      }
-      buckets.launch(rt);
-      if (expert_buckets) expert_buckets->launch(rt);
+      label_buckets("after.c" + std::to_string(c));
+      for (auto it = chunks_[c].rbegin(); it != chunks_[c].rend(); ++it) reduce_final_gradients(rt, **it, mb, buckets, true);
+      launch_buckets();
     }
     buckets.wait_all(rt);
     if (expert_buckets) expert_buckets->wait_all(rt);
@@ -410,10 +411,7 @@ class HybridRank final : public RankProgram {
       gather_parameters(rt, layer, Phase::backward, mb);
       grad = layer.backward(rt, grad, mb);
       scatter_parameters(rt, layer);
-      if (buckets != nullptr) {
-        reduce_tensor_partial_gradients(rt, layer, mb);
-        add_gradients(rt, layer, *buckets, first_reduction);
-      }
+      if (buckets != nullptr) reduce_final_gradients(rt, layer, mb, *buckets, first_reduction);
     }
     if (k == 0) {
       if (grad.valid()) rt.release(grad);
@@ -434,11 +432,15 @@ class HybridRank final : public RankProgram {
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
       Layer& layer = **it;
       layer.backward_weights(rt, mb);
-      if (buckets != nullptr) {
-        reduce_tensor_partial_gradients(rt, layer, mb);
-        add_gradients(rt, layer, *buckets, true);
-      }
+      if (buckets != nullptr) reduce_final_gradients(rt, layer, mb, *buckets, true);
     }
+  }
+
+  // A layer's gradients, final after micro-batch `mb`: their tensor-parallel partial sums, then
+  // into the buckets that reduce them over the replicas.
+  void reduce_final_gradients(Runtime& rt, const Layer& layer, int mb, GradientBuckets& buckets, bool first_reduction) {
+    reduce_tensor_partial_gradients(rt, layer, mb);
+    add_gradients(rt, layer, buckets, first_reduction);
   }
 
   // A layer's final gradients into the buckets: its experts' (expert parallelism) into the
