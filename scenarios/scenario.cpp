@@ -44,6 +44,11 @@ NormType parse_norm(const std::string& v) {
   if (v == "rmsnorm") return NormType::rmsnorm;
   throw std::invalid_argument("unknown norm '" + v + "' (expected layernorm or rmsnorm)");
 }
+NormKernel parse_norm_kernel(const std::string& v) {
+  if (v == "one_pass") return NormKernel::one_pass;
+  if (v == "two_pass") return NormKernel::two_pass;
+  throw std::invalid_argument("unknown norm_kernel '" + v + "' (expected one_pass or two_pass)");
+}
 ActivationType parse_activation(const std::string& v) {
   if (v == "gelu") return ActivationType::gelu;
   if (v == "swiglu") return ActivationType::swiglu;
@@ -129,6 +134,7 @@ TransformerConfig read_transformer(const YamlNode& node, Scenario& scenario) {
   r.count("vocab_size", cfg.vocab_size, limits::kVocabSize);
   r.count("seq_length", cfg.seq_length, limits::kSeqLength);
   r.choice("norm", [&](const std::string& v) { cfg.norm = parse_norm(v); });
+  r.choice("norm_kernel", [&](const std::string& v) { cfg.norm_kernel = parse_norm_kernel(v); });
   r.choice("activation", [&](const std::string& v) { cfg.activation = parse_activation(v); });
   r.choice("position", [&](const std::string& v) { cfg.position = parse_position(v); });
   r.flag("tied_embeddings", cfg.tied_embeddings);

@@ -39,6 +39,9 @@ inline constexpr FieldDoc kTransformer[] = {
     {"seq_length", "tokens", "the preset's", "sequence length (training.seq_length wins)", nullptr,
      &limits::kSeqLength},
     {"norm", "layernorm | rmsnorm", "layernorm", "normalisation"},
+    {"norm_kernel", "one_pass | two_pass", "one_pass",
+     "the norm's backward: one pass (Transformer Engine, apex FastLayerNorm) or a second read of x and dy for the weight "
+     "gradients (apex FusedLayerNorm, Megatron-LM to 2022, PyTorch nn.LayerNorm; prices the kernel)"},
     {"activation", "gelu | swiglu", "gelu", "MLP activation"},
     {"position", "learned | rope", "learned", "position embedding"},
     {"tied_embeddings", "bool", "true", "the output layer shares the word embeddings"},

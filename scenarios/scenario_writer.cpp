@@ -30,7 +30,7 @@ bool is_preset(const std::string& name) {
 // sequence length is the training section's, written there).
 auto spelled(const TransformerConfig& t) {
   return std::tuple(t.num_layers, t.hidden_size, t.num_attention_heads, t.query_groups(), t.kv_channels, t.ffn_size(),
-                    t.vocab_size, t.norm, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn,
+                    t.vocab_size, t.norm, t.norm_kernel, t.activation, t.position, t.tied_embeddings, t.bias, t.use_flash_attn,
                     t.flash_attn_version, t.cross_entropy_loss_fusion,
                     t.num_moe_experts, t.moe_router_topk, t.expert_ffn_size(), t.moe_expert_capacity_factor,
                     t.moe_aux_loss_coeff, t.moe_shared_expert_intermediate_size, t.moe_first_dense_layers,
@@ -71,6 +71,7 @@ void emit_model(YAML::Emitter& y, const ModelSpec& m) {
     field("vocab_size", t.vocab_size, p.vocab_size);
     field("seq_length", t.seq_length, p.seq_length);
     field("norm", std::string(to_string(t.norm)), std::string(to_string(p.norm)));
+    field("norm_kernel", std::string(to_string(t.norm_kernel)), std::string(to_string(p.norm_kernel)));
     field("activation", std::string(to_string(t.activation)), std::string(to_string(p.activation)));
     field("position", std::string(to_string(t.position)), std::string(to_string(p.position)));
     field("tied_embeddings", t.tied_embeddings, p.tied_embeddings);

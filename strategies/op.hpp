@@ -114,6 +114,9 @@ struct NormArgs {
   NormKind norm = NormKind::layer_norm;
   std::int64_t rows = 0, cols = 0;
   bool backward = false;
+  // The backward's weight gradients come from a kernel of their own that reads x and dy again
+  // (apex's FusedLayerNorm: NormKernel::two_pass in strategies/models/transformer.hpp). Cost only.
+  bool weight_grad_rereads = false;
 };
 // outer_nesterov: DiLoCo's outer step on fp32 tensors, in place, inputs = outputs = {average,
 // anchor, momentum}: delta = anchor - average; momentum = mu·momentum + delta;

@@ -117,7 +117,8 @@ Cost norm_cost(const NormArgs& a, DType dtype) {
     c.bytes = 2 * e * n + e * params * d(a.cols) + 4.0 * stats * d(a.rows);
   } else {
     c.flops = 2.0 * per_element * n;
-    c.bytes = 3 * e * n + 3 * e * params * d(a.cols) + 4.0 * stats * d(a.rows);
+    c.bytes = 3 * e * n + 3 * e * params * d(a.cols) + 4.0 * stats * d(a.rows);  // read x, dy; write dx
+    if (a.weight_grad_rereads) c.bytes += 2 * e * n;  // x and dy read again for the weight gradients
   }
   return c;
 }

@@ -18,6 +18,7 @@ namespace tandem {
 const char* to_string(NormType norm) {
   return norm == NormType::layernorm ? "layernorm" : "rmsnorm";
 }
+const char* to_string(NormKernel kernel) { return kernel == NormKernel::one_pass ? "one_pass" : "two_pass"; }
 const char* to_string(ActivationType activation) {
   return activation == ActivationType::gelu ? "gelu" : "swiglu";
 }
@@ -240,7 +241,7 @@ void norm_bwd(Emitter& em, const TransformerConfig& cfg, std::string_view what, 
   if (w.g.valid()) out.push_back(w.g);
   if (b.g.valid()) out.push_back(b.g);
   em.computed(ops::norm(em.rt(), Phase::backward, em.label(what, "bwd"), {x, dy, w.w},
-                        std::move(out), NormArgs{norm_kind(cfg), rows, cols, true},
+                        std::move(out), NormArgs{norm_kind(cfg), rows, cols, true, cfg.norm_kernel == NormKernel::two_pass},
                         em.compute_issue()));
 }
 // Bias gradient: a column sum of the output gradient, accumulated into the bias gradient.

@@ -57,9 +57,18 @@
 namespace tandem {
 
 enum class NormType { layernorm, rmsnorm };
+// How the norm's backward computes its weight (and bias) gradients. one_pass: in the pass that
+// computes the input gradient, as Transformer Engine's kernels, apex's FastLayerNorm and
+// flash-attn's dropout_add_layer_norm do (x and dy read once). two_pass: in a kernel of their own
+// that reads x and dy again (cuComputePartGradGammaBeta beside cuComputeGradInput): apex's
+// FusedLayerNorm/FusedRMSNorm, Megatron-LM's MixedFusedLayerNorm (its only norm up to 2022:
+// megatron/fused_kernels/layer_norm_cuda_kernel.cu at 6985e58, Megatron-DeepSpeed's copy) and
+// PyTorch's own nn.LayerNorm backward.
+enum class NormKernel { one_pass, two_pass };
 enum class ActivationType { gelu, swiglu };
 enum class PositionEmbeddingType { learned, rope };
 const char* to_string(NormType norm);
+const char* to_string(NormKernel kernel);
 const char* to_string(ActivationType activation);
 const char* to_string(PositionEmbeddingType position);
 
@@ -76,6 +85,7 @@ struct TransformerConfig {
   std::int64_t max_position_embeddings = 0;  // rows of the learned position table; 0: seq_length
   std::int64_t seq_length = 0;               // default training sequence length
   NormType norm = NormType::layernorm;
+  NormKernel norm_kernel = NormKernel::one_pass;  // prices the backward kernel only
   ActivationType activation = ActivationType::gelu;
   PositionEmbeddingType position = PositionEmbeddingType::learned;
   bool tied_embeddings = true;  // output layer shares the word-embedding table

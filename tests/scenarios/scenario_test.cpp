@@ -100,6 +100,17 @@ TEST(Scenario, HeadsThatDoNotDivideTheHiddenSizeNeedKvChannels) {
   EXPECT_EQ(s.model.transformer.head_dim(), 32);
 }
 
+TEST(Scenario, NormKernelIsReadAndAnUnknownOneNamesItsLine) {
+  const std::string model = "model:\n  preset: gpt2-124m\n  norm_kernel: two_pass\n";
+  const Scenario s = load_scenario(write_temp("norm.yaml", replaced(kGood, "model: gpt2-124m\n", model)));
+  EXPECT_EQ(s.model.transformer.norm_kernel, NormKernel::two_pass);
+  EXPECT_EQ(load_scenario(write_temp("good.yaml", kGood)).model.transformer.norm_kernel, NormKernel::one_pass);
+  const InputError e = load_error(replaced(kGood, "model: gpt2-124m\n", replaced(model, "two_pass", "apex")));
+  EXPECT_EQ(e.field(), "model.norm_kernel");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_NE(std::string(e.what()).find("one_pass or two_pass"), std::string::npos) << e.what();
+}
+
 TEST(Scenario, UnknownModelNamesTheModelLine) {
   const InputError e = load_error(replaced(kGood, "gpt2-124m", "gpt-9000"));
   EXPECT_EQ(e.line(), 2);

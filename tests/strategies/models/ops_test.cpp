@@ -57,7 +57,7 @@ TEST(OpsCostTest, AttentionBytesFlashVsUnfusedAndGqa) {
                    ops::attention_cost(a, DType::bf16).flops);
 }
 
-TEST(OpsCostTest, NormElementwiseEmbeddingLossOptimizer) {
+TEST(OpsCostTest, NormForwardAndBackward) {
   const auto ln = ops::norm_cost(NormArgs{NormKind::layer_norm, 10, 100, false}, DType::bf16);
   EXPECT_DOUBLE_EQ(ln.flops, 8.0 * 1000);
   EXPECT_GE(ln.bytes, 2.0 * 2 * 1000);  // read x + write y
@@ -66,6 +66,25 @@ TEST(OpsCostTest, NormElementwiseEmbeddingLossOptimizer) {
   EXPECT_DOUBLE_EQ(ops::norm_cost(NormArgs{NormKind::rms_norm, 10, 100, true}, DType::bf16).flops,
                    2 * rms.flops);
 
+}
+
+// apex's FusedLayerNorm (Megatron-LM's MixedFusedLayerNorm) computes the weight gradients in a
+// kernel of its own that reads x and dy again: two more tensor passes than the one-pass backward
+// of Transformer Engine's kernels, the same FLOPs.
+TEST(OpsCostTest, TwoPassNormBackwardReadsInputAndGradientAgain) {
+  const NormArgs one{NormKind::layer_norm, 10, 100, true};
+  NormArgs two = one;
+  two.weight_grad_rereads = true;
+  const auto a = ops::norm_cost(one, DType::bf16), b = ops::norm_cost(two, DType::bf16);
+  EXPECT_DOUBLE_EQ(b.bytes - a.bytes, 2 * 2.0 * 1000);
+  EXPECT_DOUBLE_EQ(b.flops, a.flops);
+  NormArgs forward = two;
+  forward.backward = false;  // the forward is one pass either way
+  EXPECT_DOUBLE_EQ(ops::norm_cost(forward, DType::bf16).bytes,
+                   ops::norm_cost(NormArgs{NormKind::layer_norm, 10, 100, false}, DType::bf16).bytes);
+}
+
+TEST(OpsCostTest, ElementwiseEmbeddingLossOptimizer) {
   const auto add = ops::elementwise_cost(ElementwiseArgs{ElementwiseFn::add, 1000, false},
                                          DType::bf16);
   EXPECT_DOUBLE_EQ(add.flops, 1000);

@@ -410,6 +410,34 @@ TEST(TransformerTest, SequenceParallelUsesReduceScatterAndAllGather) {
   EXPECT_DOUBLE_EQ(r.rt.current_bytes(MemCategory::activations), 0);
 }
 
+// norm_kernel two_pass (apex's FusedLayerNorm) prices every norm backward with its second read of
+// x and dy, and nothing else: the forward norms and the FLOPs stay as they were.
+TEST(TransformerTest, TwoPassNormKernelRereadsInEveryNormBackwardOnly) {
+  TransformerConfig cfg = transformer_preset("gpt-tiny");
+  Recorded one_pass;
+  record_micro_batch(one_pass, TransformerModel(cfg), shape(2, 32), tp_context(1, false));
+  cfg.norm_kernel = NormKernel::two_pass;
+  Recorded two_pass;
+  record_micro_batch(two_pass, TransformerModel(cfg), shape(2, 32), tp_context(1, false));
+  ASSERT_EQ(one_pass.rt.ops().size(), two_pass.rt.ops().size());
+  int backward_norms = 0;
+  for (std::size_t i = 0; i < two_pass.rt.ops().size(); ++i) {
+    const RecordedOp& a = one_pass.rt.ops()[i];
+    const RecordedOp& b = two_pass.rt.ops()[i];
+    const bool backward_norm = b.kind == OpKind::norm && std::get<NormArgs>(b.args).backward;
+    if (b.kind == OpKind::norm) EXPECT_EQ(std::get<NormArgs>(b.args).weight_grad_rereads, backward_norm) << b.label;
+    if (a.kind == OpKind::norm) EXPECT_FALSE(std::get<NormArgs>(a.args).weight_grad_rereads) << a.label;
+    EXPECT_DOUBLE_EQ(b.flops, a.flops) << b.label;
+    if (backward_norm) {
+      ++backward_norms;
+      EXPECT_GT(b.bytes, a.bytes) << b.label;
+    } else {
+      EXPECT_DOUBLE_EQ(b.bytes, a.bytes) << b.label;
+    }
+  }
+  EXPECT_EQ(backward_norms, 2 * cfg.num_layers + 1);  // two per block and the final norm
+}
+
 TEST(TransformerTest, VocabAndSequenceShardOffsets) {
   const TransformerModel model(transformer_preset("gpt-tiny"));
   auto ctx = tp_context(2, true);
