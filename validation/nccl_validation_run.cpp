@@ -68,8 +68,9 @@ std::string format_nccl_table(const std::vector<NcclCaseResult>& results) {
     out += row;
   }
   const Summary s = summarize_errors(results);
-  std::snprintf(row, sizeof row, "\n%d NCCL cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n",
-                s.cases, s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str());
+  std::snprintf(row, sizeof row,
+                "\n%d NCCL cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%\n",
+                s.cases, s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str(), 100 * s.mean_error);
   out += row;
   return out;
 }

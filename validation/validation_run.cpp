@@ -117,12 +117,14 @@ std::string format_table(const std::vector<CaseResult>& results) {
                 r.within_band() ? "" : "  [outside its band]", r.out_of_memory ? "  [predicted OOM]" : "");
   }
   const Summary s = summarize(results);
-  out += line("\n%d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n", s.cases, s.failed,
-              100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str());
+  out += line("\n%d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%\n", s.cases,
+              s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str(), 100 * s.mean_error);
   for (const auto& [kind, k] : summarize_by_device(results)) {
-    out += line("  %-24s %2d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s)\n", kind.c_str(), k.cases,
-                k.failed, 100 * k.mean_abs_error, 100 * k.max_abs_error, k.worst.c_str());
+    out += line("  %-24s %2d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%\n",
+                kind.c_str(), k.cases, k.failed, 100 * k.mean_abs_error, 100 * k.max_abs_error, k.worst.c_str(),
+                100 * k.mean_error);
   }
+  out += "(error = predicted / published - 1: a negative mean error is a prediction too fast on average)\n";
   return out;
 }
 

@@ -39,13 +39,15 @@ struct Summary {
   int cases = 0;
   int failed = 0;
   double mean_abs_error = 0;  // over the cases that ran
+  // The signed mean over the same cases: its bias (negative: predictions too fast on average).
+  double mean_error = 0;
   double max_abs_error = 0;
   std::string worst;
 };
 
 // Predicts each case, `workers` at a time; results in the order of `cases`.
 std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int workers);
-// The mean and max |error| over a list of results that ran (`ok`), each with a `name` and an
+// The mean and max |error| (and the signed mean) over a list of results that ran (`ok`), each with a `name` and an
 // `error()`: the training cases' and the NCCL cases' (nccl_validation_run.hpp) alike.
 template <class Result>
 Summary summarize_errors(const std::vector<Result>& results) {
@@ -60,12 +62,16 @@ Summary summarize_errors(const std::vector<Result>& results) {
     ++ran;
     const double e = std::abs(r.error());
     s.mean_abs_error += e;
+    s.mean_error += r.error();
     if (e >= s.max_abs_error) {
       s.max_abs_error = e;
       s.worst = r.name;
     }
   }
-  if (ran > 0) s.mean_abs_error /= ran;
+  if (ran > 0) {
+    s.mean_abs_error /= ran;
+    s.mean_error /= ran;
+  }
   return s;
 }
 Summary summarize(const std::vector<CaseResult>& results);

@@ -6,6 +6,7 @@
 // lists them. Counters:
 //   cases, failed          training cases, and those not simulated here
 //   mean_abs_error_pct     over the training cases that ran; max_abs_error_pct likewise
+//   mean_error_pct         their signed mean (negative: predictions too fast on average)
 //   nccl_mean_abs_error_pct, nccl_max_abs_error_pct
 //   suite_s                one prediction of the whole suite (2 workers)
 #include <benchmark/benchmark.h>
@@ -42,6 +43,7 @@ void BM_ValidationSuite(benchmark::State& state) {
   state.counters["failed"] = s.failed;
   state.counters["mean_abs_error_pct"] = 100 * s.mean_abs_error;
   state.counters["max_abs_error_pct"] = 100 * s.max_abs_error;
+  state.counters["mean_error_pct"] = 100 * s.mean_error;
   state.counters["nccl_mean_abs_error_pct"] = 100 * n.mean_abs_error;
   state.counters["nccl_max_abs_error_pct"] = 100 * n.max_abs_error;
   state.counters["suite_s"] = suite_s / static_cast<double>(state.iterations());

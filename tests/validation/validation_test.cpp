@@ -65,9 +65,11 @@ TEST(Validation, ErrorsAreSummarisedPerDeviceKind) {
   EXPECT_EQ(kinds[0].second.cases, 3);
   EXPECT_EQ(kinds[0].second.failed, 1);
   EXPECT_NEAR(kinds[0].second.mean_abs_error, 0.15, 1e-12);  // the failed case counts in neither
+  EXPECT_NEAR(kinds[0].second.mean_error, -0.05, 1e-12);     // -20% and +10%: too fast on average
   EXPECT_NEAR(kinds[0].second.max_abs_error, 0.20, 1e-12);
   EXPECT_EQ(kinds[1].first, "H100-SXM");
   EXPECT_NEAR(kinds[1].second.mean_abs_error, 0.10, 1e-12);
+  EXPECT_NEAR(kinds[1].second.mean_error, -0.10, 1e-12);
 }
 
 TEST(Validation, TheCiSubsetIsPredictedWithinEachCasesBand) {
