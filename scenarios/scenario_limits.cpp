@@ -118,7 +118,7 @@ void check_model_size(const Scenario& s) {
     s.fail(layers * per_layer >= embeddings ? "model.num_layers" : "model.vocab_size",
            "the model would have " + number(layers * per_layer + embeddings) + " parameters, more than the " +
                number(limits::kMaxParameters) + " Tandem computes with (common/input_limits.hpp)");
-  // One micro-batch's activations through every layer (Korthikanti et al.: 34 h + 5 heads seq per
+  // One micro-batch's activations through every layer (gpt_layer_activation_bytes: 34 h + 5 heads seq per
   // token and layer, scores included) and the logits.
   const long double seq = s.training.seq_length, tokens = static_cast<long double>(s.training.micro_batch_size) * seq;
   const long double activations = layers * tokens * (34 * h + 5 * heads * seq) + tokens * vocab;

@@ -1715,9 +1715,8 @@ Flops megatron_flops_per_iteration(const TransformerConfig& cfg, std::int64_t gl
   return 96.0 * B * s * l * h * h * (1.0 + attn + V / (16.0 * l * h));
 }
 
-Bytes korthikanti_activation_bytes_per_layer(std::int64_t b, std::int64_t s, std::int64_t h,
-                                             std::int64_t a, int tp, bool sp,
-                                             Recompute recompute) {
+Bytes gpt_layer_activation_bytes(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t a, int tp, bool sp,
+                                 Recompute recompute) {
   const double sbh = d(s) * d(b) * d(h), t = tp, attn = 5.0 * d(a) * d(s) / d(h);
   if (recompute == Recompute::full) return 2.0 * sbh / (sp ? t : 1.0);
   const double core = recompute == Recompute::selective ? 0.0 : attn;

@@ -1,7 +1,7 @@
 // Decoder-only transformers (GPT, Llama) written against the per-rank interface, with Megatron-LM
 // tensor parallelism (column/row-parallel linears, vocab-parallel embedding and loss), sequence
 // parallelism, and selective/full activation recomputation; plus the analytic figures they are
-// tested against (parameter count, model FLOPs per token, Korthikanti activation memory).
+// tested against (parameter count, model FLOPs per token, a GPT layer's saved activations).
 //
 // Layers built for a rank, in order (their name() in quotes):
 //   "embedding"  token (+ learned position) embedding, dropout            input: token ids [b, s]
@@ -181,14 +181,18 @@ Flops model_flops_per_token(const TransformerConfig& cfg, std::int64_t seq_len);
 Flops megatron_flops_per_iteration(const TransformerConfig& cfg, std::int64_t global_batch,
                                    std::int64_t seq_len, bool causal = false);
 
-// Korthikanti et al. 2022 (arXiv 2205.05198), bytes of activations one layer saves for one
-// micro-batch, 16-bit activations: s·b·h·(34 + 5·a·s/h) without parallelism; with tensor
-// parallel t: s·b·h·(10 + 24/t + 5·a·s/(h·t)); with t and sequence parallel: s·b·h/t·(34 +
-// 5·a·s/h); selective recompute drops the 5·a·s/h term; full recompute keeps 2·s·b·h (/t with
-// SP). Assumes a GPT layer (MHA, ffn = 4h, GELU, dropout everywhere, unfused attention).
-Bytes korthikanti_activation_bytes_per_layer(std::int64_t micro_batch, std::int64_t seq_len,
-                                             std::int64_t hidden, std::int64_t heads, int tp,
-                                             bool sequence_parallel, Recompute recompute);
+// Bytes of activations a GPT layer (MHA, ffn = 4h, GELU, dropout everywhere, unfused attention)
+// saves for one micro-batch in 16 bits, counted from the tensors Megatron-LM's layer keeps for its
+// backward (megatron/model/transformer.py): per token, the two norms' inputs (2h + 2h), the QKV
+// GEMM's input (2h), Q and K for QKᵀ (4h), V (2h), the projection's input (2h), the fc1 input
+// (2h), the GeLU input and the fc2 input (8h + 8h) and two one-byte dropout masks (h + h): 34h;
+// per head and score, the softmax output (2), the attention-dropout mask (1) and the dropped
+// probabilities PV reads (2): 5·a·s. So s·b·h·(34 + 5·a·s/h) without parallelism; tensor parallel
+// t splits all but the norms' inputs, the dropout masks and the QKV/fc1 inputs (10 of the 34):
+// s·b·h·(10 + 24/t + 5·a·s/(h·t)); sequence parallel splits those too: s·b·h/t·(34 + 5·a·s/h);
+// selective recompute drops the 5·a·s/h term; full recompute keeps the input, 2·s·b·h (/t with SP).
+Bytes gpt_layer_activation_bytes(std::int64_t micro_batch, std::int64_t seq_len, std::int64_t hidden,
+                                 std::int64_t heads, int tp, bool sequence_parallel, Recompute recompute);
 // The same breakdown for any configuration (GQA, SwiGLU, no dropout, flash attention's fp32
 // logsumexp instead of the s² matrices, activation dtype, FP8 linears, whose norm outputs are kept
 // in one byte): equals the formula above for a GPT layer in 16 bits, and equals what

@@ -219,31 +219,30 @@ TEST(TransformerTest, RecomputeAddsForwardWorkToBackward) {
 
 // ---------------------------------------------------------------- activation memory
 
-void expect_korthikanti(const std::string& name, std::int64_t b, int tp, bool sp, Recompute rc) {
+void expect_gpt_layer_activations(const std::string& name, std::int64_t b, int tp, bool sp, Recompute rc) {
   const TransformerModel model(transformer_preset(name));
   const auto& cfg = model.config();
   const std::int64_t s = cfg.seq_length;
   const auto layers = model.build_layers(shape(b, s), tp_context(tp, sp, rc));
   const double measured = layers[1]->saved_activation_bytes();
-  const double formula = korthikanti_activation_bytes_per_layer(
-      b, s, cfg.hidden_size, cfg.num_attention_heads, tp, sp, rc);
+  const double formula = gpt_layer_activation_bytes(b, s, cfg.hidden_size, cfg.num_attention_heads, tp, sp, rc);
   const double breakdown = activation_bytes_per_layer(cfg, b, s, tp, sp, rc);
   EXPECT_LT(rel(measured, formula), 0.02)
       << name << " tp " << tp << " sp " << sp << " rc " << static_cast<int>(rc) << ": "
       << measured << " vs " << formula;
   EXPECT_DOUBLE_EQ(measured, breakdown) << name << " tp " << tp << " sp " << sp;
-  std::printf("[ measured ] %s b=%lld tp=%d sp=%d rc=%d: saved %.4e B/layer, Korthikanti %.4e "
+  std::printf("[ measured ] %s b=%lld tp=%d sp=%d rc=%d: saved %.4e B/layer, GPT-layer count %.4e "
               "(%.3f%%)\n",
               name.c_str(), static_cast<long long>(b), tp, sp, static_cast<int>(rc), measured,
               formula, 100.0 * (measured / formula - 1));
 }
 
-TEST(TransformerTest, SavedActivationsMatchKorthikanti) {
+TEST(TransformerTest, SavedActivationsMatchMegatronsGptLayerCount) {
   for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-    expect_korthikanti("gpt3-1.3b", 1, 1, false, rc);
-    expect_korthikanti("gpt3-1.3b", 2, 8, true, rc);
-    expect_korthikanti("gpt3-1.3b", 1, 8, false, rc);
-    expect_korthikanti("gpt3-175b", 1, 8, true, rc);
+    expect_gpt_layer_activations("gpt3-1.3b", 1, 1, false, rc);
+    expect_gpt_layer_activations("gpt3-1.3b", 2, 8, true, rc);
+    expect_gpt_layer_activations("gpt3-1.3b", 1, 8, false, rc);
+    expect_gpt_layer_activations("gpt3-175b", 1, 8, true, rc);
   }
 }
 
@@ -296,8 +295,7 @@ TEST(TransformerTest, PeakForwardActivationsMatchTheFormula) {
     testing::allocate_all(rt, layers);
     Tensor t = model.make_input(rt, shape(b, s), 0);
     for (std::size_t i = 0; i + 1 < layers.size(); ++i) t = layers[i]->forward(rt, t, 0);
-    const double per_layer = korthikanti_activation_bytes_per_layer(
-        b, s, cfg.hidden_size, cfg.num_attention_heads, 1, false, rc);
+    const double per_layer = gpt_layer_activation_bytes(b, s, cfg.hidden_size, cfg.num_attention_heads, 1, false, rc);
     const double blocks = cfg.num_layers * per_layer;
     // Held after the forward of all blocks: L layers' saved activations, the embedding's
     // (token ids + dropout mask) and the last output.
@@ -319,7 +317,7 @@ TEST(TransformerTest, PeakForwardActivationsMatchTheFormula) {
       EXPECT_GT(peak_measured, blocks);
       EXPECT_LT(peak_measured, blocks + core);
     }
-    std::printf("[ measured ] gpt3-1.3b rc=%d forward peak %.4e B vs L·Korthikanti %.4e\n",
+    std::printf("[ measured ] gpt3-1.3b rc=%d forward peak %.4e B vs L x GPT-layer count %.4e\n",
                 static_cast<int>(rc), rt.peak_bytes(MemCategory::activations), blocks);
   }
 }
