@@ -18,6 +18,8 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   cmd->add_option("--match", o.match, "only cases whose name contains this");
   cmd->add_option("--jobs,-j", o.jobs, "cases simulated at once")->check(CLI::PositiveNumber);
   cmd->add_flag("--check", o.check, "exit 1 when a case is outside its error band");
+  cmd->add_flag("--long", o.long_cases,
+                "also the long cases (estimated above 2e7 ops, minutes each: Llama 3 405B with every rank simulated)");
   return cmd;
 }
 
@@ -39,7 +41,7 @@ int run_validate(const ValidateOptions& o) {
   std::vector<validation::ValidationCase> cases;
   for (const auto& f : files) {
     if (!matches(f)) continue;
-    validation::ValidationCase c = validation::load_validation_case(f);
+    validation::ValidationCase c = validation::load_validation_case(f, o.long_cases);
     if (o.ci_only && !c.ci) continue;
     cases.push_back(std::move(c));
   }

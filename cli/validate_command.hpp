@@ -16,6 +16,7 @@ struct ValidateOptions {
   std::string match;               // --match: case names containing this
   int jobs = 1;                    // cases simulated at once
   bool check = false;              // --check: exit 1 when a case is outside its band
+  bool long_cases = false;         // --long: also the cases estimated to take minutes
 };
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);

@@ -20,12 +20,17 @@ namespace {
 constexpr long double kOpsPerLayerMicroBatch = 40;
 constexpr long double kOpsPerLayerStep = 10;
 // This process's memory (/usr/bin/time peak RSS, December 2026): SimGrid's hosts, links and routes
-// per device of the cluster (gpt-1t-t8p64d32-16k, 16,384 devices: 170 MB in all), what a simulated
-// rank keeps of every op it issued (communication ops' state stays to the end, sim_device.hpp;
-// gpt3-175b-3d: ~130 B per op), and a trace record with its JSON on the way out (~1 KB). Each
-// figure is about twice the measured one.
+// per device of the cluster (gpt-1t-t8p64d32-16k, 16,384 devices: 170 MB in all; Meta's 24,576-GPU
+// cluster ~6 KB each), a simulated rank's own state (its actors' stacks as far as they are touched,
+// its model, tensors and ledger: ~0.2 MB), what is left of each op it issued (a communication op's
+// state is dropped once it is done, sim_device.hpp: ~17 B per op on average), and a trace record
+// with its JSON on the way out (~1 KB). Measured on Llama 3 405B's layout on that cluster, every
+// rank simulated: 128 ranks 392 MB, 256 ranks 422 MB, 512 ranks 483 MB at 1.18M ops and 539 MB at
+// 4.53M ops. Each figure is one and a half to three times the measured one (the op count above is
+// itself an overestimate).
 constexpr long double kBytesPerDevice = 16e3;
-constexpr long double kBytesPerOp = 256;
+constexpr long double kBytesPerSimulatedRank = 512e3;
+constexpr long double kBytesPerOp = 24;
 constexpr long double kBytesPerTraceRecord = 1024;
 // The share of this machine's memory a simulation may plan to use.
 constexpr long double kMemoryShare = 0.5;
@@ -156,7 +161,7 @@ SimulationSize estimate_simulation_size(const Scenario& s, const sim::Simulation
   const long double ops_per_iteration =
       size.layers_per_rank * (size.micro_batches * kOpsPerLayerMicroBatch + kOpsPerLayerStep);
   size.ops = size.simulated_ranks * size.iterations * ops_per_iteration;
-  size.memory_bytes = s.cluster.device_count() * kBytesPerDevice +
+  size.memory_bytes = s.cluster.device_count() * kBytesPerDevice + size.simulated_ranks * kBytesPerSimulatedRank +
                       size.ops * (kBytesPerOp + (record_trace ? kBytesPerTraceRecord : 0));
   return size;
 }

@@ -1,6 +1,7 @@
 #include "validation/validation_case.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/input_error.hpp"
@@ -71,11 +72,18 @@ double ValidationCase::tflops_per_gpu(Seconds iteration_time_s) const {
   return published_flops_per_iteration() / (iteration_time_s * devices()) / kTera;
 }
 
-ValidationCase load_validation_case(const std::string& path) {
+ValidationCase load_validation_case(const std::string& path, bool include_long) {
   ValidationCase c;
   c.scenario = load_scenario(path, SizeCheck::skip);
   try {
     check_simulation_size(c.scenario, c.scenario.simulation);
+    const long double ops = estimate_simulation_size(c.scenario, c.scenario.simulation).ops;
+    if (!include_long && ops > kQuickValidationOps) {
+      char text[160];
+      std::snprintf(text, sizeof text, "a long case (about %.2g ops estimated): left out of the default run; "
+                    "`tandem validate --long` runs it", static_cast<double>(ops));
+      c.refused = text;
+    }
   } catch (const InputError& e) {
     c.refused = e.what();
   }

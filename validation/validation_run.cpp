@@ -85,7 +85,7 @@ std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int 
   for (std::size_t k = 0; k < runnable.size(); ++k) outcome_of[runnable[k]] = outcomes[k];
   std::vector<CaseResult> results;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    if (!cases[i].refused.empty()) outcome_of[i].error = "not simulated on this machine: " + cases[i].refused;
+    if (!cases[i].refused.empty()) outcome_of[i].error = "not simulated: " + cases[i].refused;
     results.push_back(result_of(cases[i], outcome_of[i]));
   }
   return results;

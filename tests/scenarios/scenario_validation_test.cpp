@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "common/input_limits.hpp"
 #include "scenarios/scenario.hpp"
 #include "scenarios/scenario_limits.hpp"
 #include "scenarios/search_spec.hpp"
@@ -185,6 +186,19 @@ TEST(ScenarioLimits, EveryRankCountsOnAnOversubscribedFabric) {
   test::TempDir dir;
   const Scenario s = load_scenario(oversubscribed_scenario(dir, 64, 4));
   EXPECT_EQ(estimate_simulation_size(s, s.simulation).simulated_ranks, 512);
+}
+
+// Every rank of an 8,192-GPU run on an oversubscribed fabric (Llama 3 405B's layout) is estimated
+// within what a 16 GB machine allows, and not below what was measured: ~0.2 MB per simulated rank
+// (the 405B layout's 512-rank member peaked at 483 MB, 392 MB with 128 ranks; scenario_limits.cpp).
+TEST(ScenarioLimits, EveryRankOfAnEightThousandGpuRunIsEstimatedAtWhatItNeeds) {
+  test::TempDir dir;
+  const Scenario s = load_scenario(oversubscribed_scenario(dir, 1024, 64));
+  const SimulationSize size = estimate_simulation_size(s, s.simulation);
+  EXPECT_EQ(size.simulated_ranks, 8192);
+  EXPECT_LT(size.memory_bytes, 8e9L) << "fits a machine of 16 GB";
+  EXPECT_GT(size.memory_bytes, 8192 * 0.2e6L) << "at least the measured state of every rank";
+  EXPECT_LT(size.ops, limits::kMaxSimulatedOps);
 }
 
 // One SimGrid actor per rank and communication stream, two memory mappings each: past the

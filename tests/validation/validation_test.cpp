@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "tests/platforms/platform_test_support.hpp"
 #include "validation/validation_run.hpp"
 
 namespace tandem::validation {
@@ -45,6 +46,26 @@ TEST(Validation, PublishedTimesAndTflopsAgreeThroughThePublishedFlopCount) {
   // Megatron-LM README H100 table: 1.7B at 408.8 TF/GPU is 41% of 989 (its MFU column).
   const ValidationCase& h100 = find(cases, "megatron-core-h100-1.7b");
   EXPECT_NEAR(h100.tflops_per_gpu(h100.published_iteration_time_s()) / 989, 0.41, 0.005);
+}
+
+// A case whose simulation is estimated above kQuickValidationOps is left out of a default run,
+// saying how to run it, and loads as any other with include_long (validate --long). One rank of a
+// 128-layer model through 4,096 micro-batches: ~2e7 ops, no other limit near.
+TEST(Validation, ALongCaseIsLeftOutOfTheDefaultRunAndSaysHowToRunIt) {
+  test::TempDir dir;
+  const std::string file = dir.write("long.yaml",
+                                     "name: long\n"
+                                     "model: { num_layers: 128, hidden_size: 1024, num_attention_heads: 16,\n"
+                                     "         vocab_size: 51200, seq_length: 1024 }\n"
+                                     "cluster: tiny-h100\n"
+                                     "training: { global_batch_size: 4096, micro_batch_size: 1, seq_length: 1024 }\n"
+                                     "strategy: { type: hybrid, data_parallel_size: 1 }\n"
+                                     "validation:\n"
+                                     "  published: { iteration_time_s: 100 }\n"
+                                     "  source: a test\n");
+  const ValidationCase by_default = load_validation_case(file);
+  EXPECT_NE(by_default.refused.find("validate --long"), std::string::npos) << by_default.refused;
+  EXPECT_TRUE(load_validation_case(file, /*include_long=*/true).refused.empty());
 }
 
 TEST(Validation, ErrorsAreSummarisedPerDeviceKind) {
