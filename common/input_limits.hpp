@@ -123,12 +123,11 @@ inline constexpr CountRange kIterations{1, 1'000'000};
 inline constexpr CountRange kWarmupIterations{0, 1'000'000};
 // The simulator's own size, estimated before it starts (scenarios/scenario_limits.cpp): ops issued
 // by all simulated ranks over all iterations. Measured: a few tens of bytes of this process's memory
-// (scenario_limits.cpp) and 10-100 us each (gpt3-175b-3d, 297k ops, on a loaded 2-core VM; 11 us on
-// Llama 3 405B's layout with every rank simulated); 5e8 estimated ops (the estimate runs
-// ~1.5-3x the count) is a run of an hour or more in several GB, still finishing, and 60x a
-// 1T-parameter model's 512-micro-batch iteration on 16,384 GPUs (folded); Llama 3 405B on 8,192
-// GPUs with every rank simulated (validation/cases/llama3-405b-8192) is estimated at 2.1e8.
-inline constexpr double kMaxSimulatedOps = 5e8;
+// (scenario_limits.cpp) and 10-100 us each (gpt3-175b-3d, 297k ops, on a loaded 2-core VM; 11-38 us
+// on Llama 3 405B's layout with every rank simulated: its 8,192-GPU case, estimated at 1.1e8, issued
+// 72.5M ops in 46 minutes on a loaded 2-core VM); 2e8 ops is an hours-long run in several GB, still
+// finishing, and 25x a 1T-parameter model's 512-micro-batch iteration on 16,384 GPUs (folded).
+inline constexpr double kMaxSimulatedOps = 2e8;
 
 // ---- search (scenarios: search:) ----
 inline constexpr CountRange kTopK{1, 1 << 20};

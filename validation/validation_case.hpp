@@ -64,8 +64,8 @@ struct ValidationCase {
 
 // A case whose simulation is estimated at more ops than this (scenarios/scenario_limits.hpp; at
 // 10-20 us an op, several minutes on one core) is long: left out of a default run, which predicts
-// the other cases in about a minute. Llama 3 405B on 8,192 GPUs, every rank simulated on Meta's
-// oversubscribed fabric, is estimated at 2.1e8; the largest other case at under 1e6.
+// the other cases in about a minute. Llama 3 405B on 8,192 and 16,384 GPUs, every rank simulated on
+// Meta's oversubscribed fabric, are estimated at 1.1e8 each (the 8,192-GPU one took 46 minutes here).
 inline constexpr double kQuickValidationOps = 2e7;
 
 // Loads a case file (InputError with file, line and field on bad input, as scenarios do). A long
