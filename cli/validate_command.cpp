@@ -1,10 +1,12 @@
 #include "cli/validate_command.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "validation/nccl_validation_run.hpp"
+#include "validation/validation_case.hpp"
 #include "validation/validation_run.hpp"
 
 namespace tandem::cli {
@@ -18,8 +20,11 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   cmd->add_option("--match", o.match, "only cases whose name contains this");
   cmd->add_option("--jobs,-j", o.jobs, "cases simulated at once")->check(CLI::PositiveNumber);
   cmd->add_flag("--check", o.check, "exit 1 when a case is outside its error band");
+  char quick[16];
+  std::snprintf(quick, sizeof quick, "%.2g", validation::kQuickValidationOps);
   cmd->add_flag("--long", o.long_cases,
-                "also the long cases (estimated above 2e7 ops, minutes each: Llama 3 405B with every rank simulated)");
+                std::string("also the long cases (estimated above ") + quick +
+                    " ops, minutes each: Llama 3 405B with every rank simulated)");
   return cmd;
 }
 

@@ -166,7 +166,7 @@ SimulationSize estimate_simulation_size(const Scenario& s, const sim::Simulation
   return size;
 }
 
-void check_simulation_size(const Scenario& s, const sim::SimulationOptions& options) {
+SimulationSize check_simulation_size(const Scenario& s, const sim::SimulationOptions& options) {
   const bool record_trace = options.record_trace;
   const SimulationSize size = estimate_simulation_size(s, options);
   const long double memory_limit = physical_memory_bytes() * kMemoryShare;
@@ -184,7 +184,7 @@ void check_simulation_size(const Scenario& s, const sim::SimulationOptions& opti
                whole(std::ceil(mappings / kMappingShare / 65536) * 65536) + ") or simulate fewer ranks" +
                (folds_refused ? " (replicas and tensor groups do not fold on this oversubscribed fabric)" : ""));
   }
-  if (!too_many_ops && size.memory_bytes <= memory_limit) return;
+  if (!too_many_ops && size.memory_bytes <= memory_limit) return size;
   // Blame the factor that is furthest above a usual value (ranks 64, micro-batches 64, layers
   // 128, iterations 10).
   const std::pair<long double, const char*> factors[] = {

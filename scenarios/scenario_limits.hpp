@@ -29,7 +29,8 @@ SimulationSize estimate_simulation_size(const Scenario& scenario, const sim::Sim
 // 65,530, when it cannot be read): SimGrid's actors need two each.
 long double max_map_count();
 
-// InputError when the estimate exceeds the limits (kMaxSimulatedOps, or the memory this machine has).
-void check_simulation_size(const Scenario& scenario, const sim::SimulationOptions& options);
+// InputError when the estimate exceeds the limits (kMaxSimulatedOps, or the memory this machine has);
+// the estimate otherwise.
+SimulationSize check_simulation_size(const Scenario& scenario, const sim::SimulationOptions& options);
 
 }  // namespace tandem

@@ -67,11 +67,7 @@ std::string format_nccl_table(const std::vector<NcclCaseResult>& results) {
                   r.source.c_str(), r.within_band() ? "" : "  [outside its band]");
     out += row;
   }
-  const Summary s = summarize_errors(results);
-  std::snprintf(row, sizeof row,
-                "\n%d NCCL cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%\n",
-                s.cases, s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str(), 100 * s.mean_error);
-  out += row;
+  out += "\n" + summary_line(summarize_errors(results), "NCCL cases") + "\n";
   return out;
 }
 

@@ -76,8 +76,7 @@ ValidationCase load_validation_case(const std::string& path, bool include_long) 
   ValidationCase c;
   c.scenario = load_scenario(path, SizeCheck::skip);
   try {
-    check_simulation_size(c.scenario, c.scenario.simulation);
-    const long double ops = estimate_simulation_size(c.scenario, c.scenario.simulation).ops;
+    const long double ops = check_simulation_size(c.scenario, c.scenario.simulation).ops;
     if (!include_long && ops > kQuickValidationOps) {
       char text[160];
       std::snprintf(text, sizeof text, "a long case (about %.2g ops estimated): left out of the default run; "

@@ -93,6 +93,12 @@ std::vector<CaseResult> run_cases(const std::vector<ValidationCase>& cases, int 
 
 Summary summarize(const std::vector<CaseResult>& results) { return summarize_errors(results); }
 
+std::string summary_line(const Summary& s, const char* cases, int count_width) {
+  return line("%*d %s, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%", count_width,
+              s.cases, cases, s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str(),
+              100 * s.mean_error);
+}
+
 std::vector<std::pair<std::string, Summary>> summarize_by_device(const std::vector<CaseResult>& results) {
   std::map<std::string, std::vector<CaseResult>> by_kind;
   for (const CaseResult& r : results) by_kind[r.device_kind].push_back(r);
@@ -117,13 +123,9 @@ std::string format_table(const std::vector<CaseResult>& results) {
                 r.within_band() ? "" : "  [outside its band]", r.out_of_memory ? "  [predicted OOM]" : "");
   }
   const Summary s = summarize(results);
-  out += line("\n%d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%\n", s.cases,
-              s.failed, 100 * s.mean_abs_error, 100 * s.max_abs_error, s.worst.c_str(), 100 * s.mean_error);
-  for (const auto& [kind, k] : summarize_by_device(results)) {
-    out += line("  %-24s %2d cases, %d failed; mean |error| %.1f%%, max |error| %.1f%% (%s); mean error %+.1f%%\n",
-                kind.c_str(), k.cases, k.failed, 100 * k.mean_abs_error, 100 * k.max_abs_error, k.worst.c_str(),
-                100 * k.mean_error);
-  }
+  out += "\n" + summary_line(s, "cases") + "\n";
+  for (const auto& [kind, k] : summarize_by_device(results))
+    out += line("  %-24s ", kind.c_str()) + summary_line(k, "cases", 2) + "\n";
   out += "(error = predicted / published - 1: a negative mean error is a prediction too fast on average)\n";
   return out;
 }

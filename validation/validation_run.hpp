@@ -75,6 +75,10 @@ Summary summarize_errors(const std::vector<Result>& results) {
   return s;
 }
 Summary summarize(const std::vector<CaseResult>& results);
+// "N cases, F failed; mean |error| …, max |error| … (worst); mean error …": a summary's line, with
+// what the caller calls its cases (the training and NCCL tables, each device kind) and the width
+// its count is printed in.
+std::string summary_line(const Summary& s, const char* cases, int count_width = 0);
 // The same per device kind (what a GPU profile's error is), in order of the kinds' names.
 std::vector<std::pair<std::string, Summary>> summarize_by_device(const std::vector<CaseResult>& results);
 

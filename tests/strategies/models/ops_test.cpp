@@ -65,7 +65,6 @@ TEST(OpsCostTest, NormForwardAndBackward) {
   EXPECT_LT(rms.flops, ln.flops);
   EXPECT_DOUBLE_EQ(ops::norm_cost(NormArgs{NormKind::rms_norm, 10, 100, true}, DType::bf16).flops,
                    2 * rms.flops);
-
 }
 
 // apex's FusedLayerNorm (Megatron-LM's MixedFusedLayerNorm) computes the weight gradients in a
